@@ -1,0 +1,9 @@
+#!/usr/bin/env python3
+"""Gate substrate candidates: `python gate.py --help`."""
+
+import sys
+
+from harness.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The admission record: which substrate was admitted, at which source hash, on which backend and device.
+
+Kept in substrates/admissions.json and committed, so a mutation campaign (or a reviewer) can
+tell whether a substrate is admitted as it stands: a changed source no longer matches its hash.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from pathlib import Path
+
+from harness.candidates import SUBSTRATES_DIR
+from harness.records import SubstrateReport
+
+DEFAULT_RECORD = SUBSTRATES_DIR / "admissions.json"
+SCHEMA = 1
+
+
+def load_record(path: Path) -> dict:
+    if not path.is_file():
+        return {"schema": SCHEMA, "substrates": {}}
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); fix or delete it") from error
+    if record.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema {record.get('schema')!r}, this harness reads schema {SCHEMA}")
+    return record
+
+
+def with_result(record: dict, report: SubstrateReport, backend: str, device: str, when: str | None = None) -> dict:
+    """A copy of `record` holding this verdict for (substrate, backend)."""
+    updated = json.loads(json.dumps(record))
+    updated["substrates"].setdefault(report.name, {})[backend] = {
+        "admitted": report.admitted,
+        "source_sha256": report.source_sha256,
+        "device": device,
+        "date": when or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "reasons": report.reasons(),
+    }
+    return updated
+
+
+def save_record(path: Path, record: dict) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def admission_status(record: dict, name: str, source_sha256: str) -> str:
+    """One line on where `name` stands, for `gate.py --list`."""
+    per_backend = record["substrates"].get(name, {})
+    if not per_backend:
+        return "never gated"
+    parts = []
+    for backend, entry in sorted(per_backend.items()):
+        where = f"{backend}, {entry['device']}, {entry['date'][:10]}"
+        if entry["source_sha256"] != source_sha256:
+            parts.append(f"source changed since it was {'admitted' if entry['admitted'] else 'rejected'} ({where})")
+        elif entry["admitted"]:
+            parts.append(f"admitted ({where})")
+        else:
+            parts.append(f"rejected ({where})")
+    return "; ".join(parts)
+
+
+def is_admitted(record: dict, name: str, source_sha256: str, backend: str | None = None) -> bool:
+    per_backend = record["substrates"].get(name, {})
+    return any(entry["admitted"] and entry["source_sha256"] == source_sha256
+               for b, entry in per_backend.items() if backend in (None, b))

@@ -1,0 +1,60 @@
+"""What every backend provides: compile device source, launch it on tensors, report faults.
+
+A backend is one file beside this one; adding a backend means adding a file and a line in
+harness.backends.BACKENDS, nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot run on this machine (no GPU, not built yet); the message says why."""
+
+
+class KernelFault(Exception):
+    """The kernel failed while running (illegal address, launch failure).
+
+    `poisons_context` is True when nothing more can run in this process afterwards.
+    """
+
+    def __init__(self, message: str, poisons_context: bool = True):
+        super().__init__(message)
+        self.poisons_context = poisons_context
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A compiled kernel ready to launch: its backend handle and its parameter list."""
+
+    name: str
+    params: list  # list[harness.signature.Param]
+    handle: object
+    from_cache: bool
+    options: tuple[str, ...]
+
+
+class Backend:
+    name = "base"
+
+    @property
+    def device(self):
+        """The torch.device suites build their inputs on."""
+        raise NotImplementedError("a backend needs a torch device")
+
+    def describe_device(self) -> str:
+        raise NotImplementedError("a backend needs describe_device")
+
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
+        """Compile (or fetch from the cache) and load; raises harness.nvrtc.CompileError."""
+        raise NotImplementedError("a backend needs load")
+
+    def launch(self, kernel: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: list) -> None:
+        """Start `kernel` over grid x block with ctypes argument objects; may return before it ends."""
+        raise NotImplementedError("a backend needs launch")
+
+    def synchronize(self) -> None:
+        """Wait for launched work; raises KernelFault if it failed."""
+        raise NotImplementedError("a backend needs synchronize")

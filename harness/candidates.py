@@ -1,0 +1,140 @@
+"""Find candidate files, import them, and turn what `register` adds into checked entries.
+
+A candidate is `substrates/candidate_<name>.py` defining `register(K, torch, ctypes)`, which
+sets `K.PROBLEMS[name] = dict(...)` with the spec's seven keys for each substrate it holds.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.compare import DEFAULT_TOLERANCE, Tolerance
+from harness.problems import PROBLEMS_DIR, REPO_ROOT
+
+SUBSTRATES_DIR = REPO_ROOT / "substrates"
+REQUIRED_KEYS = ("kb_file", "cuda", "kernel_name", "ref", "launch", "suites", "probe")
+# Optional keys of this harness: `exact` asks for bitwise comparison of float outputs (byte
+# movers); `atol`/`rtol` may tighten the default 1e-2, never loosen it.
+OPTIONAL_KEYS = ("exact", "atol", "rtol")
+
+
+class CandidateError(Exception):
+    """The candidate file cannot be imported or registered; the message names the file."""
+
+
+class RegistrationTarget:
+    """The `K` handed to register(): a fresh one per load, so no state leaks between files."""
+
+    def __init__(self):
+        self.PROBLEMS: dict = {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    file: Path
+    kb_file: str
+    cuda: str
+    kernel_name: str
+    ref: object
+    launch: object
+    suites: object
+    probe: object
+    tolerance: Tolerance
+
+    def source_sha256(self, problems_dir: Path = PROBLEMS_DIR) -> str:
+        """Hash of everything that decides the verdict: the candidate file, its CUDA source, its problem."""
+        digest = hashlib.sha256()
+        digest.update(self.file.read_bytes())
+        digest.update(self.cuda.encode())
+        problem = problems_dir / self.kb_file
+        if problem.is_file():
+            digest.update(problem.read_bytes())
+        return digest.hexdigest()
+
+    def locate_cuda_line(self, text: str) -> str | None:
+        """'file.py:N' where this CUDA line stands in the candidate, if it stands there exactly once."""
+        wanted = text.strip()
+        hits = [i for i, line in enumerate(self.file.read_text().splitlines(), 1) if line.strip() == wanted]
+        return f"{self.file.name}:{hits[0]}" if len(hits) == 1 else None
+
+
+def candidate_files(directory: Path = SUBSTRATES_DIR) -> list[Path]:
+    return sorted(directory.glob("candidate_*.py"))
+
+
+def import_candidate(path: Path):
+    """Import the file as a fresh module (never from sys.modules) and return it."""
+    module_name = f"substrate_candidate_{path.stem}_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise CandidateError(f"{path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        sys.modules.pop(module_name, None)
+        raise CandidateError(f"{path}: import failed: {type(error).__name__}: {error}") from error
+    return module
+
+
+def register_candidate(module, path: Path) -> dict:
+    """Call the module's register(K, torch, ctypes) and return what it put in K.PROBLEMS."""
+    import torch
+
+    register = getattr(module, "register", None)
+    if not callable(register):
+        raise CandidateError(f"{path}: defines no register(K, torch, ctypes)")
+    target = RegistrationTarget()
+    try:
+        register(target, torch, ctypes)
+    except Exception as error:
+        raise CandidateError(f"{path}: register() failed: {type(error).__name__}: {error}") from error
+    if not isinstance(target.PROBLEMS, dict) or not target.PROBLEMS:
+        raise CandidateError(f"{path}: register() added nothing to K.PROBLEMS")
+    return dict(target.PROBLEMS)
+
+
+def _tolerance(name: str, raw: dict, problems: list[str]) -> Tolerance:
+    exact = raw.get("exact", False)
+    if not isinstance(exact, bool):
+        problems.append(f"{name}: 'exact' must be True or False, got {exact!r}")
+        exact = False
+    bounds = {}
+    for key in ("atol", "rtol"):
+        value = raw.get(key, DEFAULT_TOLERANCE)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= DEFAULT_TOLERANCE:
+            problems.append(f"{name}: {key!r} must be a number in [0, {DEFAULT_TOLERANCE}], got {value!r}")
+            value = DEFAULT_TOLERANCE
+        bounds[key] = float(value)
+    return Tolerance(exact=exact, **bounds)
+
+
+def make_entry(name: str, raw, path: Path) -> tuple[Entry | None, list[str]]:
+    """Check one K.PROBLEMS value against the spec; returns the entry or the list of what is wrong."""
+    if not isinstance(raw, dict):
+        return None, [f"{name}: K.PROBLEMS[{name!r}] is a {type(raw).__name__}, not a dict"]
+    problems = []
+    missing = [k for k in REQUIRED_KEYS if k not in raw]
+    unknown = [k for k in raw if k not in REQUIRED_KEYS + OPTIONAL_KEYS]
+    if missing:
+        problems.append(f"{name}: missing key(s) {', '.join(missing)}")
+    if unknown:
+        problems.append(f"{name}: unknown key(s) {', '.join(map(str, unknown))}; the spec allows "
+                        f"{', '.join(REQUIRED_KEYS)} (and optionally {', '.join(OPTIONAL_KEYS)})")
+    for key in ("kb_file", "cuda", "kernel_name"):
+        if key in raw and not (isinstance(raw[key], str) and raw[key].strip()):
+            problems.append(f"{name}: {key!r} must be a non-empty string, got {type(raw[key]).__name__}")
+    for key in ("ref", "launch", "suites", "probe"):
+        if key in raw and not callable(raw[key]):
+            problems.append(f"{name}: {key!r} must be callable, got {type(raw[key]).__name__}")
+    tolerance = _tolerance(name, raw, problems)
+    if problems:
+        return None, problems
+    return Entry(name=name, file=path, tolerance=tolerance, **{k: raw[k] for k in REQUIRED_KEYS}), []

@@ -1,0 +1,199 @@
+"""`python gate.py`: gate registered substrates (or new candidate files) and say which are admitted.
+
+Exit status: 0 every requested substrate admitted, 1 any rejected, 2 bad usage (unknown name,
+unreadable file, a backend this machine cannot run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from harness import admissions
+from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
+from harness.candidates import candidate_files
+from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport
+from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
+
+EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gate.py",
+        description="Run every suite of each substrate against its official PyTorch reference and admit it as a "
+                    "mutation target only if it is right everywhere.",
+        epilog="Exit status: 0 all admitted, 1 any rejected, 2 bad usage.",
+    )
+    parser.add_argument("targets", nargs="*", metavar="NAME_OR_FILE",
+                        help="registered substrate names, or paths to candidate_<name>.py files (default: every "
+                             "candidate in substrates/)")
+    parser.add_argument("--list", action="store_true", help="list registered substrates and their admission, then exit")
+    parser.add_argument("--backend", choices=("auto",) + BACKEND_NAMES, default="auto",
+                        help="where kernels run; auto picks cuda when a GPU is visible (default: auto)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the full report as JSON to PATH")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, metavar="S",
+                        help=f"kill a worker that makes no progress for S seconds: one import, compile or trial "
+                             f"(default: {DEFAULT_STEP_TIMEOUT:g})")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="substrates gated at once (default: 1)")
+    parser.add_argument("--record", type=Path, default=admissions.DEFAULT_RECORD, metavar="PATH",
+                        help="admission record to update (default: substrates/admissions.json)")
+    parser.add_argument("--no-record", action="store_true", help="do not update the admission record")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="compiled-kernel cache (default: $SUBSTRATE_CACHE_DIR or ~/.cache/substrate-harness)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _resolve_targets(targets: list[str], entries: dict, errors: dict) -> list[tuple[str, str]]:
+    """(file, name) pairs to gate; raises UsageError for an unknown name."""
+    by_name = {s.name: file for file, summaries in entries.items() for s in summaries}
+    chosen = []
+    for target in targets or [None]:
+        if target is None or target.endswith(".py"):
+            files = [str(Path(target))] if target else sorted(set(entries) | set(errors))
+            for file in files:
+                chosen += [(file, s.name) for s in entries.get(file, [])] or [(file, Path(file).stem)]
+        elif target in by_name:
+            chosen.append((by_name[target], target))
+        else:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise UsageError(f"unknown substrate {target!r}; registered: {known}")
+    return list(dict.fromkeys(chosen))
+
+
+def _import_failure(file: str, name: str, error: str) -> SubstrateReport:
+    checks = [CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, error)]
+    checks += [CheckResult(c, CheckStatus.NOT_RUN, "not run: the file did not import") for c in CheckName
+               if c is not CheckName.IMPORT_SAFE]
+    return SubstrateReport(name=name, file=file, checks=checks)
+
+
+def _suite_summary(report: SubstrateReport) -> str:
+    return " · ".join(f"{s.name} {s.passed}/{s.trials}" for s in report.suites) or "no suite ran"
+
+
+def format_summary(report: GateReport, seconds: float) -> str:
+    width = max([len(s.name) for s in report.substrates] + [9])
+    lines = [f"{'substrate':<{width}}  {'verdict':<8}  {'seconds':>7}  suites (trials passed)"]
+    for s in report.substrates:
+        lines.append(f"{s.name:<{width}}  {s.verdict.value:<8}  {s.seconds:7.1f}  {_suite_summary(s)}")
+        lines += [f"{'':<{width}}    - {reason}" for reason in s.reasons()]
+    admitted = sum(s.admitted for s in report.substrates)
+    lines.append(f"{admitted} admitted, {len(report.substrates) - admitted} rejected in {seconds:.1f} s "
+                 f"(backend {report.backend}, {report.device})")
+    return "\n".join(lines)
+
+
+def _list(entries: dict, errors: dict, record: dict) -> str:
+    rows = []
+    for file, summaries in sorted(entries.items()):
+        for s in summaries:
+            status = admissions.admission_status(record, s.name, s.source_sha256)
+            if s.problems:
+                status = "invalid entry: " + "; ".join(s.problems)
+            rows.append((s.name, Path(file).name, s.kb_file, status))
+    rows += [(Path(file).stem, Path(file).name, "", f"import failed: {error}") for file, error in sorted(errors.items())]
+    width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("substrate", "file", "kb_file"))]
+    lines = [f"{'substrate':<{width[0]}}  {'file':<{width[1]}}  {'kb_file':<{width[2]}}  admission"]
+    lines += [f"{n:<{width[0]}}  {f:<{width[1]}}  {k:<{width[2]}}  {st}" for n, f, k, st in rows]
+    return "\n".join(lines)
+
+
+def _make_progress(disabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=0, unit="step", disable=disabled, dynamic_ncols=True, leave=False, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except UsageError as error:
+        print(f"gate.py: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args) -> int:
+    started = time.perf_counter()
+    explicit_files = [Path(t) for t in args.targets if t.endswith(".py")]
+    for file in explicit_files:
+        if not file.is_file():
+            raise UsageError(f"cannot read candidate file {file}")
+    if args.jobs < 1 or args.timeout <= 0:
+        raise UsageError("--jobs must be at least 1 and --timeout positive")
+    try:
+        record = admissions.load_record(args.record)
+    except ValueError as error:
+        raise UsageError(str(error))
+
+    files = list(dict.fromkeys(candidate_files() + [f.resolve() for f in explicit_files]))
+    entries, errors = discover(files, args.timeout)
+    if args.list:
+        print(_list(entries, errors, record))
+        return EXIT_ADMITTED
+    # Discovery names files by their resolved path; targets given on the command line are matched the same way.
+    targets = [str(Path(t).resolve()) if t.endswith(".py") else t for t in args.targets]
+    jobs = _resolve_targets(targets, entries, errors)
+
+    backend = resolve_backend_name(args.backend)
+    if backend == "cuda" and not gpu_visible():
+        raise UsageError("backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)")
+    if backend != "cuda":
+        try:
+            create_backend(backend)
+        except BackendUnavailable as error:
+            why = " (auto: no GPU is visible)" if args.backend == "auto" else ""
+            raise UsageError(f"backend {backend}{why}: {error}")
+    print(f"gate: {len(jobs)} substrate(s) on backend {backend}"
+          f"{' (auto: a GPU is visible)' if args.backend == 'auto' else ''}", flush=True)
+
+    report = GateReport(backend=backend, device="")
+    progress = _make_progress(args.no_progress)
+
+    def on_message(name):
+        def handle(message):
+            kind = message[0]
+            if kind == "plan":
+                progress.total += message[1]
+                progress.refresh()
+            elif kind == "step" and message[1] != "import":
+                progress.set_description_str(f"{name}: {message[1]}", refresh=False)
+                progress.update(1)
+            elif kind == "device" and not report.device:
+                report.device = message[1]
+        return handle
+
+    def gate_one(job: tuple[str, str]) -> SubstrateReport:
+        file, name = job
+        if file in errors:
+            return _import_failure(file, name, errors[file])
+        work = GateJob(file=file, name=name, backend=backend,
+                       cache_dir=str(args.cache_dir) if args.cache_dir else None)
+        return run_gate_job(work, args.timeout, on_message(name))
+
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for result in pool.map(gate_one, jobs):
+                report.substrates.append(result)
+                if not args.no_record and result.source_sha256:
+                    record = admissions.with_result(record, result, backend, report.device)
+                    admissions.save_record(args.record, record)
+                if args.json:
+                    args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    except BackendUnavailable as error:
+        progress.close()
+        raise UsageError(f"backend {backend}: {error}")
+    progress.close()
+    print(format_summary(report, time.perf_counter() - started))
+    return EXIT_ADMITTED if all(s.admitted for s in report.substrates) else EXIT_REJECTED

@@ -1,0 +1,135 @@
+"""Compare a kernel's output with the reference: bit for bit, or within a tolerance.
+
+Pure functions of two tensors. A comparison says how many elements differ, the worst error,
+and the first few mismatches with their coordinates, in words a person can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+DEFAULT_TOLERANCE = 1e-2  # the spec's atol = rtol for arithmetic kernels
+SHOWN_MISMATCHES = 3
+
+_BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How outputs are compared: `exact` compares bit patterns; otherwise |got-exp| <= atol + rtol*|exp|."""
+
+    exact: bool = False
+    atol: float = DEFAULT_TOLERANCE
+    rtol: float = DEFAULT_TOLERANCE
+
+    def describe(self) -> str:
+        return "bitwise" if self.exact else f"atol={self.atol:g}, rtol={self.rtol:g}"
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    total: int = 0
+    mismatches: int = 0
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    problem: str = ""  # shape or dtype mismatch: nothing element-wise was compared
+    examples: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.problem:
+            return self.problem
+        if self.ok:
+            return f"all {self.total} elements match"
+        text = f"{self.mismatches} of {self.total} elements differ"
+        if self.max_abs_error is not None:
+            text += f" (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
+        return text + "; " + "; ".join(self.examples)
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's raw bit patterns as a same-width integer tensor (bool as uint8)."""
+    t = t.contiguous()
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8)
+    return t.view(_BIT_VIEW[t.element_size()])
+
+
+def _format_element(t: torch.Tensor, flat_index: int) -> str:
+    value = t.reshape(-1)[flat_index]
+    if t.dtype.is_floating_point:
+        width = t.element_size() * 2
+        raw = int(bits(value.reshape(1))[0]) & ((1 << (4 * width)) - 1)
+        return f"{value.item()!r} (0x{raw:0{width}x})"
+    return repr(value.item())
+
+
+def _coords(flat_index: int, shape) -> tuple[int, ...]:
+    coords = []
+    for dim in reversed(shape):
+        coords.append(flat_index % dim)
+        flat_index //= dim
+    return tuple(reversed(coords))
+
+
+def _examples(got, expected, wrong: torch.Tensor) -> list[str]:
+    flat = torch.nonzero(wrong.reshape(-1)).reshape(-1)[:SHOWN_MISMATCHES].tolist()
+    return [
+        f"at {_coords(i, tuple(expected.shape))}: got {_format_element(got, i)}, expected {_format_element(expected, i)}"
+        for i in flat
+    ]
+
+
+def _structure_problem(got, expected) -> str:
+    if not isinstance(got, torch.Tensor):
+        return f"output is a {type(got).__name__}, not a tensor"
+    if got.dtype != expected.dtype:
+        return f"output dtype {got.dtype} but the reference gives {expected.dtype}"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"output shape {tuple(got.shape)} but the reference gives {tuple(expected.shape)}"
+    return ""
+
+
+def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
+    """Bit-for-bit equality: NaN payloads, -0.0 and infinities must all be reproduced exactly."""
+    problem = _structure_problem(got, expected)
+    if problem:
+        return Comparison(ok=False, problem=problem)
+    wrong = bits(got) != bits(expected.to(got.device))
+    mismatches = int(wrong.sum())
+    return Comparison(
+        ok=mismatches == 0, total=expected.numel(), mismatches=mismatches,
+        examples=_examples(got, expected.to(got.device), wrong) if mismatches else [],
+    )
+
+
+def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
+    """|got - expected| <= atol + rtol * |expected|, computed in float64; NaN matches only NaN, inf only itself."""
+    problem = _structure_problem(got, expected)
+    if problem:
+        return Comparison(ok=False, problem=problem)
+    g = got.detach().to(torch.float64)
+    e = expected.detach().to(device=got.device, dtype=torch.float64)
+    both_nan = torch.isnan(g) & torch.isnan(e)
+    same_inf = torch.isinf(e) & (g == e)
+    diff = (g - e).abs()
+    wrong = ~(both_nan | same_inf | (diff <= atol + rtol * e.abs()))
+    finite = torch.isfinite(diff)
+    max_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
+    rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    max_rel = float(rel[finite].max()) if bool(finite.any()) else 0.0
+    mismatches = int(wrong.sum())
+    return Comparison(
+        ok=mismatches == 0, total=expected.numel(), mismatches=mismatches,
+        max_abs_error=max_abs, max_rel_error=max_rel,
+        examples=_examples(got, expected.to(got.device), wrong) if mismatches else [],
+    )
+
+
+def compare(got, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
+    """Integer and bool outputs, and every output under an exact tolerance, compare bit for bit."""
+    if tolerance.exact or not expected.dtype.is_floating_point:
+        return compare_bitwise(got, expected)
+    return compare_close(got, expected, tolerance.atol, tolerance.rtol)

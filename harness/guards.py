@@ -1,0 +1,74 @@
+"""Buffers with guard bands and poison patterns, to catch writes out of bounds and unwritten output.
+
+Each tensor the kernel sees lives in the middle of a larger byte buffer whose bands before and
+after hold GUARD_BYTE; a kernel that writes past either end changes a band. The output is
+filled with a poison pattern before each run; it runs twice with two patterns, so an element
+still equal to the first pattern after run one and to the second after run two was never
+written, whatever the element's value could legitimately be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# A multiple of 256 bytes, so the guarded tensor keeps the alignment of a fresh allocation.
+GUARD_BYTES = 4096
+GUARD_BYTE = 0xC3
+POISON_BYTES = (0xA5, 0x5A)
+
+
+@dataclass(frozen=True)
+class GuardDamage:
+    side: str  # "before" or "after"
+    changed_bytes: int
+    nearest_offset: int  # bytes from the tensor's edge to the closest changed byte
+
+    def describe(self, label: str) -> str:
+        return (f"{self.changed_bytes} bytes changed in the guard band {self.side} {label} "
+                f"(nearest {self.nearest_offset} bytes from its edge)")
+
+
+class GuardedTensor:
+    """A tensor of `shape` and `dtype` inside a byte buffer with guard bands on both sides."""
+
+    def __init__(self, shape, dtype: torch.dtype, device):
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        self.nbytes = numel * itemsize
+        self.buffer = torch.full((GUARD_BYTES + self.nbytes + GUARD_BYTES,), GUARD_BYTE, dtype=torch.uint8,
+                                 device=device)
+        middle = self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes]
+        self.tensor = middle.view(dtype).view(tuple(int(d) for d in shape))
+
+    @classmethod
+    def copy_of(cls, source: torch.Tensor, device) -> "GuardedTensor":
+        guarded = cls(source.shape, source.dtype, device)
+        guarded.tensor.copy_(source)
+        return guarded
+
+    def poison(self, pattern_byte: int) -> None:
+        self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes].fill_(pattern_byte)
+
+    def damage(self) -> list[GuardDamage]:
+        found = []
+        before = self.buffer[:GUARD_BYTES] != GUARD_BYTE
+        after = self.buffer[GUARD_BYTES + self.nbytes:] != GUARD_BYTE
+        if bool(before.any()):
+            changed = torch.nonzero(before).reshape(-1)
+            found.append(GuardDamage("before", int(changed.numel()), GUARD_BYTES - 1 - int(changed.max())))
+        if bool(after.any()):
+            changed = torch.nonzero(after).reshape(-1)
+            found.append(GuardDamage("after", int(changed.numel()), int(changed.min())))
+        return found
+
+
+def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
+    """True where the output still held poison pattern one after run one and pattern two after run two."""
+    itemsize = first_run.element_size()
+    a = first_run.contiguous().reshape(-1).view(torch.uint8).reshape(first_run.numel(), itemsize)
+    b = second_run.contiguous().reshape(-1).view(torch.uint8).reshape(second_run.numel(), itemsize)
+    return ((a == POISON_BYTES[0]).all(dim=1) & (b == POISON_BYTES[1]).all(dim=1)).reshape(first_run.shape)

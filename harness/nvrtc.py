@@ -1,0 +1,142 @@
+"""Compile device-only CUDA source with NVRTC: a pure function of source, options and arch.
+
+Uses cuda.bindings.nvrtc rather than CuPy: it needs no GPU or driver (so CI can compile every
+substrate), and it adds no option of its own (CuPy appends -ftz=true, which changes float
+results on subnormals). Caching lives in harness.cache, not here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Every option is spelled out, including the IEEE defaults, so the report records exactly
+# what the code was compiled with and a change of NVRTC default cannot change results unseen.
+BASE_OPTIONS = ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true", "-lineinfo")
+DEFAULT_ARCH = "sm_90"  # the lent H200; used where no device says otherwise
+
+
+class CompileError(Exception):
+    """NVRTC refused the source. `message` quotes each error with its source line."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    kernel_name: str
+    lowered_name: str  # the entry symbol in PTX/cubin (differs from kernel_name without extern "C")
+    ptx: str
+    cubin: bytes
+    options: tuple[str, ...]
+    arch: str
+    compiler_version: str
+    log: str = ""
+
+
+def _check(result, what: str):
+    """Unwrap a cuda.bindings return tuple, raising on a non-success status."""
+    from cuda.bindings import nvrtc
+
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, text = nvrtc.nvrtcGetErrorString(status)
+        raise CompileError(f"NVRTC {what} failed: {text.decode()}")
+    return values[0] if len(values) == 1 else values
+
+
+def compiler_version() -> str:
+    from cuda.bindings import nvrtc
+
+    major, minor = _check(nvrtc.nvrtcVersion(), "version query")
+    return f"{major}.{minor}"
+
+
+@lru_cache(maxsize=None)
+def cuda_include_dir() -> str:
+    """The folder holding cuda_fp16.h and friends: the nvidia-cuda-runtime wheel, else CUDA_HOME."""
+    try:
+        import cuda.pathfinder
+
+        found = cuda.pathfinder.find_nvidia_header_directory("cudart")
+        if found:
+            return str(found)
+    except Exception:  # pathfinder's errors vary by version; the fallbacks below say what failed
+        pass
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
+            return os.path.join(root, "include")
+    raise CompileError(
+        "cannot find the CUDA headers (cuda_fp16.h): install the nvidia-cuda-runtime wheel or set CUDA_HOME"
+    )
+
+
+def compile_options(arch: str) -> tuple[str, ...]:
+    return (*BASE_OPTIONS, f"-arch={arch}", f"-I{cuda_include_dir()}")
+
+
+_LOG_LINE = re.compile(r"^(?P<file>[^()\n]+)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)(?P<rest>.*)$")
+
+
+def format_compile_log(log: str, source: str, program_name: str, locate=None) -> str:
+    """Quote every error of an NVRTC log with its source line.
+
+    `locate(line_text)` may return "file.py:N" for where that CUDA line sits in the candidate.
+    """
+    lines = source.splitlines()
+    out = []
+    for raw in log.splitlines():
+        m = _LOG_LINE.match(raw.strip())
+        if not m or m["kind"] == "warning":
+            continue
+        n = int(m["line"])
+        text = lines[n - 1] if 0 < n <= len(lines) else ""
+        where = f"{program_name}:{n}"
+        python_place = locate(text) if (locate and text.strip()) else None
+        if python_place:
+            where += f" ({python_place})"
+        out.append(f"{where}: {m['kind']}{m['rest']}\n    {n:4d} | {text}")
+    return "\n".join(out) if out else log.strip()
+
+
+def compile_cuda(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, program_name: str = "kernel.cu",
+                 locate=None) -> CompiledKernel:
+    """Compile `source` for `arch` and return PTX, cubin and the lowered name of `kernel_name`."""
+    from cuda.bindings import nvrtc
+
+    options = compile_options(arch)
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), program_name.encode(), 0, [], []), "program creation")
+    try:
+        _check(nvrtc.nvrtcAddNameExpression(prog, kernel_name.encode()), "name expression")
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        buf = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
+        log = buf.rstrip(b"\x00").decode(errors="replace")
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(format_compile_log(log, source, program_name, locate), log)
+        status, lowered = nvrtc.nvrtcGetLoweredName(prog, kernel_name.encode())
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"kernel_name {kernel_name!r} is not a __global__ function of the source", log)
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
+        ptx = b" " * size
+        _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompiledKernel(
+        kernel_name=kernel_name,
+        lowered_name=lowered.decode(),
+        ptx=ptx.rstrip(b"\x00").decode(),
+        cubin=bytes(cubin),
+        options=options,
+        arch=arch,
+        compiler_version=compiler_version(),
+        log=log,
+    )

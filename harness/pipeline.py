@@ -1,0 +1,353 @@
+"""The checks of one substrate, run in order inside a worker: compile, probe, every trial of every suite.
+
+Each trial: build the inputs, compute the official reference and the candidate's own `ref`,
+put the inputs in guarded buffers, call `launch`, check its argument list against the
+kernel's parameters, run the kernel twice over two poison patterns, then check the output,
+the guard bands and the inputs. Every failure is kept; only a CUDA fault (which leaves the
+context unusable) stops the run early.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from harness import signature
+from harness.backends import Backend, KernelFault, LoadedKernel
+from harness.candidates import Entry
+from harness.compare import Comparison, compare, compare_bitwise
+from harness.guards import POISON_BYTES, GuardedTensor, unwritten_mask
+from harness.nvrtc import CompileError
+from harness.problems import ProblemError, load_problem
+from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
+
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+SHOWN_FAILURES = 3
+
+
+class CheckBook:
+    """Collects pass/fail per check across every trial; a check with no failure has passed."""
+
+    def __init__(self):
+        self._failures: dict[CheckName, list[str]] = {}
+        self._ran: set[CheckName] = set()
+        self._not_run: dict[CheckName, str] = {}
+
+    def ran(self, check: CheckName) -> None:
+        self._ran.add(check)
+
+    def fail(self, check: CheckName, detail: str) -> None:
+        self._ran.add(check)
+        self._failures.setdefault(check, []).append(detail)
+
+    def skip(self, check: CheckName, why: str) -> None:
+        if check not in self._ran:
+            self._not_run.setdefault(check, why)
+
+    def failed(self, check: CheckName) -> bool:
+        return check in self._failures
+
+    def results(self) -> list[CheckResult]:
+        results = []
+        for check in CheckName:
+            if check in self._failures:
+                failures = self._failures[check]
+                detail = "; ".join(failures[:SHOWN_FAILURES])
+                if len(failures) > SHOWN_FAILURES:
+                    detail += f" (and {len(failures) - SHOWN_FAILURES} more)"
+                results.append(CheckResult(check, CheckStatus.FAILED, detail))
+            elif check in self._ran:
+                results.append(CheckResult(check, CheckStatus.PASSED))
+            else:
+                results.append(CheckResult(check, CheckStatus.NOT_RUN, self._not_run.get(check, "not reached")))
+        return results
+
+
+@dataclass
+class KernelRun:
+    """What one trial's kernel did: its two outputs (one per poison pattern) and any harm done."""
+
+    outputs: list = field(default_factory=list)
+    argument_problems: list[str] = field(default_factory=list)
+    guard_damage: list[str] = field(default_factory=list)
+    changed_inputs: list[str] = field(default_factory=list)
+    unwritten: int = 0
+    first_unwritten: tuple = ()
+
+
+def _clone_all(inputs: list) -> list:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _geometry_problems(label: str, dims, limits) -> list[str]:
+    if not (isinstance(dims, (tuple, list)) and len(dims) == 3 and all(type(d) is int for d in dims)):
+        return [f"{label} {dims!r} is not a tuple of 3 ints"]
+    problems = [f"{label} {tuple(dims)}: dimension {axis} is {d}, outside [1, {limit}]"
+                for axis, (d, limit) in enumerate(zip(dims, limits)) if not 1 <= d <= limit]
+    return problems
+
+
+def _byte_range(t: torch.Tensor) -> tuple[int, int]:
+    return t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+
+
+def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, inputs: list) -> tuple[list, list[str]]:
+    """Point every argument aimed at launch's `out` at the guarded output instead.
+
+    A pointer to anything but an input or out is refused: a tensor made inside launch is freed
+    when launch returns, so the kernel would write memory that belongs to someone else.
+    """
+    problems, redirected, reaches_out = [], [], False
+    out_start, out_end = _byte_range(out)
+    known = [_byte_range(x) for x in inputs if isinstance(x, torch.Tensor)]
+    for i, (ctype, value) in enumerate(args):
+        if signature.is_pointer_type(ctype) and isinstance(value, int):
+            if out_start <= value < max(out_end, out_start + 1):
+                value = out_target.data_ptr() + (value - out_start)
+                reaches_out = True
+            elif not any(lo <= value < max(hi, lo + 1) for lo, hi in known):
+                problems.append(f"argument {i} (0x{value:x}) points to neither an input nor out; memory made "
+                                f"inside launch is freed when launch returns")
+        redirected.append((ctype, value))
+    if not reaches_out and out.numel() > 0:
+        problems.append("no pointer argument points to out, so the kernel cannot write the output")
+    return redirected, problems
+
+
+def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list) -> KernelRun:
+    """Launch the kernel on guarded copies of `inputs`, twice, and report what it did."""
+    device = backend.device
+    guarded = [GuardedTensor.copy_of(x, device) if isinstance(x, torch.Tensor) else None for x in inputs]
+    views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
+    result = KernelRun()
+
+    returned = entry.launch(views, torch)
+    if not (isinstance(returned, (tuple, list)) and len(returned) == 4):
+        result.argument_problems.append(f"launch returned {type(returned).__name__}, not (out, grid, block, args)")
+        return result
+    out, grid, block, args = returned
+    if not isinstance(out, torch.Tensor):
+        result.argument_problems.append(f"launch's out is a {type(out).__name__}, not a tensor")
+        return result
+    if out.device != torch.device(device) or not out.is_contiguous():
+        result.argument_problems.append(f"launch's out must be a contiguous tensor on {device}, got one on "
+                                        f"{out.device} (contiguous: {out.is_contiguous()})")
+        return result
+    for i, view in enumerate(views):
+        if isinstance(view, torch.Tensor) and out.numel() and view.numel():
+            (a, b), (c, d) = _byte_range(out), _byte_range(view)
+            if a < d and c < b:
+                result.argument_problems.append(f"launch's out shares memory with input {i}: it must be a fresh tensor")
+    result.argument_problems += _geometry_problems("grid", grid, MAX_GRID)
+    result.argument_problems += _geometry_problems("block", block, MAX_BLOCK)
+    if not result.argument_problems and block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
+        result.argument_problems.append(f"block {tuple(block)} has {block[0] * block[1] * block[2]} threads, "
+                                        f"more than {MAX_BLOCK_THREADS}")
+    result.argument_problems += signature.check_arguments(kernel.params, args)
+    if result.argument_problems:
+        return result
+
+    guarded_out = GuardedTensor(out.shape, out.dtype, device)
+    args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
+    if pointer_problems:
+        result.argument_problems += pointer_problems
+        return result
+    for pattern in POISON_BYTES:
+        guarded_out.poison(pattern)
+        backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
+        backend.synchronize()
+        result.outputs.append(guarded_out.tensor.clone())
+
+    for label, g in [("out", guarded_out)] + [(f"input {i}", g) for i, g in enumerate(guarded) if g is not None]:
+        result.guard_damage += [damage.describe(label) for damage in g.damage()]
+    for i, (view, original) in enumerate(zip(views, inputs)):
+        if isinstance(view, torch.Tensor):
+            change = compare_bitwise(view, original.to(device))
+            if not change.ok:
+                result.changed_inputs.append(f"input {i}: {change.describe()}")
+    unwritten = unwritten_mask(*result.outputs)
+    result.unwritten = int(unwritten.sum())
+    if result.unwritten:
+        flat = int(torch.nonzero(unwritten.reshape(-1))[0])
+        result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat), tuple(out.shape)))
+    return result
+
+
+def _record_comparison(suite: SuiteResult, comparison: Comparison) -> None:
+    suite.mismatched_elements = max(suite.mismatched_elements, comparison.mismatches)
+    if comparison.max_abs_error is not None:
+        suite.worst_abs_error = max(suite.worst_abs_error or 0.0, comparison.max_abs_error)
+        suite.worst_rel_error = max(suite.worst_rel_error or 0.0, comparison.max_rel_error)
+
+
+def _cases(entry: Entry, device, book: CheckBook):
+    """Yield (suite name, trial index, trial count, inputs or an exception) for the probe, then each suite."""
+    try:
+        probe = entry.probe(torch)
+        probe_count = len(probe)
+    except Exception as error:
+        book.fail(CheckName.SUITES_BUILD, f"probe(torch) raised {type(error).__name__}: {error}")
+        probe, probe_count = [], 0
+    for t, item in enumerate(probe):
+        try:
+            _label, tensors = item
+            yield "probe", t, probe_count, [x.to(device) if isinstance(x, torch.Tensor) else x for x in tensors]
+        except Exception as error:
+            yield "probe", t, probe_count, error
+    try:
+        suites = entry.suites()
+    except Exception as error:
+        book.fail(CheckName.SUITES_BUILD, f"suites() raised {type(error).__name__}: {error}")
+        suites = []
+    for suite_name, n_trials, builder in suites:
+        for t in range(n_trials):
+            try:
+                built = builder(t, device)
+                yield suite_name, t, n_trials, [x.to(device) if isinstance(x, torch.Tensor) else x for x in built]
+            except Exception as error:
+                yield suite_name, t, n_trials, error
+
+
+def count_cases(entry: Entry) -> int:
+    """How many trials the gate will run (probe entries included), for the progress bar."""
+    try:
+        return len(entry.probe(torch)) + sum(n for _name, n, _builder in entry.suites())
+    except Exception:
+        return 0
+
+
+def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
+               problems_dir=None) -> SubstrateReport:
+    """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks."""
+    started = time.perf_counter()
+    book = CheckBook()
+    for result in checks_so_far:
+        if result.status is CheckStatus.FAILED:
+            book.fail(result.check, result.detail)
+        else:
+            book.ran(result.check)
+    report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
+                             source_sha256=entry.source_sha256(*(p for p in [problems_dir] if p)))
+    device = backend.device
+
+    official = None
+    try:
+        problem = load_problem(entry.kb_file, *(p for p in [problems_dir] if p))
+        official = problem.build_model(device)
+        book.ran(CheckName.OFFICIAL_REFERENCE)
+    except ProblemError as error:
+        book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
+    except Exception as error:
+        book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
+
+    progress("compile")
+    kernel = None
+    try:
+        kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
+        report.compile_options = list(kernel.options)
+        book.ran(CheckName.COMPILE)
+    except CompileError as error:
+        book.fail(CheckName.COMPILE, str(error))
+    except KernelFault as error:
+        book.fail(CheckName.COMPILE, f"loading the compiled kernel failed: {error}")
+
+    if official is None or kernel is None:
+        why = "not run: " + ("the official reference did not load" if official is None else "the kernel did not compile")
+        for check in CheckName:
+            book.skip(check, why)
+        report.checks = book.results()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    suites: dict[str, SuiteResult] = {}
+    fault = None
+    for suite_name, t, n_trials, inputs in _cases(entry, device, book):
+        suite = suites.setdefault(suite_name, SuiteResult(suite_name, n_trials))
+        where = f"{suite_name} trial {t}"
+        progress(where)
+        if isinstance(inputs, Exception):
+            book.fail(CheckName.SUITES_BUILD, f"{where}: building inputs raised {type(inputs).__name__}: {inputs}")
+            suite.failures.append(f"trial {t}: inputs could not be built")
+            continue
+        book.ran(CheckName.SUITES_BUILD)
+        trial_ok = True
+        try:
+            with torch.no_grad():
+                expected = official(*_clone_all(inputs))
+        except Exception as error:
+            book.fail(CheckName.OFFICIAL_REFERENCE, f"{where}: the official Model raised {type(error).__name__}: {error}")
+            suite.failures.append(f"trial {t}: official reference failed")
+            continue
+        try:
+            own = compare(entry.ref(*_clone_all(inputs)), expected, entry.tolerance)
+            if own.ok:
+                book.ran(CheckName.REF_MATCHES_OFFICIAL)
+            else:
+                book.fail(CheckName.REF_MATCHES_OFFICIAL, f"{where}: {own.describe()}")
+                trial_ok = False
+        except Exception as error:
+            book.fail(CheckName.REF_MATCHES_OFFICIAL, f"{where}: ref raised {type(error).__name__}: {error}")
+            trial_ok = False
+
+        try:
+            run = run_kernel(entry, kernel, backend, inputs)
+        except KernelFault as error:
+            fault = f"{where}: {error}"
+        except RuntimeError as error:
+            if "CUDA" not in str(error):
+                raise
+            fault = f"{where}: {error}"
+        except Exception as error:
+            book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: launch raised {type(error).__name__}: {error}")
+            suite.failures.append(f"trial {t}: launch raised")
+            continue
+        if fault:
+            book.fail(CheckName.RUNS_TO_COMPLETION, fault + " (the CUDA context is lost: no further trials run)")
+            suite.failures.append(f"trial {t}: kernel fault")
+            break
+        book.ran(CheckName.RUNS_TO_COMPLETION)
+
+        if run.argument_problems:
+            book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: " + "; ".join(run.argument_problems))
+            suite.failures.append(f"trial {t}: launch arguments do not fit the kernel")
+            continue
+        book.ran(CheckName.LAUNCH_ARGUMENTS)
+        for check, problems in ((CheckName.WRITES_IN_BOUNDS, run.guard_damage),
+                                (CheckName.INPUTS_UNCHANGED, run.changed_inputs)):
+            if problems:
+                book.fail(check, f"{where}: " + "; ".join(problems))
+                trial_ok = False
+            else:
+                book.ran(check)
+        if run.unwritten:
+            book.fail(CheckName.OUTPUT_FULLY_WRITTEN,
+                      f"{where}: {run.unwritten} of {run.outputs[0].numel()} output elements never written "
+                      f"(first at {run.first_unwritten})")
+            trial_ok = False
+        else:
+            book.ran(CheckName.OUTPUT_FULLY_WRITTEN)
+        for output in run.outputs:
+            comparison = compare(output, expected, entry.tolerance)
+            _record_comparison(suite, comparison)
+            if not comparison.ok:
+                book.fail(CheckName.OUTPUT_MATCHES, f"{where} ({entry.tolerance.describe()}): {comparison.describe()}")
+                trial_ok = False
+                break
+        else:
+            book.ran(CheckName.OUTPUT_MATCHES)
+        if trial_ok:
+            suite.passed += 1
+        else:
+            suite.failures.append(f"trial {t}")
+
+    why = "not run: " + (fault or "no trial reached it")
+    for check in CheckName:
+        book.skip(check, why)
+    report.checks = book.results()
+    report.suites = list(suites.values())
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,140 @@
+"""Records the gate produces: one per check, per suite, per substrate, per run.
+
+Plain dataclasses with a `to_json()` each, so a report can be written, read back and
+compared without the code that made it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+
+
+class CheckName(str, enum.Enum):
+    """Every check the gate makes of a substrate, in the order it makes them."""
+
+    IMPORT_SAFE = "import_safe"
+    REGISTRATION = "registration"
+    OFFICIAL_REFERENCE = "official_reference"
+    COMPILE = "compile"
+    SUITES_BUILD = "suites_build"
+    LAUNCH_ARGUMENTS = "launch_arguments"
+    REF_MATCHES_OFFICIAL = "ref_matches_official"
+    OUTPUT_MATCHES = "output_matches"
+    OUTPUT_FULLY_WRITTEN = "output_fully_written"
+    WRITES_IN_BOUNDS = "writes_in_bounds"
+    INPUTS_UNCHANGED = "inputs_unchanged"
+    RUNS_TO_COMPLETION = "runs_to_completion"
+
+
+class CheckStatus(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    # An earlier failure (a compile error, a CUDA fault) kept this check from running.
+    NOT_RUN = "not_run"
+
+
+@dataclass
+class CheckResult:
+    check: CheckName
+    status: CheckStatus
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool | None:
+        return {CheckStatus.PASSED: True, CheckStatus.FAILED: False}.get(self.status)
+
+    def to_json(self) -> dict:
+        return {"check": self.check.value, "ok": self.ok, "status": self.status.value, "detail": self.detail}
+
+
+@dataclass
+class SuiteResult:
+    """How one suite (or the probe) went: trials run, trials passed, and the worst seen."""
+
+    name: str
+    trials: int
+    passed: int = 0
+    # Bitwise comparisons count differing elements; tolerance comparisons keep the worst error.
+    mismatched_elements: int = 0
+    worst_abs_error: float | None = None
+    worst_rel_error: float | None = None
+    failures: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class Verdict(str, enum.Enum):
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+
+
+@dataclass
+class SubstrateReport:
+    name: str
+    file: str
+    checks: list[CheckResult] = field(default_factory=list)
+    suites: list[SuiteResult] = field(default_factory=list)
+    seconds: float = 0.0
+    source_sha256: str = ""
+    kb_file: str = ""
+    compile_options: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.checks and all(c.status is CheckStatus.PASSED for c in self.checks):
+            return Verdict.ADMITTED
+        return Verdict.REJECTED
+
+    @property
+    def admitted(self) -> bool:
+        return self.verdict is Verdict.ADMITTED
+
+    def reasons(self) -> list[str]:
+        """Every failed check, as 'check: detail' lines; empty when admitted."""
+        return [f"{c.check.value}: {c.detail}" for c in self.checks if c.status is CheckStatus.FAILED]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "admitted": self.admitted,
+            "file": self.file,
+            "kb_file": self.kb_file,
+            "source_sha256": self.source_sha256,
+            "compile_options": self.compile_options,
+            "checks": [c.to_json() for c in self.checks],
+            "suites": [s.to_json() for s in self.suites],
+            "seconds": round(self.seconds, 3),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubstrateReport":
+        return cls(
+            name=data["name"],
+            file=data["file"],
+            kb_file=data.get("kb_file", ""),
+            source_sha256=data.get("source_sha256", ""),
+            compile_options=list(data.get("compile_options", [])),
+            checks=[
+                CheckResult(CheckName(c["check"]), CheckStatus(c["status"]), c["detail"]) for c in data["checks"]
+            ],
+            suites=[SuiteResult(**s) for s in data["suites"]],
+            seconds=data["seconds"],
+        )
+
+
+@dataclass
+class GateReport:
+    backend: str
+    device: str
+    substrates: list[SubstrateReport] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "backend": self.backend,
+            "device": self.device,
+            "admitted": sum(s.admitted for s in self.substrates),
+            "rejected": sum(not s.admitted for s in self.substrates),
+            "substrates": [s.to_json() for s in self.substrates],
+        }

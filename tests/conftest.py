@@ -1,0 +1,29 @@
+"""Shared fixtures; GPU tests (marked `gpu`) skip cleanly where no GPU is visible."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from harness.backends import gpu_visible  # noqa: E402
+
+TEST_CANDIDATES = Path(__file__).resolve().parent / "candidates"
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_visible():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """A compile cache of the test's own, so tests neither read nor fill the user's."""
+    monkeypatch.setenv("SUBSTRATE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
