@@ -30,26 +30,29 @@ SHOWN_FAILURES = 3
 
 
 class CheckBook:
-    """Collects pass/fail per check across every trial; a check with no failure has passed."""
+    """Collects pass/fail per check across every trial; a check with no failure has passed.
+
+    A passed check says what it saw (how many trials, or a note such as the compiler used), so
+    every verdict is explained, not only rejections.
+    """
 
     def __init__(self):
         self._failures: dict[CheckName, list[str]] = {}
-        self._ran: set[CheckName] = set()
+        self._passes: dict[CheckName, int] = {}
+        self._notes: dict[CheckName, str] = {}
         self._not_run: dict[CheckName, str] = {}
 
-    def ran(self, check: CheckName) -> None:
-        self._ran.add(check)
+    def ran(self, check: CheckName, note: str = "") -> None:
+        self._passes[check] = self._passes.get(check, 0) + 1
+        if note:
+            self._notes[check] = note
 
     def fail(self, check: CheckName, detail: str) -> None:
-        self._ran.add(check)
         self._failures.setdefault(check, []).append(detail)
 
     def skip(self, check: CheckName, why: str) -> None:
-        if check not in self._ran:
+        if check not in self._passes and check not in self._failures:
             self._not_run.setdefault(check, why)
-
-    def failed(self, check: CheckName) -> bool:
-        return check in self._failures
 
     def results(self) -> list[CheckResult]:
         results = []
@@ -60,8 +63,10 @@ class CheckBook:
                 if len(failures) > SHOWN_FAILURES:
                     detail += f" (and {len(failures) - SHOWN_FAILURES} more)"
                 results.append(CheckResult(check, CheckStatus.FAILED, detail))
-            elif check in self._ran:
-                results.append(CheckResult(check, CheckStatus.PASSED))
+            elif check in self._passes:
+                count = self._passes[check]
+                note = self._notes.get(check) or f"held in {count} trial{'s' if count != 1 else ''}"
+                results.append(CheckResult(check, CheckStatus.PASSED, note))
             else:
                 results.append(CheckResult(check, CheckStatus.NOT_RUN, self._not_run.get(check, "not reached")))
         return results
@@ -156,19 +161,20 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     if pointer_problems:
         result.argument_problems += pointer_problems
         return result
-    for pattern in POISON_BYTES:
+    for run_number, pattern in enumerate(POISON_BYTES, 1):
         guarded_out.poison(pattern)
         backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
         backend.synchronize()
         result.outputs.append(guarded_out.tensor.clone())
+        # Inputs are checked after each run: a change the second run undoes still counts.
+        for i, (view, original) in enumerate(zip(views, inputs)):
+            if isinstance(view, torch.Tensor) and not result.changed_inputs:
+                change = compare_bitwise(view, original.to(device))
+                if not change.ok:
+                    result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
 
     for label, g in [("out", guarded_out)] + [(f"input {i}", g) for i, g in enumerate(guarded) if g is not None]:
         result.guard_damage += [damage.describe(label) for damage in g.damage()]
-    for i, (view, original) in enumerate(zip(views, inputs)):
-        if isinstance(view, torch.Tensor):
-            change = compare_bitwise(view, original.to(device))
-            if not change.ok:
-                result.changed_inputs.append(f"input {i}: {change.describe()}")
     unwritten = unwritten_mask(*result.outputs)
     result.unwritten = int(unwritten.sum())
     if result.unwritten:
@@ -229,7 +235,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         if result.status is CheckStatus.FAILED:
             book.fail(result.check, result.detail)
         else:
-            book.ran(result.check)
+            book.ran(result.check, result.detail)
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
                              source_sha256=entry.source_sha256(*(p for p in [problems_dir] if p)))
     device = backend.device
@@ -238,7 +244,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     try:
         problem = load_problem(entry.kb_file, *(p for p in [problems_dir] if p))
         official = problem.build_model(device)
-        book.ran(CheckName.OFFICIAL_REFERENCE)
+        book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path.name} loaded KernelBench-style; its Model ran on every trial")
     except ProblemError as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
     except Exception as error:
@@ -249,7 +255,8 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     try:
         kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
         report.compile_options = list(kernel.options)
-        book.ran(CheckName.COMPILE)
+        book.ran(CheckName.COMPILE, f"{kernel.compiler} for {kernel.target}"
+                                    f"{' (from the compile cache)' if kernel.from_cache else ''}")
     except CompileError as error:
         book.fail(CheckName.COMPILE, str(error))
     except KernelFault as error:

@@ -33,6 +33,8 @@ class LoadedKernel:
     handle: object
     from_cache: bool
     options: tuple[str, ...]
+    compiler: str  # e.g. "NVRTC 13.0"
+    target: str  # e.g. "sm_90"
 
 
 class Backend:

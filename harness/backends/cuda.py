@@ -79,6 +79,8 @@ class CudaBackend(Backend):
             handle=function,
             from_cache=from_cache,
             options=compiled.options,
+            compiler=f"NVRTC {compiled.compiler_version}",
+            target=compiled.arch,
         )
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
