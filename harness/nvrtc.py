@@ -118,6 +118,8 @@ def compile_cuda(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, progra
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
         log = buf.rstrip(b"\x00").decode(errors="replace")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            if "Error in parsing name expression" in log:
+                raise CompileError(f"kernel_name {kernel_name!r} is not a __global__ function of the source", log)
             raise CompileError(format_compile_log(log, source, program_name, locate), log)
         status, lowered = nvrtc.nvrtcGetLoweredName(prog, kernel_name.encode())
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:

@@ -27,3 +27,16 @@ def isolated_cache(tmp_path, monkeypatch):
     """A compile cache of the test's own, so tests neither read nor fill the user's."""
     monkeypatch.setenv("SUBSTRATE_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+def registered_entries():
+    """Every substrate registered under substrates/, as checked entries (imports torch on the CPU only)."""
+    from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
+
+    entries = []
+    for path in candidate_files():
+        for name, raw in register_candidate(import_candidate(path), path).items():
+            entry, problems = make_entry(name, raw, path)
+            assert not problems, problems
+            entries.append(entry)
+    return entries

@@ -1,0 +1,74 @@
+"""harness.nvrtc and harness.cache: compiling without a GPU, errors with their source line, the cache."""
+
+import pytest
+import torch
+
+from harness import cache, nvrtc, signature
+from tests.conftest import registered_entries
+
+SOURCE = 'extern "C" __global__ void k(int* o, long long n) {\n    if (n > 0) o[0] = 1;\n}\n'
+
+
+@pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
+def test_every_substrate_compiles_and_its_launch_fits_the_kernel(entry):
+    compiled = nvrtc.compile_cuda(entry.cuda, entry.kernel_name, program_name=f"{entry.name}.cu")
+    params = signature.kernel_params(compiled.ptx, compiled.lowered_name)
+    assert compiled.cubin.startswith(b"\x7fELF")
+    for _label, inputs in entry.probe(torch):
+        _out, _grid, _block, args = entry.launch(inputs, torch)
+        assert signature.check_arguments(params, args) == []
+
+
+def test_options_are_explicit_and_recorded():
+    compiled = nvrtc.compile_cuda(SOURCE, "k", arch="sm_90")
+    assert compiled.options[:7] == ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true",
+                                    "-lineinfo", "-arch=sm_90")
+    assert compiled.options[7].startswith("-I")
+    assert compiled.arch == "sm_90"
+    assert compiled.compiler_version == nvrtc.compiler_version()
+
+
+def test_compile_error_quotes_the_cuda_line_and_the_python_line():
+    broken = 'extern "C" __global__ void k(int* o) {\n  o[0] = undefined_name;\n}\n'
+    with pytest.raises(nvrtc.CompileError) as caught:
+        nvrtc.compile_cuda(broken, "k", program_name="pad.cu", locate=lambda line: "candidate_pad.py:41")
+    assert str(caught.value) == (
+        'pad.cu:2 (candidate_pad.py:41): error: identifier "undefined_name" is undefined\n'
+        "       2 |   o[0] = undefined_name;"
+    )
+    assert "1 error detected" in caught.value.log
+
+
+def test_a_kernel_name_missing_from_the_source_is_named():
+    with pytest.raises(nvrtc.CompileError, match=r"^kernel_name 'nope' is not a __global__ function of the source$"):
+        nvrtc.compile_cuda(SOURCE, "nope")
+
+
+def test_a_templated_kernel_is_found_by_its_lowered_name():
+    compiled = nvrtc.compile_cuda("template <typename T> __global__ void k(T* o) { o[0] = T(1); }\n", "k<float>")
+    assert compiled.lowered_name == "_Z1kIfEvPT_"
+    assert [p.size for p in signature.kernel_params(compiled.ptx, compiled.lowered_name)] == [8]
+
+
+def test_cache_hits_on_the_same_source_and_misses_on_a_change(tmp_path):
+    first, first_cached = cache.compile_cached(SOURCE, "k", "sm_90", tmp_path)
+    again, again_cached = cache.compile_cached(SOURCE, "k", "sm_90", tmp_path)
+    changed, changed_cached = cache.compile_cached(SOURCE.replace("o[0] = 1", "o[0] = 2"), "k", "sm_90", tmp_path)
+    other_arch, other_arch_cached = cache.compile_cached(SOURCE, "k", "sm_80", tmp_path)
+    assert (first_cached, again_cached, changed_cached, other_arch_cached) == (False, True, False, False)
+    assert again == first
+    assert changed.cubin != first.cubin and other_arch.cubin != first.cubin
+
+
+def test_cache_key_covers_source_name_options_and_compiler():
+    base = cache.cache_key("src", "k", ("-arch=sm_90",), "13.0")
+    assert len({base, cache.cache_key("src2", "k", ("-arch=sm_90",), "13.0"),
+                cache.cache_key("src", "k2", ("-arch=sm_90",), "13.0"),
+                cache.cache_key("src", "k", ("-arch=sm_80",), "13.0"),
+                cache.cache_key("src", "k", ("-arch=sm_90",), "13.1")}) == 5
+
+
+def test_compile_errors_are_not_cached(tmp_path):
+    with pytest.raises(nvrtc.CompileError):
+        cache.compile_cached("this is not CUDA", "k", "sm_90", tmp_path)
+    assert not list(tmp_path.glob("*"))

@@ -1,0 +1,83 @@
+"""harness.worker: a worker that hangs, dies or fails to import takes down only itself."""
+
+import textwrap
+
+import pytest
+
+from harness.backends import BackendUnavailable
+from harness.records import CheckName, CheckStatus
+from harness.worker import GateJob, WorkerLost, _converse, discover, run_gate_job
+from tests import worker_targets
+
+
+def _collect(target, timeout=30.0):
+    seen = []
+    _converse(target, (), timeout, lambda message: seen.append(message) or message[0] == "done")
+    return seen
+
+
+def test_messages_arrive_in_order():
+    assert _collect(worker_targets.answers) == [("step", "answering"), ("done", 42)]
+
+
+def test_a_silent_worker_is_killed_and_the_step_named():
+    with pytest.raises(WorkerLost, match=r"^timed out after 1 s during sleeping \(the worker was killed\)$"):
+        _collect(worker_targets.sleeps, timeout=1.0)
+
+
+def test_a_worker_that_exits_is_reported_with_its_exit_code():
+    with pytest.raises(WorkerLost, match=r"^the worker process died during exiting \(exit code 3\)$"):
+        _collect(worker_targets.exits)
+
+
+def test_a_worker_that_crashes_is_reported_with_its_signal():
+    with pytest.raises(WorkerLost, match=r"^the worker process died during reading address 0 \(killed by signal SIGSEGV\)$"):
+        _collect(worker_targets.segfaults)
+
+
+def _candidate(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_an_import_failure_rejects_with_every_later_check_not_run(tmp_path):
+    path = _candidate(tmp_path, "candidate_bad.py", "import no_such_module\n")
+    report = run_gate_job(GateJob(file=str(path), name="bad", backend="cpu"))
+    assert not report.admitted
+    first, *rest = report.checks
+    assert (first.check, first.status) == (CheckName.IMPORT_SAFE, CheckStatus.FAILED)
+    assert "candidate_bad.py: import failed: ModuleNotFoundError: No module named 'no_such_module'" in first.detail
+    assert {c.status for c in rest} == {CheckStatus.NOT_RUN}
+
+
+def test_a_registration_problem_is_reported_before_any_backend_starts(tmp_path):
+    path = _candidate(tmp_path, "candidate_short.py", """
+        def register(K, torch, ctypes):
+            K.PROBLEMS["short"] = dict(kb_file="pad_const_b4.py", cuda="x", kernel_name="k")
+    """)
+    report = run_gate_job(GateJob(file=str(path), name="short", backend="cpu"))
+    checks = {c.check: c for c in report.checks}
+    assert checks[CheckName.IMPORT_SAFE].status is CheckStatus.PASSED
+    assert checks[CheckName.REGISTRATION].detail == "short: missing key(s) ref, launch, suites, probe"
+
+
+def test_an_unavailable_backend_is_raised_not_reported_as_a_rejection(tmp_path):
+    from harness.candidates import SUBSTRATES_DIR
+
+    with pytest.raises(BackendUnavailable, match="the CPU backend is not built yet"):
+        run_gate_job(GateJob(file=str(SUBSTRATES_DIR / "candidate_pad_const.py"), name="pad_const_b1", backend="cpu"))
+
+
+def test_discovery_survives_a_file_that_hangs_at_import(tmp_path):
+    hangs = _candidate(tmp_path, "candidate_hangs.py", "import time\ntime.sleep(60)\n")
+    fine = _candidate(tmp_path, "candidate_fine.py", """
+        def register(K, torch, ctypes):
+            K.PROBLEMS["fine"] = {}
+    """)
+    broken = _candidate(tmp_path, "candidate_broken.py", "1/0\n")
+    entries, errors = discover([hangs, fine, broken], step_timeout=3.0)
+    assert [s.name for s in entries[str(fine)]] == ["fine"]
+    assert entries[str(fine)][0].problems[0] == "fine: missing key(s) kb_file, cuda, kernel_name, ref, launch, suites, probe"
+    assert errors[str(hangs)] == (f"{hangs}: importing it timed out after 3 s during {hangs} (the worker was killed)")
+    assert errors[str(broken)] == f"{broken}: import failed: ZeroDivisionError: division by zero"
