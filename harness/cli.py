@@ -111,7 +111,9 @@ def _list(entries: dict, errors: dict, record: dict) -> str:
 def _make_progress(disabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=0, unit="step", disable=disabled, dynamic_ncols=True, leave=False, file=sys.stderr)
+    # disable=None: tqdm turns itself off when stderr is not a terminal (CI logs stay readable).
+    return tqdm(total=0, unit="step", disable=True if disabled else None, dynamic_ncols=True, leave=False,
+                file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

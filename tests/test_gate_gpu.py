@@ -23,6 +23,9 @@ PLANTED = {
     "broken_dangling_pointer": ("launch_arguments", "argument 0 (0x"),
     "broken_ref": ("ref_matches_official", "1 of"),
     "broken_cuda_at_import": ("import_safe", "importing the file did CUDA work"),
+    "broken_unknown_problem": ("official_reference", "kb_file 'pad_const_b3.py': no such problem file"),
+    "broken_missing_key": ("registration", "broken_missing_key: missing key(s) probe"),
+    "broken_builder": ("suites_build", "misaligned trial 1: building inputs raised IndexError: no trial 1"),
 }
 
 

@@ -73,3 +73,14 @@ def register(K, torch, ctypes):
         return out
 
     K.PROBLEMS["broken_ref"] = dict(quick, ref=flipped_ref)
+
+    K.PROBLEMS["broken_unknown_problem"] = dict(quick, kb_file="pad_const_b3.py")
+    K.PROBLEMS["broken_missing_key"] = {k: v for k, v in quick.items() if k != "probe"}
+
+    def raising_suites():
+        def builder(t, device):
+            raise IndexError(f"no trial {t}")
+
+        return [("misaligned", 2, builder)]
+
+    K.PROBLEMS["broken_builder"] = dict(quick, suites=raising_suites)
