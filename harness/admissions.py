@@ -22,11 +22,15 @@ def load_record(path: Path) -> dict:
     if not path.is_file():
         return {"schema": SCHEMA, "substrates": {}}
     try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not valid JSON ({error}); fix or delete it") from error
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: holds a JSON {type(record).__name__}, not an admission record; fix or delete it")
     if record.get("schema") != SCHEMA:
         raise ValueError(f"{path}: schema {record.get('schema')!r}, this harness reads schema {SCHEMA}")
+    if not isinstance(record.get("substrates"), dict):
+        raise ValueError(f"{path}: has no 'substrates' object; fix or delete it")
     return record
 
 

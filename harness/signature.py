@@ -30,7 +30,10 @@ class Param:
 
 
 _ENTRY = re.compile(r"\.entry\s+(?P<name>[\w$]+)\s*\((?P<params>[^)]*)\)", re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(?P<type>[a-z]\d+)(?:\s+\.ptr(?:\s+\.\w+)*)?\s+[\w$]+(?:\[(?P<count>\d+)\])?")
+# One parameter declaration: `.param [.align N] .TYPE [.ptr[.space][.align N]] NAME[[COUNT]]`; the
+# pointer attributes may be written with or without spaces (`.ptr.global.align 16`).
+_PARAM_TYPE = re.compile(r"\.(?P<type>[subf]\d+)\b")
+_PARAM_COUNT = re.compile(r"\[(?P<count>\d+)\]\s*$")
 
 
 def kernel_params(ptx: str, entry_name: str) -> list[Param]:
@@ -39,10 +42,15 @@ def kernel_params(ptx: str, entry_name: str) -> list[Param]:
         if m["name"] != entry_name:
             continue
         params = []
-        for i, p in enumerate(_PARAM.finditer(m["params"])):
-            letter, bits = p["type"][0], int(p["type"][1:])
-            if p["count"] is not None:
-                params.append(Param(i, Kind.AGGREGATE, int(p["count"]) * bits // 8))
+        declarations = [d.strip() for d in m["params"].split(",") if d.strip()]
+        for i, declaration in enumerate(declarations):
+            type_match = _PARAM_TYPE.search(declaration.removeprefix(".param"))
+            if type_match is None:
+                raise ValueError(f"cannot read PTX parameter {i} of {entry_name}: {declaration!r}")
+            letter, bits = type_match["type"][0], int(type_match["type"][1:])
+            count = _PARAM_COUNT.search(declaration)
+            if count is not None:
+                params.append(Param(i, Kind.AGGREGATE, int(count["count"]) * bits // 8))
             else:
                 params.append(Param(i, Kind.FLOAT if letter == "f" else Kind.INTEGER, bits // 8))
         return params
