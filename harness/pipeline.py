@@ -130,7 +130,11 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
     result = KernelRun()
 
-    returned = entry.launch(views, torch)
+    try:
+        returned = entry.launch(views, torch)
+    except Exception as error:
+        result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
+        return result
     if not (isinstance(returned, (tuple, list)) and len(returned) == 4):
         result.argument_problems.append(f"launch returned {type(returned).__name__}, not (out, grid, block, args)")
         return result
@@ -205,11 +209,18 @@ def _cases(entry: Entry, device, book: CheckBook):
         except Exception as error:
             yield "probe", t, probe_count, error
     try:
-        suites = entry.suites()
+        suites = list(entry.suites())
     except Exception as error:
         book.fail(CheckName.SUITES_BUILD, f"suites() raised {type(error).__name__}: {error}")
         suites = []
-    for suite_name, n_trials, builder in suites:
+    well_formed = []
+    for i, suite in enumerate(suites):
+        if (isinstance(suite, (tuple, list)) and len(suite) == 3 and isinstance(suite[0], str)
+                and type(suite[1]) is int and suite[1] >= 1 and callable(suite[2])):
+            well_formed.append(suite)
+        else:
+            book.fail(CheckName.SUITES_BUILD, f"suites()[{i}] is {suite!r:.80}, not (name, n_trials >= 1, builder)")
+    for suite_name, n_trials, builder in well_formed:
         for t in range(n_trials):
             try:
                 built = builder(t, device)
@@ -234,8 +245,10 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     for result in checks_so_far:
         if result.status is CheckStatus.FAILED:
             book.fail(result.check, result.detail)
-        else:
+        elif result.status is CheckStatus.PASSED:
             book.ran(result.check, result.detail)
+        else:
+            book.skip(result.check, result.detail)
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
                              source_sha256=entry.source_sha256(*(p for p in [problems_dir] if p)))
     device = backend.device
@@ -303,26 +316,28 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         try:
             run = run_kernel(entry, kernel, backend, inputs)
         except KernelFault as error:
+            if not error.poisons_context:
+                book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
+                suite.failures.append(f"trial {t}: kernel fault")
+                continue
             fault = f"{where}: {error}"
         except RuntimeError as error:
+            # Launch's own errors are caught in run_kernel; a RuntimeError naming CUDA after the kernel
+            # started is torch meeting a context the kernel broke.
             if "CUDA" not in str(error):
                 raise
             fault = f"{where}: {error}"
-        except Exception as error:
-            book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: launch raised {type(error).__name__}: {error}")
-            suite.failures.append(f"trial {t}: launch raised")
-            continue
         if fault:
             book.fail(CheckName.RUNS_TO_COMPLETION, fault + " (the CUDA context is lost: no further trials run)")
             suite.failures.append(f"trial {t}: kernel fault")
             break
-        book.ran(CheckName.RUNS_TO_COMPLETION)
 
         if run.argument_problems:
             book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: " + "; ".join(run.argument_problems))
             suite.failures.append(f"trial {t}: launch arguments do not fit the kernel")
             continue
         book.ran(CheckName.LAUNCH_ARGUMENTS)
+        book.ran(CheckName.RUNS_TO_COMPLETION)
         for check, problems in ((CheckName.WRITES_IN_BOUNDS, run.guard_damage),
                                 (CheckName.INPUTS_UNCHANGED, run.changed_inputs)):
             if problems:

@@ -26,7 +26,7 @@ class Param:
     size: int
 
     def describe(self) -> str:
-        return f"{self.size}-byte {self.kind.value}"
+        return f"{'an' if self.kind is not Kind.FLOAT else 'a'} {self.kind.value} of {self.size} bytes"
 
 
 _ENTRY = re.compile(r"\.entry\s+(?P<name>[\w$]+)\s*\((?P<params>[^)]*)\)", re.S)
@@ -113,13 +113,17 @@ def _value_problem(ctype, value) -> str | None:
     return None
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def check_arguments(params: list[Param], args: list) -> list[str]:
     """Every way `args` ([(ctypes type, value), ...]) does not fit `params`; empty when it fits."""
     problems = []
     if not isinstance(args, (list, tuple)):
         return [f"launch returned {type(args).__name__} for the argument list, not a list of (ctypes_type, value)"]
     if len(args) != len(params):
-        problems.append(f"launch passes {len(args)} arguments but the kernel takes {len(params)}")
+        problems.append(f"launch passes {_count(len(args), 'argument')} but the kernel takes {len(params)}")
     for i, (param, arg) in enumerate(zip(params, args)):
         if not (isinstance(arg, (tuple, list)) and len(arg) == 2):
             problems.append(f"argument {i}: {arg!r} is not a (ctypes_type, value) pair")
@@ -132,8 +136,8 @@ def check_arguments(params: list[Param], args: list) -> list[str]:
         size = ctypes.sizeof(ctype)
         if kind is not param.kind or size != param.size:
             problems.append(
-                f"argument {i}: launch passes {_type_name(ctype)} ({size}-byte {kind.value}) but kernel "
-                f"parameter {i} is a {param.describe()}"
+                f"argument {i}: launch passes {_type_name(ctype)} ({kind.value}, {_count(size, 'byte')}) but kernel "
+                f"parameter {i} is {param.describe()}"
             )
         value_problem = _value_problem(ctype, value)
         if value_problem:

@@ -18,8 +18,8 @@ PLANTED = {
     "broken_illegal_address": ("runs_to_completion", "CUDA_ERROR_ILLEGAL_ADDRESS"),
     "broken_hangs": ("runs_to_completion", "timed out after 20 s during probe trial 0"),
     "broken_compile_error": ("compile", "out_shap"),
-    "broken_wrong_arguments": ("launch_arguments", "argument 2: launch passes c_int (4-byte integer) but kernel "
-                                                   "parameter 2 is a 8-byte integer"),
+    "broken_wrong_arguments": ("launch_arguments", "argument 2: launch passes c_int (integer, 4 bytes) but kernel "
+                                                   "parameter 2 is an integer of 8 bytes"),
     "broken_dangling_pointer": ("launch_arguments", "argument 0 (0x"),
     "broken_ref": ("ref_matches_official", "1 of"),
     "broken_cuda_at_import": ("import_safe", "importing the file did CUDA work"),

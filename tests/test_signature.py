@@ -104,9 +104,9 @@ def test_kernel_params_raises_key_error_for_a_missing_entry(ptx, name):
 
 
 @pytest.mark.parametrize("param, text", [
-    (Param(0, INT, 8), "8-byte integer"),
-    (Param(3, FLOAT, 4), "4-byte float"),
-    (Param(1, AGG, 72), "72-byte aggregate"),
+    (Param(0, INT, 8), "an integer of 8 bytes"),
+    (Param(3, FLOAT, 4), "a float of 4 bytes"),
+    (Param(1, AGG, 72), "an aggregate of 72 bytes"),
 ])
 def test_param_describe(param, text):
     assert param.describe() == text
@@ -165,31 +165,31 @@ def test_a_correct_launch_of_the_compiled_kernel_passes_the_check(compiled_k):
 @pytest.mark.parametrize("params, args, problems", [
     # argument count
     ([Param(0, INT, 8), Param(1, INT, 4)], [(ctypes.c_void_p, 4096)],
-     ["launch passes 1 arguments but the kernel takes 2"]),
+     ["launch passes 1 argument but the kernel takes 2"]),
     ([Param(0, INT, 4)], [(ctypes.c_int, 1), (ctypes.c_int, 2)],
      ["launch passes 2 arguments but the kernel takes 1"]),
     ([Param(0, INT, 4)], [], ["launch passes 0 arguments but the kernel takes 1"]),
     # integer where a float is expected, and the reverse
     ([Param(0, FLOAT, 4)], [(ctypes.c_int, 1)],
-     ["argument 0: launch passes c_int (4-byte integer) but kernel parameter 0 is a 4-byte float"]),
+     ["argument 0: launch passes c_int (integer, 4 bytes) but kernel parameter 0 is a float of 4 bytes"]),
     ([Param(0, INT, 4)], [(ctypes.c_float, 1.0)],
-     ["argument 0: launch passes c_float (4-byte float) but kernel parameter 0 is a 4-byte integer"]),
+     ["argument 0: launch passes c_float (float, 4 bytes) but kernel parameter 0 is an integer of 4 bytes"]),
     ([Param(0, FLOAT, 8)], [(ctypes.c_long, 1)],
-     ["argument 0: launch passes c_long (8-byte integer) but kernel parameter 0 is a 8-byte float"]),
+     ["argument 0: launch passes c_long (integer, 8 bytes) but kernel parameter 0 is a float of 8 bytes"]),
     # size
     ([Param(0, INT, 4)], [(ctypes.c_long, 1)],
-     ["argument 0: launch passes c_long (8-byte integer) but kernel parameter 0 is a 4-byte integer"]),
+     ["argument 0: launch passes c_long (integer, 8 bytes) but kernel parameter 0 is an integer of 4 bytes"]),
     ([Param(0, FLOAT, 4)], [(ctypes.c_double, 1.0)],
-     ["argument 0: launch passes c_double (8-byte float) but kernel parameter 0 is a 4-byte float"]),
+     ["argument 0: launch passes c_double (float, 8 bytes) but kernel parameter 0 is a float of 4 bytes"]),
     ([Param(0, INT, 4)], [(ctypes.c_void_p, 4096)],
-     ["argument 0: launch passes c_void_p (8-byte integer) but kernel parameter 0 is a 4-byte integer"]),
+     ["argument 0: launch passes c_void_p (integer, 8 bytes) but kernel parameter 0 is an integer of 4 bytes"]),
     # structures
     ([Param(0, AGG, 72)], [(Pair, Pair(1.0, 2.0))],
-     ["argument 0: launch passes Pair (8-byte aggregate) but kernel parameter 0 is a 72-byte aggregate"]),
+     ["argument 0: launch passes Pair (aggregate, 8 bytes) but kernel parameter 0 is an aggregate of 72 bytes"]),
     ([Param(0, INT, 8)], [(Pair, Pair())],
-     ["argument 0: launch passes Pair (8-byte aggregate) but kernel parameter 0 is a 8-byte integer"]),
+     ["argument 0: launch passes Pair (aggregate, 8 bytes) but kernel parameter 0 is an integer of 8 bytes"]),
     ([Param(0, AGG, 2)], [(ctypes.c_uint16, 0x3C00)],
-     ["argument 0: launch passes c_ushort (2-byte integer) but kernel parameter 0 is a 2-byte aggregate"]),
+     ["argument 0: launch passes c_ushort (integer, 2 bytes) but kernel parameter 0 is an aggregate of 2 bytes"]),
     ([Param(0, AGG, 8)], [(Pair, (1.0, 2.0))],
      ["argument 0 (Pair): value (1.0, 2.0) is not an instance of Pair"]),
     # integer values out of range
@@ -283,13 +283,13 @@ def test_check_arguments_reports_every_problem_in_order():
         "launch passes 5 arguments but the kernel takes 4",
         "argument 0 (c_void_p): value 1.5 is not a device address (an int from tensor.data_ptr())",
         "argument 1 (c_uint): value 4294967296 does not fit c_uint [0, 4294967295] (it would be truncated)",
-        "argument 2: launch passes c_int (4-byte integer) but kernel parameter 2 is a 4-byte float",
+        "argument 2: launch passes c_int (integer, 4 bytes) but kernel parameter 2 is a float of 4 bytes",
     ]
 
 
 def test_an_argument_can_be_both_the_wrong_kind_and_a_bad_value():
     assert check_arguments([Param(0, INT, 4)], [(ctypes.c_double, "x")]) == [
-        "argument 0: launch passes c_double (8-byte float) but kernel parameter 0 is a 4-byte integer",
+        "argument 0: launch passes c_double (float, 8 bytes) but kernel parameter 0 is an integer of 4 bytes",
         "argument 0 (c_double): value 'x' is not a number",
     ]
 

@@ -1,0 +1,576 @@
+"""CPU-only tests of the check pipeline: every check can fail, and fails for its own reason.
+
+`harness.pipeline.gate_entry` runs on the real pad_const_b4 entry (CUDA source compiled by
+the real NVRTC, official reference, ref, launch, probe) with tests/fakes.FakeBackend, whose
+Python kernels read and write the harness's guarded CPU buffers through the raw pointers of
+the launch's ctypes arguments. The faithful kernel must be admitted; each planted fault must
+be rejected by the check made for it, with the words that check uses.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import re
+
+import pytest
+import torch
+
+from harness.backends import KernelFault
+from harness.candidates import SUBSTRATES_DIR, import_candidate, make_entry, register_candidate
+from harness.pipeline import CheckBook, gate_entry
+from harness.records import CheckName, CheckResult, CheckStatus
+from tests import fakes
+
+C = CheckName
+PAD_FILE = SUBSTRATES_DIR / "candidate_pad_const.py"
+
+# The import checks as the worker hands them to gate_entry once import and register() succeeded.
+IMPORTED = [
+    CheckResult(C.IMPORT_SAFE, CheckStatus.PASSED, "no CUDA context or torch.cuda state after import and register()"),
+    CheckResult(C.REGISTRATION, CheckStatus.PASSED, ""),
+]
+KERNEL_CHECKS = [C.LAUNCH_ARGUMENTS, C.OUTPUT_MATCHES, C.OUTPUT_FULLY_WRITTEN, C.WRITES_IN_BOUNDS,
+                 C.INPUTS_UNCHANGED, C.RUNS_TO_COMPLETION]
+OUTPUT_CHECKS = [C.OUTPUT_MATCHES, C.OUTPUT_FULLY_WRITTEN, C.WRITES_IN_BOUNDS, C.INPUTS_UNCHANGED]
+
+# The probe's first trial ("aligned"): x is (2, 8, 32, 32), padded to (3, 10, 38, 40).
+PROBE_IN = 2 * 8 * 32 * 32  # 16384 interior elements
+PROBE_OUT = 3 * 10 * 38 * 40  # 45600 output elements
+TRIALS = 2 + 8  # the probe's two, then the misaligned suite's eight (ranks 1..8)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _load_pad_entry():
+    registered = register_candidate(import_candidate(PAD_FILE), PAD_FILE)
+    entry, problems = make_entry("pad_const_b4", registered["pad_const_b4"], PAD_FILE)
+    assert not problems, problems
+    return entry
+
+
+@pytest.fixture(scope="module")
+def real_entry():
+    """The pad_const_b4 entry exactly as registered (all four suites)."""
+    return _load_pad_entry()
+
+
+@pytest.fixture(scope="module")
+def entry(real_entry):
+    """The real entry with only its misaligned suite: ranks 1..8, odd extents, every dtype of the width."""
+    full = real_entry.suites
+
+    def misaligned_only():
+        return [suite for suite in full() if suite[0] == "misaligned"]
+
+    return dataclasses.replace(real_entry, suites=misaligned_only)
+
+
+def gate(entry, impl=fakes.pad_const_b4, checks_so_far=IMPORTED, backend=None, **kwargs):
+    backend = backend or fakes.FakeBackend(kernels={"pad_const_b4": impl})
+    report = gate_entry(entry, backend, checks_so_far=list(checks_so_far), **kwargs)
+    return report, backend
+
+
+def checks(report) -> dict:
+    results = {c.check: c for c in report.checks}
+    assert list(results) == list(CheckName), "the report lists every check once, in CheckName order"
+    return results
+
+
+def failed(report) -> dict:
+    return {c.check: c.detail for c in report.checks if c.status is CheckStatus.FAILED}
+
+
+def with_launch(entry, change):
+    """The entry with a launch that runs the real one, then lets `change(inputs, out, grid, block, args)` alter it."""
+    real_launch = entry.launch
+
+    def launch(inputs, torch):
+        out, grid, block, args = real_launch(inputs, torch)
+        return change(inputs, out, grid, block, list(args))
+
+    return dataclasses.replace(entry, launch=launch)
+
+
+def suite_table(report) -> dict:
+    return {s.name: (s.trials, s.passed) for s in report.suites}
+
+
+# ------------------------------------------------------------------ the faithful kernel is admitted
+
+
+def test_faithful_fake_is_admitted_with_every_check_explained(entry):
+    report, backend = gate(entry)
+
+    assert report.admitted, report.reasons()
+    results = checks(report)
+    assert {c.status for c in report.checks} == {CheckStatus.PASSED}
+    assert results[C.IMPORT_SAFE].detail == IMPORTED[0].detail
+    assert results[C.REGISTRATION].detail == "held in 1 trial"
+    assert results[C.OFFICIAL_REFERENCE].detail == (
+        "pad_const_b4.py loaded KernelBench-style; its Model ran on every trial")
+    assert re.fullmatch(r"NVRTC \d+\.\d+ for sm_\d+", results[C.COMPILE].detail), results[C.COMPILE].detail
+    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+        assert results[check].detail == f"held in {TRIALS} trials", check
+
+    assert suite_table(report) == {"probe": (2, 2), "misaligned": (8, 8)}
+    assert all(s.failures == [] and s.mismatched_elements == 0 for s in report.suites)
+    assert report.kb_file == "pad_const_b4.py"
+    assert "-ftz=false" in report.compile_options and any(o.startswith("-arch=sm_") for o in report.compile_options)
+    # Two runs per trial (one per poison pattern), each with the launch's own block.
+    assert len(backend.launches) == 2 * TRIALS
+    assert {block for _name, _grid, block in backend.launches} == {(256, 1, 1)}
+    assert backend.loaded[0].params[2].size == 8  # n_out is long long, read from the real PTX
+
+
+def test_faithful_fake_is_admitted_on_special_values_and_wide_pads(real_entry):
+    """Random bit patterns in float32 and int32, NaN-payload fills, pads wider than x, an empty axis."""
+    full = real_entry.suites
+    entry = dataclasses.replace(
+        real_entry, suites=lambda: [s for s in full() if s[0] in ("special_values", "wide_pads")])
+
+    report, _backend = gate(entry)
+
+    assert report.admitted, report.reasons()
+    assert suite_table(report) == {"probe": (2, 2), "special_values": (4, 4), "wide_pads": (3, 3)}
+
+
+def test_without_the_import_checks_nothing_is_admitted(entry):
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: []), checks_so_far=[])
+
+    assert not report.admitted
+    results = checks(report)
+    assert results[C.IMPORT_SAFE].status is CheckStatus.NOT_RUN
+    assert results[C.REGISTRATION].status is CheckStatus.NOT_RUN
+    assert failed(report) == {}
+
+
+def test_a_failed_import_check_is_kept(entry):
+    imported = [CheckResult(C.IMPORT_SAFE, CheckStatus.FAILED, "importing the file did CUDA work"), IMPORTED[1]]
+
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: []), checks_so_far=imported)
+
+    assert failed(report) == {C.IMPORT_SAFE: "importing the file did CUDA work"}
+
+
+# ------------------------------------------------------------------ planted kernel faults
+
+# name -> (kernel, the checks that must fail, the start of the named check's detail)
+PLANTED = {
+    "wrong_value": (fakes.pad_wrong_value, {C.OUTPUT_MATCHES},
+                    (C.OUTPUT_MATCHES, f"probe trial 0 (bitwise): {PROBE_IN} of {PROBE_OUT} elements differ; at ")),
+    "unwritten": (fakes.pad_unwritten, {C.OUTPUT_FULLY_WRITTEN, C.OUTPUT_MATCHES},
+                  (C.OUTPUT_FULLY_WRITTEN, f"probe trial 0: {len(range(3, PROBE_OUT, 7))} of {PROBE_OUT} output "
+                                           f"elements never written (first at (0, 0, 0, 3)); ")),
+    "out_of_bounds": (fakes.pad_out_of_bounds, {C.WRITES_IN_BOUNDS},
+                      (C.WRITES_IN_BOUNDS, "probe trial 0: 64 bytes changed in the guard band after out "
+                                           "(nearest 0 bytes from its edge); ")),
+    "changes_input": (fakes.pad_changes_input, {C.INPUTS_UNCHANGED, C.OUTPUT_MATCHES},
+                      (C.INPUTS_UNCHANGED, f"probe trial 0: input 0 changed by run 1: {PROBE_IN} of {PROBE_IN} "
+                                           f"elements differ; at (0, 0, 0, 0): ")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_planted_fault_is_rejected_by_its_check(entry, name):
+    impl, expected_failures, (check, detail_start) = PLANTED[name]
+
+    report, backend = gate(entry, impl)
+
+    assert not report.admitted
+    assert set(failed(report)) == expected_failures, report.reasons()
+    detail = failed(report)[check]
+    assert detail.startswith(detail_start), detail
+    # Every trial fails the same way: three are quoted, the other seven counted.
+    assert detail.endswith(f"(and {TRIALS - 3} more)"), detail
+    assert len(backend.launches) == 2 * TRIALS  # not a fault: every trial still ran
+    assert all(passed == 0 for _trials, passed in suite_table(report).values())
+
+
+def test_fault_words_match_the_gpu_tests(entry):
+    """The fragments tests/test_gate_gpu.py asserts on a GPU appear in the same checks here."""
+    for impl, check, words in [(fakes.pad_wrong_value, C.OUTPUT_MATCHES, "elements differ"),
+                               (fakes.pad_unwritten, C.OUTPUT_FULLY_WRITTEN, "never written"),
+                               (fakes.pad_out_of_bounds, C.WRITES_IN_BOUNDS, "guard band after out"),
+                               (fakes.pad_changes_input, C.INPUTS_UNCHANGED, "changed by run 1"),
+                               (fakes.pad_illegal_address, C.RUNS_TO_COMPLETION, "CUDA_ERROR_ILLEGAL_ADDRESS")]:
+        small = dataclasses.replace(entry, suites=lambda: [])
+        report, _backend = gate(small, impl)
+        assert words in failed(report).get(check, ""), (impl.__name__, report.reasons())
+
+
+def test_kernel_fault_stops_the_run_and_leaves_later_checks_not_run(entry):
+    report, backend = gate(entry, fakes.pad_illegal_address)
+
+    fault = f"probe trial 0: {fakes.ILLEGAL_ADDRESS}"
+    assert failed(report) == {C.RUNS_TO_COMPLETION: fault + " (the CUDA context is lost: no further trials run)"}
+    results = checks(report)
+    for check in [C.LAUNCH_ARGUMENTS, *OUTPUT_CHECKS]:
+        assert results[check].status is CheckStatus.NOT_RUN, check
+        assert results[check].detail == "not run: " + fault
+    assert results[C.SUITES_BUILD].detail == "held in 1 trial"
+    assert len(backend.launches) == 1
+    assert suite_table(report) == {"probe": (2, 0)}
+    assert report.suites[0].failures == ["trial 0: kernel fault"]
+
+
+def test_kernel_fault_in_a_later_trial_keeps_what_passed_before(entry):
+    def faults_on_rank_5(grid, block, args):
+        if args[4].rank == 5:  # misaligned trial 4; the probe is ranks 4 and 3
+            fakes.pad_illegal_address(grid, block, args)
+        fakes.pad_const_b4(grid, block, args)
+
+    report, _backend = gate(entry, faults_on_rank_5)
+
+    assert failed(report) == {C.RUNS_TO_COMPLETION: f"misaligned trial 4: {fakes.ILLEGAL_ADDRESS} "
+                                                    f"(the CUDA context is lost: no further trials run)"}
+    results = checks(report)
+    for check in [C.LAUNCH_ARGUMENTS, *OUTPUT_CHECKS]:
+        assert results[check].status is CheckStatus.PASSED and results[check].detail == "held in 6 trials"
+    assert suite_table(report) == {"probe": (2, 2), "misaligned": (8, 4)}
+    assert report.suites[1].failures == ["trial 4: kernel fault"]
+
+
+def test_a_grid_too_small_leaves_output_unwritten(entry):
+    """The fake honours the grid: one block of 256 threads writes only the first 256 elements."""
+    report, _backend = gate(with_launch(entry, lambda i, out, grid, block, args: (out, (1, 1, 1), block, args)))
+
+    assert set(failed(report)) == {C.OUTPUT_FULLY_WRITTEN, C.OUTPUT_MATCHES}
+    # 256 = 6 rows of 40, then 16: the first element no thread reached.
+    assert failed(report)[C.OUTPUT_FULLY_WRITTEN].startswith(
+        f"probe trial 0: {PROBE_OUT - 256} of {PROBE_OUT} output elements never written (first at (0, 0, 6, 16))")
+
+
+# ------------------------------------------------------------------ launches that do not fit the kernel
+
+
+def _narrowed_n_out(inputs, out, grid, block, args):
+    args[2] = (ctypes.c_int, args[2][1])  # the kernel takes long long n_out
+    return out, grid, block, args
+
+
+def _dangling_pointer(inputs, out, grid, block, args):
+    scratch = inputs[0].clone()  # freed when launch returns
+    args[0] = (ctypes.c_void_p, scratch.data_ptr())
+    return out, grid, block, args
+
+
+def _out_aliases_input(inputs, out, grid, block, args):
+    x = inputs[0]
+    args[1] = (ctypes.c_void_p, x.data_ptr())
+    return x, grid, block, args
+
+
+def _no_pointer_to_out(inputs, out, grid, block, args):
+    args[1] = (ctypes.c_void_p, inputs[0].data_ptr())
+    return out, grid, block, args
+
+
+def _raises(inputs, out, grid, block, args):
+    raise ValueError("pads must be small today")
+
+
+# name -> (change to the real launch, the start of launch_arguments' detail, as a regular expression)
+LAUNCH_FAULTS = {
+    "narrowed_n_out": (_narrowed_n_out, re.escape(
+        "probe trial 0: argument 2: launch passes c_int (integer, 4 bytes) but kernel parameter 2 is an integer of 8 bytes; "
+        "probe trial 1: argument 2: launch passes c_int (integer, 4 bytes) but kernel parameter 2 is an integer of 8 bytes; ")),
+    "dangling_pointer": (_dangling_pointer, r"probe trial 0: argument 0 \(0x[0-9a-f]+\) points to neither an input "
+                                            r"nor out; memory made inside launch is freed when launch returns; "),
+    "out_aliases_input": (_out_aliases_input, re.escape(
+        "probe trial 0: launch's out shares memory with input 0: it must be a fresh tensor; ")),
+    "no_pointer_to_out": (_no_pointer_to_out, re.escape(
+        "probe trial 0: no pointer argument points to out, so the kernel cannot write the output; ")),
+    "block_2048_wide": (lambda i, out, grid, block, args: (out, grid, (2048, 1, 1), args), re.escape(
+        "probe trial 0: block (2048, 1, 1): dimension 0 is 2048, outside [1, 1024]; ")),
+    "block_2048_threads": (lambda i, out, grid, block, args: (out, grid, (32, 64, 1), args), re.escape(
+        "probe trial 0: block (32, 64, 1) has 2048 threads, more than 1024; ")),
+    "grid_with_zero": (lambda i, out, grid, block, args: (out, (grid[0], 0, 1), block, args), re.escape(
+        "probe trial 0: grid (179, 0, 1): dimension 1 is 0, outside [1, 65535]; ")),
+    "grid_of_floats": (lambda i, out, grid, block, args: (out, (float(grid[0]), 1, 1), block, args), re.escape(
+        "probe trial 0: grid (179.0, 1, 1) is not a tuple of 3 ints; ")),
+    "missing_argument": (lambda i, out, grid, block, args: (out, grid, block, args[:4]), re.escape(
+        "probe trial 0: launch passes 4 arguments but the kernel takes 5; ")),
+    "three_values": (lambda i, out, grid, block, args: (out, grid, block), re.escape(
+        "probe trial 0: launch returned tuple, not (out, grid, block, args); ")),
+    "launch_raises": (_raises, re.escape("probe trial 0: launch raised ValueError: pads must be small today; ")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCH_FAULTS))
+def test_launch_that_does_not_fit_fails_launch_arguments(entry, name):
+    change, detail_start = LAUNCH_FAULTS[name]
+
+    report, backend = gate(with_launch(entry, change))
+
+    assert not report.admitted
+    assert set(failed(report)) == {C.LAUNCH_ARGUMENTS}, report.reasons()
+    detail = failed(report)[C.LAUNCH_ARGUMENTS]
+    assert re.match(detail_start, detail), detail
+    assert detail.endswith(f"(and {TRIALS - 3} more)"), detail
+    assert backend.launches == [], "a launch that does not fit must never reach the kernel"
+    results = checks(report)
+    for check in OUTPUT_CHECKS:
+        assert results[check].status is CheckStatus.NOT_RUN
+        assert results[check].detail == "not run: no trial reached it"
+    assert all(f.endswith("launch arguments do not fit the kernel") or f.endswith("launch raised")
+               for s in report.suites for f in s.failures)
+
+
+def test_narrowed_argument_message_is_exactly_the_gpu_one(entry):
+    """The same words tests/test_gate_gpu.py expects from broken_wrong_arguments on a GPU."""
+    report, _backend = gate(with_launch(entry, _narrowed_n_out))
+
+    assert ("argument 2: launch passes c_int (integer, 4 bytes) but kernel parameter 2 is an integer of 8 bytes"
+            in failed(report)[C.LAUNCH_ARGUMENTS])
+
+
+# ------------------------------------------------------------------ inputs, references, compile
+
+
+def test_builder_that_raises_fails_suites_build(entry):
+    full = entry.suites
+
+    def exploding(t, device):
+        raise OSError(f"no inputs for trial {t}")
+
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: [*full(), ("exploding", 2, exploding)]))
+
+    assert failed(report) == {C.SUITES_BUILD: "exploding trial 0: building inputs raised OSError: no inputs for trial 0; "
+                                              "exploding trial 1: building inputs raised OSError: no inputs for trial 1"}
+    assert suite_table(report)["exploding"] == (2, 0)
+    assert report.suites[-1].failures == ["trial 0: inputs could not be built", "trial 1: inputs could not be built"]
+    assert checks(report)[C.OUTPUT_MATCHES].detail == f"held in {TRIALS} trials"  # the other trials still ran
+
+
+def test_suites_that_raise_fail_suites_build_and_the_probe_still_runs(entry):
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: 1 / 0))
+
+    assert failed(report) == {C.SUITES_BUILD: "suites() raised ZeroDivisionError: division by zero"}
+    assert suite_table(report) == {"probe": (2, 2)}
+
+
+def test_probe_that_raises_fails_suites_build(entry):
+    def probe(torch):
+        raise KeyError("dtype")
+
+    report, _backend = gate(dataclasses.replace(entry, probe=probe))
+
+    assert failed(report) == {C.SUITES_BUILD: "probe(torch) raised KeyError: 'dtype'"}
+    assert suite_table(report) == {"misaligned": (8, 8)}
+
+
+def test_ref_that_disagrees_fails_ref_matches_official(entry):
+    good_ref = entry.ref
+
+    def flipped_ref(x, pads, value):
+        out = good_ref(x, pads, value)
+        flat = out.reshape(-1)
+        flat[0:1] = (flat[0:1].view(torch.int32) ^ 1).view(out.dtype)
+        return out
+
+    report, _backend = gate(dataclasses.replace(entry, ref=flipped_ref))
+
+    assert set(failed(report)) == {C.REF_MATCHES_OFFICIAL}
+    detail = failed(report)[C.REF_MATCHES_OFFICIAL]
+    assert detail.startswith(f"probe trial 0: 1 of {PROBE_OUT} elements differ; at (0, 0, 0, 0): got "), detail
+    assert detail.endswith(f"(and {TRIALS - 3} more)")
+    assert all(passed == 0 for _trials, passed in suite_table(report).values())
+
+
+def test_ref_that_raises_fails_ref_matches_official(entry):
+    def ref(x, pads, value):
+        raise TypeError("ref takes no pads")
+
+    report, _backend = gate(dataclasses.replace(entry, ref=ref))
+
+    assert set(failed(report)) == {C.REF_MATCHES_OFFICIAL}
+    assert failed(report)[C.REF_MATCHES_OFFICIAL].startswith(
+        "probe trial 0: ref raised TypeError: ref takes no pads; probe trial 1: ref raised TypeError")
+
+
+def test_syntax_error_fails_compile_and_quotes_the_source_line(entry):
+    broken = entry.cuda.replace("rest = rest / g.out_shape[d];", "rest = rest / g.out_shap[d];")
+    assert broken != entry.cuda
+
+    report, backend = gate(dataclasses.replace(entry, cuda=broken))
+
+    assert set(failed(report)) == {C.COMPILE}
+    detail = failed(report)[C.COMPILE]
+    line = broken.splitlines().index("        rest = rest / g.out_shap[d];") + 1
+    assert re.match(rf"pad_const_b4\.cu:{line}: error: .*out_shap", detail), detail
+    assert f"\n    {line:4d} |         rest = rest / g.out_shap[d];" in detail
+    results = checks(report)
+    assert results[C.OFFICIAL_REFERENCE].status is CheckStatus.PASSED
+    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+        assert results[check].status is CheckStatus.NOT_RUN
+        assert results[check].detail == "not run: the kernel did not compile"
+    assert backend.launches == [] and report.suites == []
+
+
+def test_compile_error_names_the_line_of_the_candidate_file(entry):
+    """An error on a line that stands once in candidate_pad_const.py names that file and line too."""
+    broken = entry.cuda.replace("long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "")
+    py_line = PAD_FILE.read_text().splitlines().index("    if (o >= n_out) return;") + 1
+    cu_line = broken.splitlines().index("    if (o >= n_out) return;") + 1
+
+    report, _backend = gate(dataclasses.replace(entry, cuda=broken))
+
+    detail = failed(report)[C.COMPILE]
+    assert detail.startswith(f"pad_const_b4.cu:{cu_line} (candidate_pad_const.py:{py_line}): error: "), detail
+    assert '"o"' in detail and f"{cu_line:4d} |     if (o >= n_out) return;" in detail
+
+
+def test_kernel_that_cannot_be_loaded_fails_compile(entry):
+    class UnloadableBackend(fakes.FakeBackend):
+        def load(self, source, kernel_name, program_name, locate=None):
+            super().load(source, kernel_name, program_name, locate)
+            raise KernelFault("cuModuleLoadData: CUDA error 218 CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed")
+
+    report, _backend = gate(entry, backend=UnloadableBackend(kernels={"pad_const_b4": fakes.pad_const_b4}))
+
+    assert failed(report) == {C.COMPILE: "loading the compiled kernel failed: cuModuleLoadData: CUDA error 218 "
+                                         "CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed"}
+
+
+def test_missing_kb_file_fails_official_reference_and_nothing_else_runs(entry):
+    report, backend = gate(dataclasses.replace(entry, kb_file="pad_const_b3.py"))
+
+    assert not report.admitted
+    detail = failed(report)[C.OFFICIAL_REFERENCE]
+    assert set(failed(report)) == {C.OFFICIAL_REFERENCE}
+    assert detail.startswith("kb_file 'pad_const_b3.py': no such problem file ") and detail.endswith("pad_const_b3.py")
+    results = checks(report)
+    assert results[C.COMPILE].status is CheckStatus.PASSED  # compiling does not need the reference
+    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+        assert results[check].status is CheckStatus.NOT_RUN
+        assert results[check].detail == "not run: the official reference did not load"
+    assert backend.launches == [] and report.suites == []
+
+
+def test_problem_file_without_model_fails_official_reference(entry, tmp_path):
+    (tmp_path / "pad_const_b4.py").write_text("def get_inputs():\n    return []\n")
+
+    report, _backend = gate(entry, problems_dir=tmp_path)
+
+    assert failed(report) == {C.OFFICIAL_REFERENCE: f"{tmp_path / 'pad_const_b4.py'}: not a KernelBench problem, "
+                                                    f"it lacks Model, get_init_inputs"}
+
+
+def test_official_model_that_raises_fails_official_reference(entry, tmp_path):
+    (tmp_path / "pad_const_b4.py").write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x, pads, value):\n"
+        "        raise ArithmeticError('the official pad overflowed')\n"
+        "def get_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return []\n")
+
+    report, backend = gate(entry, problems_dir=tmp_path)
+
+    assert set(failed(report)) == {C.OFFICIAL_REFERENCE}
+    assert failed(report)[C.OFFICIAL_REFERENCE].startswith(
+        "probe trial 0: the official Model raised ArithmeticError: the official pad overflowed; probe trial 1: ")
+    assert backend.launches == []  # nothing to compare the kernel with, so it never runs
+
+
+# ------------------------------------------------------------------ CheckBook
+
+
+def test_checkbook_lists_results_in_check_order_whatever_the_order_recorded():
+    book = CheckBook()
+    for check in reversed(CheckName):
+        book.ran(check)
+
+    assert [r.check for r in book.results()] == list(CheckName)
+
+
+def test_checkbook_failure_detail_shows_three_and_counts_the_rest():
+    book = CheckBook()
+    for i in range(5):
+        book.fail(C.OUTPUT_MATCHES, f"trial {i}")
+    for i in range(3):
+        book.fail(C.WRITES_IN_BOUNDS, f"trial {i}")
+    book.fail(C.INPUTS_UNCHANGED, "trial 0")
+
+    results = {r.check: r for r in book.results()}
+    assert results[C.OUTPUT_MATCHES].detail == "trial 0; trial 1; trial 2 (and 2 more)"
+    assert results[C.WRITES_IN_BOUNDS].detail == "trial 0; trial 1; trial 2"
+    assert results[C.INPUTS_UNCHANGED].detail == "trial 0"
+    assert all(results[c].status is CheckStatus.FAILED for c in (C.OUTPUT_MATCHES, C.WRITES_IN_BOUNDS))
+
+
+def test_checkbook_one_failure_outweighs_passes_and_skip_changes_nothing_recorded():
+    book = CheckBook()
+    book.ran(C.OUTPUT_MATCHES)
+    book.fail(C.OUTPUT_MATCHES, "probe trial 1: 1 of 8 elements differ")
+    book.ran(C.OUTPUT_MATCHES)
+    book.ran(C.COMPILE, "NVRTC 13.0 for sm_90")
+    book.ran(C.COMPILE)
+    book.ran(C.SUITES_BUILD)
+    book.ran(C.LAUNCH_ARGUMENTS)
+    book.ran(C.LAUNCH_ARGUMENTS)
+    book.skip(C.INPUTS_UNCHANGED, "not run: first reason")
+    book.skip(C.INPUTS_UNCHANGED, "not run: second reason")
+    for check in CheckName:
+        book.skip(check, "not run: a fault")
+
+    results = {r.check: (r.status, r.detail) for r in book.results()}
+    assert results[C.OUTPUT_MATCHES] == (CheckStatus.FAILED, "probe trial 1: 1 of 8 elements differ")
+    assert results[C.COMPILE] == (CheckStatus.PASSED, "NVRTC 13.0 for sm_90")  # a note outlives later passes
+    assert results[C.SUITES_BUILD] == (CheckStatus.PASSED, "held in 1 trial")
+    assert results[C.LAUNCH_ARGUMENTS] == (CheckStatus.PASSED, "held in 2 trials")
+    assert results[C.INPUTS_UNCHANGED] == (CheckStatus.NOT_RUN, "not run: first reason")  # the first reason stays
+    assert results[C.WRITES_IN_BOUNDS] == (CheckStatus.NOT_RUN, "not run: a fault")
+
+
+def test_checkbook_with_nothing_recorded_says_not_reached():
+    results = CheckBook().results()
+
+    assert [(r.status, r.detail) for r in results] == [(CheckStatus.NOT_RUN, "not reached")] * len(CheckName)
+
+
+# ------------------------------------------------------------------ bugs found by these tests, now fixed
+
+
+def test_launch_raising_runtime_error_fails_launch_arguments(entry):
+    def launch(inputs, torch):
+        raise RuntimeError("shape '[-1, 7]' is invalid for input of size 9")  # what torch raises on a bad view
+
+    report, _backend = gate(dataclasses.replace(entry, launch=launch))
+
+    assert set(failed(report)) == {C.LAUNCH_ARGUMENTS}
+    assert failed(report)[C.LAUNCH_ARGUMENTS].startswith(
+        "probe trial 0: launch raised RuntimeError: shape '[-1, 7]' is invalid for input of size 9; ")
+
+
+def test_malformed_suites_list_fails_suites_build(entry):
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: [("misaligned", 8)]))
+
+    assert C.SUITES_BUILD in failed(report)
+
+
+def test_runs_to_completion_is_not_claimed_when_the_kernel_never_ran(entry):
+    report, backend = gate(with_launch(entry, _narrowed_n_out))
+
+    assert backend.launches == []
+    assert checks(report)[C.RUNS_TO_COMPLETION].status is CheckStatus.NOT_RUN, checks(report)[C.RUNS_TO_COMPLETION]
+
+
+def test_fault_that_keeps_the_context_does_not_stop_the_run(entry):
+    report, _backend = gate(entry, fakes.pad_launch_failure)
+
+    detail = failed(report)[C.RUNS_TO_COMPLETION]
+    assert "context is lost" not in detail, detail
+    assert suite_table(report) == {"probe": (2, 0), "misaligned": (8, 0)}
+
+
+def test_a_not_run_import_check_is_not_turned_into_a_pass(entry):
+    imported = [CheckResult(C.IMPORT_SAFE, CheckStatus.NOT_RUN, "not run: the worker stopped"), IMPORTED[1]]
+
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: []), checks_so_far=imported)
+
+    assert checks(report)[C.IMPORT_SAFE].status is CheckStatus.NOT_RUN
+    assert not report.admitted
