@@ -5,7 +5,7 @@
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
-export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR="$out/nvrtc-cache"
+export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
@@ -20,3 +20,5 @@ echo "gate exit: ${PIPESTATUS[0]}"
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
 # A second, warm-cache run: how long the gate takes once every kernel is compiled.
 python3 gate.py --no-progress --no-record 2>&1 | tail -n 1
+python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+tail -n 7 "$out/gate.log"
