@@ -19,6 +19,9 @@ from pathlib import Path
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
 
 DEFAULT_STEP_TIMEOUT = 120.0
+# Until a worker's first message it is starting Python and importing torch, which on a cold
+# machine can take far longer than any step; a hang is only judged after that.
+STARTUP_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ def _import_checks(path: Path, name: str):
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
+    import torch  # noqa: F401  (imported before the first message: start-up, not the candidate's import)
+
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, gate_entry
 
@@ -161,11 +166,12 @@ def _converse(target, args, step_timeout: float, on_message):
     process = context.Process(target=target, args=(*args, sender), daemon=True)
     process.start()
     sender.close()
-    step = "start-up"
+    step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
     try:
         while True:
-            if not receiver.poll(step_timeout):
-                raise WorkerLost(f"timed out after {step_timeout:g} s during {step} (the worker was killed)")
+            if not receiver.poll(timeout):
+                raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)")
+            timeout = step_timeout
             try:
                 message = receiver.recv()
             except EOFError:

@@ -14,7 +14,7 @@ PLANTED = {
     "broken_wrong_value": ("output_matches", "elements differ"),
     "broken_unwritten": ("output_fully_written", "never written"),
     "broken_out_of_bounds": ("writes_in_bounds", "guard band after out"),
-    "broken_changes_input": ("inputs_unchanged", "input 0:"),
+    "broken_changes_input": ("inputs_unchanged", "input 0 changed by run 1: "),
     "broken_illegal_address": ("runs_to_completion", "CUDA_ERROR_ILLEGAL_ADDRESS"),
     "broken_hangs": ("runs_to_completion", "timed out after 20 s during probe trial 0"),
     "broken_compile_error": ("compile", "out_shap"),
