@@ -1,8 +1,9 @@
 """The on-disk cache of compiled kernels: the one place that knows compiling can be skipped.
 
-A key covers everything that can change the compiled code: the source, the kernel name, the
-options (which name the arch and the header folder), the compiler's version and
-CACHE_VERSION, bumped whenever this project changes what it stores.
+Compilers are pure functions (harness.nvrtc, the CPU backend's g++ step); this module stores
+what they produce under a key that covers everything that can change it: the source, the
+kernel name, the options (which name the arch and header folders), the compiler's version
+and CACHE_VERSION, bumped whenever this project changes what it stores.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import json
 import os
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 from harness import nvrtc
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def default_cache_dir() -> Path:
@@ -25,29 +27,43 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "substrate-harness"
 
 
-def cache_key(source: str, kernel_name: str, options: tuple[str, ...], compiler_version: str) -> str:
-    material = json.dumps([CACHE_VERSION, source, kernel_name, list(options), compiler_version])
+def cache_key(*parts) -> str:
+    material = json.dumps([CACHE_VERSION, *parts])
     return hashlib.sha256(material.encode()).hexdigest()
+
+
+def lookup_or_make(key: str, suffixes: tuple[str, ...], make: Callable[[], dict[str, bytes]],
+                   cache_dir: Path | None = None) -> tuple[dict[str, Path], bool]:
+    """Paths of the files stored under `key` (one per suffix), making them first if any is missing.
+
+    Returns (paths, True if they came from the cache). `make` returns {suffix: bytes}; an
+    exception from it (a compile error) propagates and nothing is stored.
+    """
+    cache_dir = cache_dir or default_cache_dir()
+    paths = {suffix: cache_dir / f"{key}.{suffix}" for suffix in suffixes}
+    if all(p.is_file() for p in paths.values()):
+        return paths, True
+    produced = make()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # Written under a temporary name first, so a reader (another worker) never sees half a file.
+    for suffix, path in paths.items():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(produced[suffix])
+        os.replace(tmp, path)
+    return paths, False
 
 
 def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | None = None,
                    program_name: str = "kernel.cu", locate=None) -> tuple[nvrtc.CompiledKernel, bool]:
-    """Return (compiled kernel, True if it came from the cache). Compile errors are not cached."""
-    cache_dir = cache_dir or default_cache_dir()
-    key = cache_key(source, kernel_name, nvrtc.compile_options(arch), nvrtc.compiler_version())
-    meta_path = cache_dir / f"{key}.json"
-    cubin_path = cache_dir / f"{key}.cubin"
-    if meta_path.is_file() and cubin_path.is_file():
-        meta = json.loads(meta_path.read_text())
-        meta["options"] = tuple(meta["options"])
-        return nvrtc.CompiledKernel(cubin=cubin_path.read_bytes(), **meta), True
+    """NVRTC-compile through the cache; returns (compiled kernel, True if it came from the cache)."""
+    key = cache_key("nvrtc", source, kernel_name, list(nvrtc.compile_options(arch)), nvrtc.compiler_version())
 
-    compiled = nvrtc.compile_cuda(source, kernel_name, arch, program_name, locate)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
-    # Written to a temporary name first, so a reader never sees half a file.
-    for path, data in ((cubin_path, compiled.cubin), (meta_path, json.dumps(meta).encode())):
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    return compiled, False
+    def make() -> dict[str, bytes]:
+        compiled = nvrtc.compile_cuda(source, kernel_name, arch, program_name, locate)
+        meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
+        return {"cubin": compiled.cubin, "json": json.dumps(meta).encode()}
+
+    paths, from_cache = lookup_or_make(key, ("json", "cubin"), make, cache_dir)
+    meta = json.loads(paths["json"].read_text())
+    meta["options"] = tuple(meta["options"])
+    return nvrtc.CompiledKernel(cubin=paths["cubin"].read_bytes(), **meta), from_cache

@@ -149,16 +149,17 @@ def _run(args) -> int:
     jobs = _resolve_targets(targets, entries, errors)
 
     backend = resolve_backend_name(args.backend)
+    why = ""
+    if args.backend == "auto":
+        why = " (auto: a GPU is visible)" if backend == "cuda" else " (auto: no GPU is visible)"
     if backend == "cuda" and not gpu_visible():
         raise UsageError("backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)")
-    if backend != "cuda":
+    if backend == "cpu":
         try:
-            create_backend(backend)
+            create_backend(backend)  # cheap: finds the C++ compiler, so a missing one is a usage error here
         except BackendUnavailable as error:
-            why = " (auto: no GPU is visible)" if args.backend == "auto" else ""
             raise UsageError(f"backend {backend}{why}: {error}")
-    print(f"gate: {len(jobs)} substrate(s) on backend {backend}"
-          f"{' (auto: a GPU is visible)' if args.backend == 'auto' else ''}", flush=True)
+    print(f"gate: {len(jobs)} substrate(s) on backend {backend}{why}", flush=True)
 
     report = GateReport(backend=backend, device="")
     progress = _make_progress(args.no_progress)

@@ -97,12 +97,13 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
     problem = _structure_problem(got, expected)
     if problem:
         return Comparison(ok=False, problem=problem)
-    wrong = bits(got) != bits(expected.to(got.device))
-    mismatches = int(wrong.sum())
-    return Comparison(
-        ok=mismatches == 0, total=expected.numel(), mismatches=mismatches,
-        examples=_examples(got, expected.to(got.device), wrong) if mismatches else [],
-    )
+    expected = expected.to(got.device)
+    got_bits, expected_bits = bits(got), bits(expected)
+    if torch.equal(got_bits, expected_bits):  # the common case, without building a mask
+        return Comparison(ok=True, total=expected.numel())
+    wrong = got_bits != expected_bits
+    return Comparison(ok=False, total=expected.numel(), mismatches=int(torch.count_nonzero(wrong)),
+                      examples=_examples(got, expected, wrong))
 
 
 def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:

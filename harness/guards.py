@@ -39,8 +39,10 @@ class GuardedTensor:
         for d in shape:
             numel *= int(d)
         self.nbytes = numel * itemsize
-        self.buffer = torch.full((GUARD_BYTES + self.nbytes + GUARD_BYTES,), GUARD_BYTE, dtype=torch.uint8,
-                                 device=device)
+        # Only the bands are filled here: the middle is always overwritten (a copy, or poison) before use.
+        self.buffer = torch.empty((GUARD_BYTES + self.nbytes + GUARD_BYTES,), dtype=torch.uint8, device=device)
+        self.buffer[:GUARD_BYTES].fill_(GUARD_BYTE)
+        self.buffer[GUARD_BYTES + self.nbytes:].fill_(GUARD_BYTE)
         middle = self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes]
         self.tensor = middle.view(dtype).view(tuple(int(d) for d in shape))
 
@@ -66,9 +68,21 @@ class GuardedTensor:
         return found
 
 
+_BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> torch.Tensor:
+    """The poison pattern as one element of the same-width integer view."""
+    return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
+
+
 def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
     """True where the output still held poison pattern one after run one and pattern two after run two."""
     itemsize = first_run.element_size()
-    a = first_run.contiguous().reshape(-1).view(torch.uint8).reshape(first_run.numel(), itemsize)
-    b = second_run.contiguous().reshape(-1).view(torch.uint8).reshape(second_run.numel(), itemsize)
-    return ((a == POISON_BYTES[0]).all(dim=1) & (b == POISON_BYTES[1]).all(dim=1)).reshape(first_run.shape)
+    view = _BIT_VIEW[itemsize]
+    a = first_run.contiguous().reshape(-1).view(view)
+    b = second_run.contiguous().reshape(-1).view(view)
+    still_first = a == _poison_element(POISON_BYTES[0], itemsize, view).to(a.device)
+    if not bool(still_first.any()):  # the common case: every element was written in run one
+        return torch.zeros(first_run.shape, dtype=torch.bool, device=first_run.device)
+    return (still_first & (b == _poison_element(POISON_BYTES[1], itemsize, view).to(b.device))).reshape(first_run.shape)

@@ -52,12 +52,17 @@ def test_without_a_gpu_the_cuda_backend_says_why(capsys):
         "gate.py: error: backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)\n")
 
 
-@pytest.mark.skipif(gpu_visible(), reason="a GPU is visible here")
-def test_without_a_gpu_auto_says_the_cpu_backend_is_not_built(capsys):
-    assert main(["pad_const_b1", "--no-record"]) == 2
-    assert capsys.readouterr().err == (
-        "gate.py: error: backend cpu (auto: no GPU is visible): the CPU backend is not built yet (it is issue 3); "
-        "run the gate on a machine with a GPU (--backend cuda)\n")
+def test_a_missing_cpu_compiler_is_a_usage_error(monkeypatch, capsys):
+    from harness.backends import cpu
+
+    monkeypatch.setattr(cpu, "CXX", "/nonexistent/g++")
+    cpu.compiler_version.cache_clear()
+    try:
+        assert main(["pad_const_b1", "--backend", "cpu", "--no-record"]) == 2
+    finally:
+        cpu.compiler_version.cache_clear()
+    assert capsys.readouterr().err.startswith(
+        "gate.py: error: backend cpu: the CPU backend needs a C++17 compiler (/nonexistent/g++): ")
 
 
 def _report():

@@ -62,10 +62,11 @@ def test_a_registration_problem_is_reported_before_any_backend_starts(tmp_path):
     assert checks[CheckName.REGISTRATION].detail == "short: missing key(s) ref, launch, suites, probe"
 
 
-def test_an_unavailable_backend_is_raised_not_reported_as_a_rejection(tmp_path):
+def test_an_unavailable_backend_is_raised_not_reported_as_a_rejection(monkeypatch):
     from harness.candidates import SUBSTRATES_DIR
 
-    with pytest.raises(BackendUnavailable, match="the CPU backend is not built yet"):
+    monkeypatch.setenv("CXX", "/nonexistent/g++")  # read by the spawned worker's CPU backend
+    with pytest.raises(BackendUnavailable, match=r"the CPU backend needs a C\+\+17 compiler \(/nonexistent/g\+\+\)"):
         run_gate_job(GateJob(file=str(SUBSTRATES_DIR / "candidate_pad_const.py"), name="pad_const_b1", backend="cpu"))
 
 

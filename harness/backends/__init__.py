@@ -37,7 +37,7 @@ def create_backend(name: str, **settings) -> Backend:
     if name == "cpu":
         from harness.backends.cpu import CpuBackend
 
-        return CpuBackend()
+        return CpuBackend(**settings)
     raise ValueError(f"unknown backend {name!r}")
 
 

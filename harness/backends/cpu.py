@@ -1,13 +1,182 @@
-"""The CPU backend: not built yet (issue 3). Asking for it says so instead of guessing."""
+"""The CPU backend: the substrate's CUDA source, unchanged, compiled by g++ against a shim and run on the CPU.
 
-from harness.backends.base import Backend, BackendUnavailable
+The source is compiled twice: by NVRTC, so it is held to the same language and its parameter
+list is read from PTX exactly as on the GPU, and by g++ with cpu_shim/cuda_cpu.h, which maps
+CUDA's built-ins to C++ (threads as loop iterations or cooperative fibers, blocks over OpenMP
+threads, real atomics, bit-exact __half and __nv_bfloat16). The shared object is cached like
+cubin and called through ctypes with the same argument array cuLaunchKernel takes.
+
+What the shim cannot run faithfully is refused here, before compiling, naming the construct.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from harness import cache, signature
+from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
+from harness.nvrtc import DEFAULT_ARCH, CompileError
+
+SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
+CXX = os.environ.get("CXX", "g++")
+CXX_FLAGS = ("-std=c++17", "-O2", "-fopenmp", "-fPIC", "-shared", "-fwrapv", "-fno-strict-aliasing")
+ALLOWED_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "math_constants.h")
+
+# (pattern, what the message calls it); matched against the source with comments removed.
+UNSUPPORTED = (
+    (r"\b(?:asm|__asm__|__asm)\b\s*(?:volatile\s*)?\(", "inline PTX (asm)"),
+    (r"\bcooperative_groups\b|\bthis_grid\s*\(|\bgrid_group\b", "cooperative groups"),
+    (r"<<<", "dynamic parallelism (a kernel launch inside a kernel)"),
+    (r"\bextern\s+__shared__\b", "dynamic shared memory (extern __shared__); use a fixed-size __shared__ array"),
+    (r"\b__syncthreads_(?:count|and|or)\b", "__syncthreads_count/_and/_or"),
+    (r"\b__(?:match_any|match_all|reduce_\w+)_sync\b", "warp match/reduce intrinsics"),
+    (r"\b(?:tex\w*|surf\w*)\s*<|\btex[123]D\w*\s*\(|\bsurf[123]D\w*\s*\(", "textures and surfaces"),
+    (r"\bclock(?:64)?\s*\(|%globaltimer|\b__nanosleep\s*\(", "GPU clocks and sleeps"),
+)
+# Sources using any of these need every thread of a block alive at once (fibers).
+_NEEDS_FIBERS = re.compile(r"\b__syncthreads\b|\b__syncwarp\b|\b__shfl\w*_sync\b|\b__ballot_sync\b|"
+                           r"\b__all_sync\b|\b__any_sync\b|\b__activemask\b")
+_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", re.M)
+
+
+def _strip_comments(source: str) -> str:
+    """The source with comments blanked out, line numbers kept."""
+    without_block = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), source, flags=re.S)
+    return re.sub(r"//[^\n]*", "", without_block)
+
+
+def unsupported_constructs(source: str, program_name: str) -> list[str]:
+    """Every construct of `source` the CPU backend refuses, each with its line."""
+    code = _strip_comments(source)
+    lines = source.splitlines()
+    found = []
+
+    def where(offset: int) -> str:
+        n = code.count("\n", 0, offset) + 1
+        return f"{program_name}:{n}: {lines[n - 1].strip()}"
+
+    for pattern, what in UNSUPPORTED:
+        for m in re.finditer(pattern, code):
+            found.append(f"the CPU backend cannot run {what} ({where(m.start())})")
+    for m in _INCLUDE.finditer(code):
+        if m.group(1) not in ALLOWED_HEADERS:
+            found.append(f"the CPU backend provides only {', '.join(ALLOWED_HEADERS)}, not <{m.group(1)}> "
+                         f"({where(m.start())})")
+    return list(dict.fromkeys(found))  # one message per construct and line
+
+
+@lru_cache(maxsize=None)
+def compiler_version() -> str:
+    try:
+        done = subprocess.run([CXX, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise BackendUnavailable(f"the CPU backend needs a C++17 compiler ({CXX}): {error}") from error
+    return done.stdout.splitlines()[0]
+
+
+@lru_cache(maxsize=None)
+def shim_digest() -> str:
+    """A hash of the shim's headers: a change to the shim must miss the cache."""
+    return cache.cache_key(*[(p.name, p.read_text()) for p in sorted(SHIM_DIR.glob("*.h"))])
+
+
+def cpp_translation_unit(source: str, kernel_name: str, program_name: str, fibers: bool) -> str:
+    """The C++ file g++ compiles: the shim, the unchanged source, and the launch entry points."""
+    return (
+        f"#define HARNESS_CPU_FIBERS {int(fibers)}\n"
+        '#include "cuda_cpu.h"\n'
+        f'#line 1 "{program_name}"\n'
+        f"{source}\n"
+        '#line 1 "harness-launch-entry"\n'
+        'extern "C" int harness_launch(void** args, unsigned gx, unsigned gy, unsigned gz,\n'
+        "                              unsigned bx, unsigned by, unsigned bz) {\n"
+        f"    return harness_cpu::launch(&{kernel_name}, args, dim3(gx, gy, gz), dim3(bx, by, bz), "
+        "HARNESS_CPU_FIBERS);\n"
+        "}\n"
+        'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n'
+    )
+
+
+def compile_shared_object(unit: str, program_name: str) -> bytes:
+    """g++ the translation unit into a shared object; raises CompileError with g++'s errors."""
+    with tempfile.TemporaryDirectory(prefix="harness-cpu-") as work:
+        cpp, so = Path(work) / "unit.cpp", Path(work) / "unit.so"
+        cpp.write_text(unit)
+        done = subprocess.run([CXX, *CXX_FLAGS, f"-I{SHIM_DIR}", str(cpp), "-o", str(so)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if ": error:" in line][:5]
+            raise CompileError(f"the CPU backend's C++ compile failed ({compiler_version()}):\n"
+                               + "\n".join(errors or done.stderr.splitlines()[-10:]), done.stderr)
+        return so.read_bytes()
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 class CpuBackend(Backend):
     name = "cpu"
 
-    def __init__(self):
-        raise BackendUnavailable(
-            "the CPU backend is not built yet (it is issue 3); run the gate on a machine with a GPU "
-            "(--backend cuda)"
+    def __init__(self, cache_dir: Path | None = None):
+        compiler_version()  # fails early, with the reason, where there is no compiler
+        self.cache_dir = cache_dir
+        self._libraries = []  # loaded shared objects stay alive as long as the backend
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+    def describe_device(self) -> str:
+        return f"CPU: {_cpu_name()} ({os.cpu_count()} cores, {compiler_version()})"
+
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
+        refused = unsupported_constructs(source, program_name)
+        if refused:
+            raise CompileError("\n".join(refused))
+        compiled, _ = cache.compile_cached(source, kernel_name, DEFAULT_ARCH, self.cache_dir, program_name, locate)
+        fibers = bool(_NEEDS_FIBERS.search(_strip_comments(source)))
+        unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
+        key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
+        paths, from_cache = cache.lookup_or_make(
+            key, ("so",), lambda: {"so": compile_shared_object(unit, program_name)}, self.cache_dir)
+        library = ctypes.CDLL(str(paths["so"]))
+        self._libraries.append(library)
+        entry = library.harness_launch
+        entry.restype = ctypes.c_int
+        entry.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6
+        library.harness_last_error.restype = ctypes.c_char_p
+        return LoadedKernel(
+            name=kernel_name,
+            params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
+            handle=library,
+            from_cache=from_cache,
+            options=(*CXX_FLAGS, "threads=fibers" if fibers else "threads=loop"),
+            compiler=compiler_version(),
+            target=f"the CPU ({'fibers' if fibers else 'a loop'} per block)",
         )
+
+    def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
+        pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
+        status = kernel.handle.harness_launch(ctypes.addressof(pointers), *grid, *block)
+        if status != 0:
+            message = kernel.handle.harness_last_error().decode(errors="replace")
+            raise KernelFault(f"CPU backend: {message}", poisons_context=False)
+
+    def synchronize(self) -> None:
+        """Launches on the CPU run to completion before returning: nothing to wait for."""

@@ -1,0 +1,86 @@
+"""The CPU backend: refusals, each shim feature against torch, and substrates run on the CPU."""
+
+import pytest
+import torch
+
+from harness.backends.cpu import CpuBackend, unsupported_constructs
+from harness.backends.base import KernelFault
+from harness.nvrtc import CompileError
+from tests import shim_kernels
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    return CpuBackend(cache_dir=tmp_path_factory.mktemp("cpu-cache"))
+
+
+@pytest.mark.parametrize("line, message", [
+    ('asm volatile("membar.gl;");', "the CPU backend cannot run inline PTX (asm) (k.cu:2: asm volatile(\"membar.gl;\");)"),
+    ("cooperative_groups::this_grid().sync();",
+     "the CPU backend cannot run cooperative groups (k.cu:2: cooperative_groups::this_grid().sync();)"),
+    ("child<<<1, 1>>>(o);", "the CPU backend cannot run dynamic parallelism (a kernel launch inside a kernel) "
+                            "(k.cu:2: child<<<1, 1>>>(o);)"),
+    ("extern __shared__ float dyn[];", "the CPU backend cannot run dynamic shared memory (extern __shared__); use a "
+                                       "fixed-size __shared__ array (k.cu:2: extern __shared__ float dyn[];)"),
+    ("long long t = clock64();", "the CPU backend cannot run GPU clocks and sleeps (k.cu:2: long long t = clock64();)"),
+    ("#include <cuda_runtime.h>", "the CPU backend provides only cuda_fp16.h, cuda_bf16.h, math_constants.h, not "
+                                  "<cuda_runtime.h> (k.cu:2: #include <cuda_runtime.h>)"),
+])
+def test_constructs_the_shim_cannot_run_are_refused_by_name(line, message):
+    source = f'extern "C" __global__ void k(int* o) {{\n{line}\n}}\n'
+    assert unsupported_constructs(source, "k.cu") == [message]
+
+
+def test_constructs_in_comments_are_not_refused():
+    source = '// asm("x"); extern __shared__\n/* child<<<1,1>>>() */\n__global__ void k() {}\n'
+    assert unsupported_constructs(source, "k.cu") == []
+
+
+def test_a_refused_construct_fails_load_before_compiling(backend):
+    with pytest.raises(CompileError, match=r"cannot run inline PTX \(asm\) \(k.cu:1: "):
+        backend.load('extern "C" __global__ void k() { asm("trap;"); }\n', "k", "k.cu")
+
+
+@pytest.mark.parametrize("case", [c for c in shim_kernels.CASES if c.expected is not None], ids=lambda c: c.name)
+def test_shim_feature_matches_torch(backend, case):
+    inputs, out = shim_kernels.execute(backend, case)
+    expected = case.expected(inputs)
+    if case.exact:
+        assert torch.equal(out, expected)
+    else:
+        torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_half_and_bfloat16_conversions_round_like_cuda(backend):
+    case = next(c for c in shim_kernels.CASES if c.name == "conversions")
+    (x,), out = shim_kernels.execute(backend, case)
+    h, b, hf, bf = shim_kernels.split_conversions(out, x.numel())
+    nan = torch.isnan(x)
+    # torch's own float->half and float->bfloat16 round to nearest even too; NaNs are compared below.
+    assert torch.equal(h[~nan], x[~nan].half().view(torch.int16))
+    assert torch.equal(b[~nan], x[~nan].bfloat16().view(torch.int16))
+    assert torch.equal(hf[~nan].view(torch.int32), x[~nan].half().float().view(torch.int32))
+    assert torch.equal(bf[~nan].view(torch.int32), x[~nan].bfloat16().float().view(torch.int32))
+    # Every NaN becomes the canonical NaN, 0x7FFF, as sm_90's conversions give.
+    assert set(h[nan].tolist()) == {0x7FFF} and set(b[nan].tolist()) == {0x7FFF}
+    assert torch.isnan(hf[nan]).all() and torch.isnan(bf[nan]).all()
+
+
+def test_a_partial_warp_mask_is_a_fault_not_a_wrong_answer(backend):
+    source = ('extern "C" __global__ void k(int* o) {\n'
+              '    o[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);\n}\n')
+    kernel = backend.load(source, "k", "k.cu")
+    out = torch.zeros(32, dtype=torch.int32)
+    from harness import signature
+    import ctypes
+    with pytest.raises(KernelFault, match="^CPU backend: ") as caught:
+        backend.launch(kernel, (1, 1, 1), (32, 1, 1), signature.to_ctypes([(ctypes.c_void_p, out.data_ptr())]))
+    assert not caught.value.poisons_context
+
+
+def test_the_compiled_object_is_cached(tmp_path):
+    source = shim_kernels.GRID3D
+    first = CpuBackend(cache_dir=tmp_path).load(source, "ids3d", "g.cu")
+    again = CpuBackend(cache_dir=tmp_path).load(source, "ids3d", "g.cu")
+    assert (first.from_cache, again.from_cache) == (False, True)
+    assert len(list(tmp_path.glob("*.so"))) == 1

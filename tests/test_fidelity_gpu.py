@@ -1,0 +1,57 @@
+"""CPU backend against the GPU, on the lent H200: the same source must give the same bytes.
+
+For every registered substrate, the probe and the first trial of each suite run through both
+backends (guards and poison included, via the pipeline's run_kernel) and must agree bit for
+bit; so must each shim feature kernel, except where the GPU itself is not bit-stable (the
+float sum order of softmax), which is compared within tolerance.
+"""
+
+import pytest
+import torch
+
+from harness.backends import create_backend
+from harness.compare import compare_bitwise
+from harness.pipeline import run_kernel
+from tests import shim_kernels
+from tests.conftest import registered_entries
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory):
+    cache_dir = tmp_path_factory.mktemp("fidelity-cache")
+    return create_backend("cpu", cache_dir=cache_dir), create_backend("cuda", cache_dir=cache_dir)
+
+
+def _first_trials(entry):
+    for label, inputs in entry.probe(torch):
+        yield f"probe:{label}", inputs
+    for suite, _n, builder in entry.suites():
+        yield f"{suite}:0", builder(0, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
+def test_substrate_output_is_bit_identical_on_cpu_and_gpu(backends, entry):
+    cpu, gpu = backends
+    cpu_kernel = cpu.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
+    gpu_kernel = gpu.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
+    for where, inputs in _first_trials(entry):
+        on_cpu = run_kernel(entry, cpu_kernel, cpu, [x.cpu() for x in inputs])
+        on_gpu = run_kernel(entry, gpu_kernel, gpu, [x.cuda() for x in inputs])
+        assert not on_cpu.argument_problems and not on_gpu.argument_problems
+        for a, b in zip(on_cpu.outputs, on_gpu.outputs):
+            result = compare_bitwise(a, b.cpu())
+            assert result.ok, f"{entry.name} {where}: CPU against GPU: {result.describe()}"
+
+
+@pytest.mark.parametrize("case", shim_kernels.CASES, ids=lambda c: c.name)
+def test_shim_feature_kernel_matches_the_gpu(backends, case):
+    cpu, gpu = backends
+    _, on_cpu = shim_kernels.execute(cpu, case)
+    _, on_gpu = shim_kernels.execute(gpu, case)
+    if case.exact:
+        result = compare_bitwise(on_cpu, on_gpu)
+        assert result.ok, f"{case.name}: CPU against GPU: {result.describe()}"
+    else:
+        torch.testing.assert_close(on_cpu, on_gpu, atol=1e-6, rtol=1e-5)
