@@ -8,6 +8,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
