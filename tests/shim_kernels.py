@@ -277,6 +277,26 @@ def split_conversions(out: torch.Tensor, n: int):
             out[4 * n:8 * n].view(torch.float32), out[8 * n:12 * n].view(torch.float32))
 
 
+WIDENING = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+// Every 16-bit pattern, read as a half and as a bfloat16, widened to float.
+extern "C" __global__ void widening(const unsigned short* __restrict__ bits, float* __restrict__ out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 65536) return;
+    out[i] = __half2float(__ushort_as_half(bits[i]));
+    out[65536 + i] = __bfloat162float(__ushort_as_bfloat16(bits[i]));
+}
+"""
+
+
+def _widening(device):
+    bits = torch.arange(65536, dtype=torch.int32).to(torch.int16).to(device)
+    out = torch.zeros(2 * 65536, dtype=torch.float32, device=device)
+    return [bits], out, (256, 1, 1), (256, 1, 1), [_ptr(bits), _ptr(out)]
+
+
 # ----------------------------------------------------------------------------- 3-D grids
 
 
@@ -318,5 +338,6 @@ CASES = [
                exact=False),
     KernelCase("atomics", ATOMICS, "contend", _atomics, _atomics_expected),
     KernelCase("conversions", CONVERSIONS, "conversions", _conversions, None),
+    KernelCase("widening", WIDENING, "widening", _widening, None),
     KernelCase("grid3d", GRID3D, "ids3d", _grid3d, _grid3d_expected),
 ]

@@ -66,6 +66,18 @@ def test_half_and_bfloat16_conversions_round_like_cuda(backend):
     assert torch.isnan(hf[nan]).all() and torch.isnan(bf[nan]).all()
 
 
+def test_half_and_bfloat16_widen_exactly_with_canonical_nans(backend):
+    case = next(c for c in shim_kernels.CASES if c.name == "widening")
+    (bits,), out = shim_kernels.execute(backend, case)
+    from_half, from_bf16 = out[:65536], out[65536:]
+    half_nan, bf16_nan = torch.isnan(bits.view(torch.float16)), torch.isnan(bits.view(torch.bfloat16))
+    assert torch.equal(from_half[~half_nan], bits.view(torch.float16)[~half_nan].float())
+    assert torch.equal(from_bf16[~bf16_nan], bits.view(torch.bfloat16)[~bf16_nan].float())
+    # sm_90: cvt.f32.f16 turns every half NaN into 0x7FFFFFFF; bfloat16 widens by a shift, payload kept.
+    assert set(from_half[half_nan].view(torch.int32).tolist()) == {0x7FFFFFFF}
+    assert torch.equal(from_bf16[bf16_nan].view(torch.int32), bits[bf16_nan].to(torch.int32) << 16)
+
+
 def test_a_partial_warp_mask_is_a_fault_not_a_wrong_answer(backend):
     source = ('extern "C" __global__ void k(int* o) {\n'
               '    o[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);\n}\n')

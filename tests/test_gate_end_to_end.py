@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from harness.backends import gpu_visible
 from harness.cli import main
 from tests.conftest import TEST_CANDIDATES
 
@@ -26,20 +27,20 @@ PLANTED = {
     "broken_missing_key": ("registration", "broken_missing_key: missing key(s) probe"),
     "broken_builder": ("suites_build", "misaligned trial 1: building inputs raised IndexError: no trial 1"),
 }
-# Where the backends differ: a wild write faults on the GPU and kills the process on the CPU;
-# CUDA work at import succeeds (and is caught) with a GPU and fails the import without one.
+# Where the backends differ: a wild write faults on the GPU and kills the process on the CPU.
 PER_BACKEND = {
-    "cuda": {
-        "broken_illegal_address": ("runs_to_completion", "CUDA_ERROR_ILLEGAL_ADDRESS"),
-        "broken_cuda_at_import": ("import_safe", "importing the file did CUDA work: torch.cuda was initialized"),
-    },
-    "cpu": {
-        "broken_illegal_address": ("runs_to_completion", "the worker process died during probe trial 0 "
-                                                         "(killed by signal SIGSEGV)"),
-        # The import fails, so the file never names its substrate: the report uses the file's name.
-        "candidate_cuda_at_import": ("import_safe", "candidate_cuda_at_import.py: import failed"),
-    },
+    "cuda": {"broken_illegal_address": ("runs_to_completion", "CUDA_ERROR_ILLEGAL_ADDRESS")},
+    "cpu": {"broken_illegal_address": ("runs_to_completion", "the worker process died during probe trial 0 "
+                                                             "(killed by signal SIGSEGV)")},
 }
+# Where the machines differ: CUDA work at import succeeds (and is caught) where a GPU is visible,
+# and fails the import where none is, so the file never names its substrate and the report
+# uses the file's name.
+if gpu_visible():
+    PER_MACHINE = {"broken_cuda_at_import": ("import_safe",
+                                             "importing the file did CUDA work: torch.cuda was initialized")}
+else:
+    PER_MACHINE = {"candidate_cuda_at_import": ("import_safe", "candidate_cuda_at_import.py: import failed")}
 BACKENDS = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
@@ -59,7 +60,7 @@ def gated(request, tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(PLANTED) + ["broken_illegal_address", "cuda_at_import"])
 def test_planted_fault_is_rejected_for_its_reason(gated, name):
     backend, report = gated
-    expected = {**PLANTED, **PER_BACKEND[backend]}
+    expected = {**PLANTED, **PER_BACKEND[backend], **PER_MACHINE}
     name = next(n for n in expected if n.endswith(name))
     check, words = expected[name]
     substrate = report[name]
@@ -71,7 +72,7 @@ def test_planted_fault_is_rejected_for_its_reason(gated, name):
 
 def test_every_planted_fault_is_tested(gated):
     backend, report = gated
-    assert set(report) == set(PLANTED) | set(PER_BACKEND[backend])
+    assert set(report) == set(PLANTED) | set(PER_BACKEND[backend]) | set(PER_MACHINE)
 
 
 def test_compile_error_quotes_the_source_line(gated):
