@@ -80,7 +80,7 @@ def _import_checks(path: Path, name: str):
         return None, checks
     entry, problems = make_entry(name, registered[name], path)
     checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED if problems else CheckStatus.PASSED,
-                              "; ".join(problems)))
+                              "; ".join(problems) or "the spec's seven keys, each of the right type"))
     return entry, checks
 
 
