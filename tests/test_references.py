@@ -41,7 +41,6 @@ def test_t0_original_is_exactly_get_inputs(entry):
     t0 = dict((name, builder) for name, _n, builder in entry.suites())["T0_original"]
     ours = t0(0, torch.device("cpu"))
     assert [(tuple(x.shape), x.dtype) for x in ours] == [(tuple(x.shape), x.dtype) for x in official]
-    assert torch.equal(ours[1], official[1]) and torch.equal(ours[2].view(-1), official[2].view(-1))
     assert [n for name, n, _b in entry.suites() if name == "T0_original"] == [5]
 
 
