@@ -10,6 +10,7 @@ context unusable) stops the run early.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import torch
@@ -20,7 +21,7 @@ from harness.candidates import Entry
 from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import POISON_BYTES, GuardedTensor, unwritten_mask
 from harness.nvrtc import CompileError
-from harness.problems import ProblemError, load_problem
+from harness.problems import PROBLEMS_DIR, ProblemError, load_problem
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
 
 MAX_BLOCK_THREADS = 1024
@@ -241,7 +242,7 @@ def count_cases(entry: Entry) -> int:
 
 
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
-               problems_dir=None) -> SubstrateReport:
+               problems_dir: Path = PROBLEMS_DIR) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks."""
     started = time.perf_counter()
     book = CheckBook()
@@ -253,12 +254,12 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         else:
             book.skip(result.check, result.detail)
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
-                             source_sha256=entry.source_sha256(*(p for p in [problems_dir] if p)))
+                             source_sha256=entry.source_sha256(problems_dir))
     device = backend.device
 
     official = None
     try:
-        problem = load_problem(entry.kb_file, *(p for p in [problems_dir] if p))
+        problem = load_problem(entry.kb_file, problems_dir)
         official = problem.build_model(device)
         book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path.name} loaded KernelBench-style; its Model ran on every trial")
     except ProblemError as error:

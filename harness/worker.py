@@ -89,6 +89,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
 
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, gate_entry
+    from harness.problems import PROBLEMS_DIR
 
     path = Path(job.file)
     conn.send(("step", "import"))
@@ -109,12 +110,13 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         return
     conn.send(("device", backend.describe_device()))
     report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)),
-                        problems_dir=Path(job.problems_dir) if job.problems_dir else None)
+                        problems_dir=Path(job.problems_dir) if job.problems_dir else PROBLEMS_DIR)
     conn.send(("report", report.to_json()))
 
 
 def _discover_in_worker(files: list[str], problems_dir: str | None, conn) -> None:
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
+    from harness.problems import PROBLEMS_DIR
 
     for file in files:
         path = Path(file)
@@ -130,7 +132,7 @@ def _discover_in_worker(files: list[str], problems_dir: str | None, conn) -> Non
             summary = EntrySummary(name=name, file=file, problems=problems)
             if entry is not None:
                 summary.kb_file, summary.kernel_name = entry.kb_file, entry.kernel_name
-                summary.source_sha256 = entry.source_sha256(*(Path(p) for p in [problems_dir] if p))
+                summary.source_sha256 = entry.source_sha256(Path(problems_dir) if problems_dir else PROBLEMS_DIR)
             summaries.append(summary)
         conn.send(("entries", file, summaries))
 
