@@ -19,8 +19,10 @@ from harness.problems import PROBLEMS_DIR, REPO_ROOT
 SUBSTRATES_DIR = REPO_ROOT / "substrates"
 REQUIRED_KEYS = ("kb_file", "cuda", "kernel_name", "ref", "launch", "suites", "probe")
 # Optional keys of this harness: `exact` asks for bitwise comparison of float outputs (byte
-# movers); `atol`/`rtol` may tighten the default 1e-2, never loosen it.
-OPTIONAL_KEYS = ("exact", "atol", "rtol")
+# movers); `atol`/`rtol` may tighten the default 1e-2, never loosen it; `accumulates` says the
+# kernel adds into an `out` that launch initialises (atomic gradients), so the harness keeps
+# launch's contents instead of poisoning them.
+OPTIONAL_KEYS = ("exact", "atol", "rtol", "accumulates")
 
 
 class CandidateError(Exception):
@@ -46,6 +48,7 @@ class Entry:
     suites: object
     probe: object
     tolerance: Tolerance
+    accumulates: bool = False
 
     def source_sha256(self, problems_dir: Path = PROBLEMS_DIR) -> str:
         """Hash of everything that decides the verdict: the candidate file, its CUDA source, its problem."""
@@ -135,6 +138,10 @@ def make_entry(name: str, raw, path: Path) -> tuple[Entry | None, list[str]]:
         if key in raw and not callable(raw[key]):
             problems.append(f"{name}: {key!r} must be callable, got {type(raw[key]).__name__}")
     tolerance = _tolerance(name, raw, problems)
+    accumulates = raw.get("accumulates", False)
+    if not isinstance(accumulates, bool):
+        problems.append(f"{name}: 'accumulates' must be True or False, got {accumulates!r}")
     if problems:
         return None, problems
-    return Entry(name=name, file=path, tolerance=tolerance, **{k: raw[k] for k in REQUIRED_KEYS}), []
+    return Entry(name=name, file=path, tolerance=tolerance, accumulates=accumulates,
+                 **{k: raw[k] for k in REQUIRED_KEYS}), []

@@ -40,11 +40,18 @@ def test_every_problem_of_an_entry_is_reported_at_once(tmp_path):
     assert problems == [
         "x: missing key(s) probe",
         "x: unknown key(s) colour; the spec allows kb_file, cuda, kernel_name, ref, launch, suites, probe "
-        "(and optionally exact, atol, rtol)",
+        "(and optionally exact, atol, rtol, accumulates)",
         "x: 'cuda' must be a non-empty string, got str",
         "x: 'ref' must be callable, got str",
         "x: 'atol' must be a number in [0, 0.01], got 0.5",
     ]
+
+
+def test_accumulates_must_be_a_bool_and_defaults_to_false(tmp_path):
+    assert make_entry("x", GOOD, tmp_path / "c.py")[0].accumulates is False
+    assert make_entry("x", dict(GOOD, accumulates=True), tmp_path / "c.py")[0].accumulates is True
+    assert make_entry("x", dict(GOOD, accumulates=1), tmp_path / "c.py")[1] == [
+        "x: 'accumulates' must be True or False, got 1"]
 
 
 def test_exact_must_be_a_bool(tmp_path):
