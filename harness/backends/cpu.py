@@ -37,14 +37,12 @@ UNSUPPORTED = (
     (r"\bcooperative_groups\b|\bthis_grid\s*\(|\bgrid_group\b", "cooperative groups"),
     (r"<<<", "dynamic parallelism (a kernel launch inside a kernel)"),
     (r"\bextern\s+__shared__\b", "dynamic shared memory (extern __shared__); use a fixed-size __shared__ array"),
-    (r"\b__syncthreads_(?:count|and|or)\b", "__syncthreads_count/_and/_or"),
-    (r"\b__(?:match_any|match_all|reduce_\w+)_sync\b", "warp match/reduce intrinsics"),
     (r"\b(?:tex\w*|surf\w*)\s*<|\btex[123]D\w*\s*\(|\bsurf[123]D\w*\s*\(", "textures and surfaces"),
     (r"\bclock(?:64)?\s*\(|%globaltimer|\b__nanosleep\s*\(", "GPU clocks and sleeps"),
 )
 # Sources using any of these need every thread of a block alive at once (fibers).
-_NEEDS_FIBERS = re.compile(r"\b__syncthreads\b|\b__syncwarp\b|\b__shfl\w*_sync\b|\b__ballot_sync\b|"
-                           r"\b__all_sync\b|\b__any_sync\b|\b__activemask\b")
+_NEEDS_FIBERS = re.compile(r"\b__syncthreads(?:_count|_and|_or)?\b|\b__syncwarp\b|\b__shfl\w*_sync\b|"
+                           r"\b__(?:ballot|all|any|match_any|match_all|reduce_\w+)_sync\b|\b__activemask\b")
 _INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", re.M)
 
 
