@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Everything that must be proven on the lent GPU, in one call: the environment, the GPU tests,
-# the gate over every registered substrate; the gate's summary table comes last.
+# Everything that must be proven on the lent GPU, in one call: the environment, the tests, the
+# gate over every registered substrate, repeated gates of the nondeterministic (atomic)
+# substrates, and the benchmark; the gate's summary table comes last.
+#
 # Usage (repository root, on the GPU machine): bash tests/gpu_session.sh
+#   TESTS=gpu      run only the tests marked gpu (the rest run in CI); default: all tests
+#   REPEATS=N      gate the atomic backward substrates N more times (default 0)
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -13,13 +17,19 @@ python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
 
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest.log" | tail -n 25
+marker=()
+[ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
+python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
 echo "pytest exit: ${PIPESTATUS[0]}"
 
-python3 gate.py --no-progress --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
+python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
 echo "gate exit: ${PIPESTATUS[0]}"
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
-# A second, warm-cache run: how long the gate takes once every kernel is compiled.
-python3 gate.py --no-progress --no-record 2>&1 | tail -n 1
+
+atomic=$(python3 gate.py --list | awk '/^pad_backward_(reflect|replicate)_/ {print $1}')
+for i in $(seq 1 "${REPEATS:-0}"); do
+  echo "repeat $i: $(python3 gate.py --no-progress --no-record --jobs 8 $atomic 2>&1 | tail -n 1)"
+done | tee "$out/repeats.log"
+
 python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
-tail -n 7 "$out/gate.log"
+tail -n 40 "$out/gate.log"
