@@ -1,0 +1,59 @@
+"""pad_backward_replicate_f64: gradient of replicate pad on float64 tensors, any rank 1..8.
+
+Official reference for the pad_backward_replicate_f64 substrate, in KernelBench's problem format.
+The forward replicate pad reads, on every axis, input index i = out_coord - left, mapped by
+    i < 0 -> 0, i >= n -> n - 1 (clamped to the edge),
+and the gradient sums every grad_out element into the input slot it was read from. Unlike
+torch.nn.functional.pad, the pads arrive as an input, axis 0 first, so one problem covers every
+rank and every pad. A padded axis needs a nonempty input extent,
+n = grad_out extent - left - right >= 1.
+
+The sum is taken in float64 from zeros (the kernel adds into a zero-filled grad_in) and rounded
+once to float64 at the end. The fold is a fixed sequence of slice additions, so the reference is
+deterministic on every device. The substrate's suites draw gradients whose sums are exact in
+float64 in any order (small integers, or at most two fractional values per slot), so its
+nondeterministic atomic accumulation is compared bit for bit.
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """grad_in[j] = sum of grad_out[o] over every o whose replicate source index is j."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, grad_out: torch.Tensor, pads: torch.Tensor) -> torch.Tensor:
+        # pads: int64 (rank, 2), row d = (left, right) pad of axis d; grad_in is grad_out minus the pads.
+        # grad_in starts at zero, as the kernel's does: a -0.0 gradient comes out +0.0.
+        grad = torch.zeros(grad_out.shape, dtype=torch.float64, device=grad_out.device).add_(grad_out)
+        for axis, (left, right) in enumerate(pads.tolist()):
+            if not left and not right:
+                continue  # nothing folds along this axis
+            n = grad.shape[axis] - left - right
+            shape = list(grad.shape)
+            shape[axis] = n
+            folded = torch.zeros(shape, dtype=torch.float64, device=grad.device)
+            folded += grad.narrow(axis, left, n)
+            # grad_out positions left of the input fold onto its first element, those right of it
+            # onto its last; the rest land where they are.
+            if left:
+                folded.narrow(axis, 0, 1).add_(grad.narrow(axis, 0, left).sum(axis, keepdim=True))
+            if right:
+                folded.narrow(axis, n - 1, 1).add_(grad.narrow(axis, left + n, right).sum(axis, keepdim=True))
+            grad = folded
+        return grad.to(grad_out.dtype)
+
+
+def get_inputs():
+    # Nonzero integers in [-4, 4]: every partial sum is exact in float64, in any order.
+    values = torch.tensor([-4, -3, -2, -1, 1, 2, 3, 4], dtype=torch.float64)
+    grad_out = values[torch.randint(0, 8, (8, 24, 101, 104))]
+    pads = torch.tensor([[0, 0], [0, 0], [3, 2], [2, 4]], dtype=torch.int64)
+    return [grad_out, pads]
+
+
+def get_init_inputs():
+    return []
