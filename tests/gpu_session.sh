@@ -17,14 +17,15 @@ python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
 
+python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
+echo "gate exit: ${PIPESTATUS[0]}"
+cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
+
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
 python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
 echo "pytest exit: ${PIPESTATUS[0]}"
 
-python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
-echo "gate exit: ${PIPESTATUS[0]}"
-cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
 
 atomic=$(python3 gate.py --list | awk '/^pad_backward_(reflect|replicate)_/ {print $1}')
 for i in $(seq 1 "${REPEATS:-0}"); do
