@@ -16,7 +16,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
-from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport
+from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -72,9 +72,7 @@ def _resolve_targets(targets: list[str], entries: dict, errors: dict) -> list[tu
 
 def _import_failure(file: str, name: str, error: str) -> SubstrateReport:
     checks = [CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, error)]
-    checks += [CheckResult(c, CheckStatus.NOT_RUN, "not run: the file did not import") for c in CheckName
-               if c is not CheckName.IMPORT_SAFE]
-    return SubstrateReport(name=name, file=file, checks=checks)
+    return SubstrateReport(name=name, file=file, checks=with_not_run(checks, "not run: the file did not import"))
 
 
 def _suite_summary(report: SubstrateReport) -> str:

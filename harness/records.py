@@ -48,6 +48,12 @@ class CheckResult:
         return {"check": self.check.value, "ok": self.ok, "status": self.status.value, "detail": self.detail}
 
 
+def with_not_run(checks: list[CheckResult], why: str) -> list[CheckResult]:
+    """`checks` completed with every other check, marked not run for `why`, in CheckName order."""
+    done = {c.check for c in checks}
+    return checks + [CheckResult(c, CheckStatus.NOT_RUN, why) for c in CheckName if c not in done]
+
+
 @dataclass
 class SuiteResult:
     """How one suite (or the probe) went: trials run, trials passed, and the worst seen."""

@@ -16,7 +16,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 
 DEFAULT_STEP_TIMEOUT = 120.0
 # Until a worker's first message it is starting Python and importing torch, which on a cold
@@ -99,7 +99,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         report = SubstrateReport(name=job.name, file=job.file, checks=checks)
         if entry is not None:
             report.kb_file, report.source_sha256 = entry.kb_file, entry.source_sha256()
-        report.checks = _with_not_run(checks, "not run: the candidate did not import and register cleanly")
+        report.checks = with_not_run(checks, "not run: the candidate did not import and register cleanly")
         conn.send(("report", report.to_json()))
         return
     conn.send(("plan", count_cases(entry) + 1))
@@ -135,11 +135,6 @@ def _discover_in_worker(files: list[str], problems_dir: str | None, conn) -> Non
                 summary.source_sha256 = entry.source_sha256(Path(problems_dir) if problems_dir else PROBLEMS_DIR)
             summaries.append(summary)
         conn.send(("entries", file, summaries))
-
-
-def _with_not_run(checks: list[CheckResult], why: str) -> list[CheckResult]:
-    done = {c.check for c in checks}
-    return checks + [CheckResult(c, CheckStatus.NOT_RUN, why) for c in CheckName if c not in done]
 
 
 # ---------------------------------------------------------------- in the parent
@@ -212,7 +207,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
         _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
         checks = outcome["checks"] + [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, str(lost))]
-        return SubstrateReport(name=job.name, file=job.file, checks=_with_not_run(checks, f"not run: {lost}"))
+        return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {lost}"))
     if "unavailable" in outcome:
         raise BackendUnavailable(outcome["unavailable"])
     return outcome["report"]
