@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from harness.compare import Comparison, Tolerance, bits, compare, compare_bitwise, compare_close
+from harness.compare import Comparison, Tolerance, bits, compare, compare_bitwise
 
 INF = math.inf
 NAN = math.nan
