@@ -14,7 +14,8 @@ from pathlib import Path
 from harness.candidates import SUBSTRATES_DIR
 from harness.records import SubstrateReport
 
-DEFAULT_RECORD = SUBSTRATES_DIR / "admissions.json"
+RECORD_NAME = "admissions.json"
+DEFAULT_RECORD = SUBSTRATES_DIR / RECORD_NAME
 SCHEMA = 1
 
 

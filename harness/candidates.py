@@ -9,12 +9,14 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.util
+import inspect
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.compare import DEFAULT_TOLERANCE, Tolerance
-from harness.problems import PROBLEMS_DIR, REPO_ROOT
+from harness.problems import REPO_ROOT, ProblemError, ProblemSearch
 
 SUBSTRATES_DIR = REPO_ROOT / "substrates"
 REQUIRED_KEYS = ("kb_file", "cuda", "kernel_name", "ref", "launch", "suites", "probe")
@@ -23,6 +25,10 @@ REQUIRED_KEYS = ("kb_file", "cuda", "kernel_name", "ref", "launch", "suites", "p
 # kernel adds into an `out` that launch initialises (atomic gradients), so the harness keeps
 # launch's contents instead of poisoning them.
 OPTIONAL_KEYS = ("exact", "atol", "rtol", "accumulates")
+
+
+SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+REGISTER_PARAMETERS = ("K", "torch", "ctypes")
 
 
 class CandidateError(Exception):
@@ -50,14 +56,15 @@ class Entry:
     tolerance: Tolerance
     accumulates: bool = False
 
-    def source_sha256(self, problems_dir: Path = PROBLEMS_DIR) -> str:
+    def source_sha256(self, search: ProblemSearch | None = None) -> str:
         """Hash of everything that decides the verdict: the candidate file, its CUDA source, its problem."""
         digest = hashlib.sha256()
         digest.update(self.file.read_bytes())
         digest.update(self.cuda.encode())
-        problem = problems_dir / self.kb_file
-        if problem.is_file():
-            digest.update(problem.read_bytes())
+        try:
+            digest.update((search or ProblemSearch.for_candidate(self.file)).resolve(self.kb_file).read_bytes())
+        except ProblemError:
+            pass  # no problem file: the gate rejects the entry, and the hash still names this source
         return digest.hexdigest()
 
     def locate_cuda_line(self, text: str) -> str | None:
@@ -85,6 +92,32 @@ def import_candidate(path: Path):
         sys.modules.pop(module_name, None)
         raise CandidateError(f"{path}: import failed: {type(error).__name__}: {error}") from error
     return module
+
+
+def candidate_file_problems(path: Path, module) -> list[str]:
+    """The spec's rules for the file itself: its name, and a register(K, torch, ctypes) it defines."""
+    problems = []
+    stem = path.name.removesuffix(".py")
+    if not (path.name.endswith(".py") and stem.startswith("candidate_")
+            and SNAKE_CASE.fullmatch(stem.removeprefix("candidate_"))):
+        problems.append(f"{path}: a candidate file is named candidate_<snake_case_name>.py, not {path.name!r}")
+    register = getattr(module, "register", None)
+    if not callable(register):
+        problems.append(f"{path}: defines no register(K, torch, ctypes)")
+        return problems
+    try:
+        parameters = list(inspect.signature(register).parameters.values())
+    except (TypeError, ValueError):
+        return problems
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(parameters) != len(REGISTER_PARAMETERS) or len(positional) != len(REGISTER_PARAMETERS):
+        try:
+            where = f"{path}:{inspect.getsourcelines(register)[1]}"
+        except (OSError, TypeError):
+            where = str(path)
+        problems.append(f"{where}: register{inspect.signature(register)} must take exactly "
+                        f"({', '.join(REGISTER_PARAMETERS)})")
+    return problems
 
 
 def register_candidate(module, path: Path) -> dict:
@@ -124,6 +157,8 @@ def make_entry(name: str, raw, path: Path) -> tuple[Entry | None, list[str]]:
     if not isinstance(raw, dict):
         return None, [f"{name}: K.PROBLEMS[{name!r}] is a {type(raw).__name__}, not a dict"]
     problems = []
+    if not (isinstance(name, str) and SNAKE_CASE.fullmatch(name)):
+        problems.append(f"{name}: a substrate name is snake_case (K.PROBLEMS[{name!r}])")
     missing = [k for k in REQUIRED_KEYS if k not in raw]
     unknown = [k for k in raw if k not in REQUIRED_KEYS + OPTIONAL_KEYS]
     if missing:

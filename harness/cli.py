@@ -16,6 +16,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
+from harness.problems import KB_ROOT_ENV, ProblemError, kb_root_from_env, kernelbench_dir
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -44,9 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"kill a worker that makes no progress for S seconds: one import, compile or trial "
                              f"(default: {DEFAULT_STEP_TIMEOUT:g})")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="substrates gated at once (default: 1)")
-    parser.add_argument("--record", type=Path, default=admissions.DEFAULT_RECORD, metavar="PATH",
-                        help="admission record to update (default: substrates/admissions.json)")
+    parser.add_argument("--record", type=Path, metavar="PATH",
+                        help="admission record to update (default: admissions.json in each candidate's folder, "
+                             "substrates/admissions.json for the family)")
     parser.add_argument("--no-record", action="store_true", help="do not update the admission record")
+    parser.add_argument("--kb-root", type=Path, metavar="DIR", default=kb_root_from_env(),
+                        help=f"a KernelBench checkout: a kb_file such as 19_ReLU.py not found in problems/ resolves in "
+                             f"its level1 folder (default: ${KB_ROOT_ENV})")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="compiled-kernel cache (default: $SUBSTRATE_CACHE_DIR or ~/.cache/substrate-harness)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -91,11 +96,38 @@ def format_summary(report: GateReport, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def _list(entries: dict, errors: dict, record: dict) -> str:
+class RecordBook:
+    """The admission records a run reads and updates: one given with --record, or one per candidate folder."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._records: dict[Path, dict] = {}
+        if path is not None:
+            self.record_for(Path("."))  # a broken --record is a usage error before any work
+
+    def path_for(self, candidate_file: Path) -> Path:
+        return self.path or Path(candidate_file).resolve().parent / admissions.RECORD_NAME
+
+    def record_for(self, candidate_file: Path) -> dict:
+        path = self.path_for(candidate_file)
+        if path not in self._records:
+            try:
+                self._records[path] = admissions.load_record(path)
+            except ValueError as error:
+                raise UsageError(str(error))
+        return self._records[path]
+
+    def add(self, result: SubstrateReport, backend: str, device: str) -> None:
+        path = self.path_for(Path(result.file))
+        self._records[path] = admissions.with_result(self.record_for(Path(result.file)), result, backend, device)
+        admissions.save_record(path, self._records[path])
+
+
+def _list(entries: dict, errors: dict, records: RecordBook) -> str:
     rows = []
     for file, summaries in sorted(entries.items()):
         for s in summaries:
-            status = admissions.admission_status(record, s.name, s.source_sha256)
+            status = admissions.admission_status(records.record_for(Path(file)), s.name, s.source_sha256)
             if s.problems:
                 status = "invalid entry: " + "; ".join(s.problems)
             rows.append((s.name, Path(file).name, s.kb_file, status))
@@ -132,15 +164,17 @@ def _run(args) -> int:
             raise UsageError(f"cannot read candidate file {file}")
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs must be at least 1 and --timeout positive")
-    try:
-        record = admissions.load_record(args.record)
-    except ValueError as error:
-        raise UsageError(str(error))
+    if args.kb_root is not None:
+        try:
+            kernelbench_dir(args.kb_root)
+        except ProblemError as error:
+            raise UsageError(f"--kb-root (or ${KB_ROOT_ENV}): {error}")
+    records = RecordBook(args.record)
 
     files = list(dict.fromkeys(candidate_files() + [f.resolve() for f in explicit_files]))
-    entries, errors = discover(files, args.timeout)
+    entries, errors = discover(files, args.timeout, args.kb_root)
     if args.list:
-        print(_list(entries, errors, record))
+        print(_list(entries, errors, records))
         return EXIT_ADMITTED
     # Discovery names files by their resolved path; targets given on the command line are matched the same way.
     targets = [str(Path(t).resolve()) if t.endswith(".py") else t for t in args.targets]
@@ -180,7 +214,8 @@ def _run(args) -> int:
         if file in errors:
             return _import_failure(file, name, errors[file])
         work = GateJob(file=file, name=name, backend=backend,
-                       cache_dir=str(args.cache_dir) if args.cache_dir else None)
+                       cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                       kb_root=str(args.kb_root) if args.kb_root else None)
         return run_gate_job(work, args.timeout, on_message(name))
 
     try:
@@ -188,8 +223,7 @@ def _run(args) -> int:
             for result in pool.map(gate_one, jobs):
                 report.substrates.append(result)
                 if not args.no_record and result.source_sha256:
-                    record = admissions.with_result(record, result, backend, report.device)
-                    admissions.save_record(args.record, record)
+                    records.add(result, backend, report.device)
                 if args.json:
                     args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     except BackendUnavailable as error:

@@ -9,19 +9,21 @@ context unusable) stops the run early.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
-from harness import signature
+from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry
 from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import POISON_BYTES, GuardedTensor, unwritten_mask
 from harness.nvrtc import CompileError
-from harness.problems import PROBLEMS_DIR, ProblemError, load_problem
+from harness.problems import ProblemError, ProblemSearch, load_problem
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
 
 MAX_BLOCK_THREADS = 1024
@@ -203,20 +205,64 @@ def _record_comparison(suite: SuiteResult, comparison: Comparison) -> None:
         suite.worst_rel_error = max(suite.worst_rel_error or 0.0, comparison.max_rel_error)
 
 
-def _cases(entry: Entry, device, book: CheckBook):
-    """Yield (suite name, trial index, trial count, inputs or an exception) for the probe, then each suite."""
+@dataclass
+class Case:
+    """One trial to run: the probe's or a suite's, with its inputs, or the error building them raised."""
+
+    suite: str
+    t: int
+    n_trials: int
+    inputs: list | None = None
+    error: Exception | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.suite} trial {self.t}"
+
+
+# Two global RNG states a builder is run under: a deterministic builder ignores them.
+_DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
+
+
+def _build_twice(builder, t: int, device) -> tuple[list, str]:
+    """Build a trial under two different global RNG states; returns the inputs and '' or how they differ."""
+    builds = []
+    for seed in _DETERMINISM_SEEDS:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            builds.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)])
+    return builds[0], suite_rules.first_difference(*builds)
+
+
+def _where_defined(function) -> str:
+    try:
+        return f"{Path(inspect.getsourcefile(function)).name}:{inspect.getsourcelines(function)[1]}"
+    except (OSError, TypeError):
+        return getattr(function, "__qualname__", "the builder")
+
+
+def _cases(entry: Entry, device, book: CheckBook, problem):
+    """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules."""
     try:
         probe = entry.probe(torch)
-        probe_count = len(probe)
     except Exception as error:
         book.fail(CheckName.SUITES_BUILD, f"probe(torch) raised {type(error).__name__}: {error}")
-        probe, probe_count = [], 0
+        probe = []
+    else:
+        if problem is not None:
+            problems = suite_rules.probe_problems(probe, suite_rules.official_inputs(problem, 0))
+            where = _where_defined(entry.probe)
+            for text in problems:
+                book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
+            if not problems:
+                book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, one misaligned")
+    probe = probe if isinstance(probe, (list, tuple)) else []
     for t, item in enumerate(probe):
         try:
             _label, tensors = item
-            yield "probe", t, probe_count, [x.to(device) if isinstance(x, torch.Tensor) else x for x in tensors]
+            yield Case("probe", t, len(probe), [x.to(device) if isinstance(x, torch.Tensor) else x for x in tensors])
         except Exception as error:
-            yield "probe", t, probe_count, error
+            yield Case("probe", t, len(probe), error=error)
     try:
         suites = list(entry.suites())
     except Exception as error:
@@ -226,16 +272,34 @@ def _cases(entry: Entry, device, book: CheckBook):
     for i, suite in enumerate(suites):
         if (isinstance(suite, (tuple, list)) and len(suite) == 3 and isinstance(suite[0], str)
                 and type(suite[1]) is int and suite[1] >= 1 and callable(suite[2])):
-            well_formed.append(suite)
+            well_formed.append(tuple(suite))
         else:
             book.fail(CheckName.SUITES_BUILD, f"suites()[{i}] is {suite!r:.80}, not (name, n_trials >= 1, builder)")
+    suites_where = _where_defined(entry.suites)
+    for text in suite_rules.suite_list_problems(well_formed):
+        book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
     for suite_name, n_trials, builder in well_formed:
         for t in range(n_trials):
+            case = Case(suite_name, t, n_trials)
             try:
-                built = builder(t, device)
-                yield suite_name, t, n_trials, [x.to(device) if isinstance(x, torch.Tensor) else x for x in built]
+                case.inputs, difference = _build_twice(builder, t, device)
             except Exception as error:
-                yield suite_name, t, n_trials, error
+                case.error = error
+                yield case
+                continue
+            if difference:
+                book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {case.where} is not deterministic: "
+                                                 f"built twice, {difference}")
+            if suite_name == suite_rules.T0_NAME and problem is not None:
+                official = suite_rules.official_inputs(problem, t)
+                for text in suite_rules.t0_trial_problems(t, [x.cpu() if isinstance(x, torch.Tensor) else x
+                                                              for x in case.inputs], official):
+                    book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {text}")
+            yield case
+    if well_formed and problem is not None:
+        book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} is get_inputs() seeded {suite_rules.T0_SEED_BASE} + t "
+                                        f"in all {suite_rules.T0_TRIALS} trials; "
+                                        f"{len(well_formed) - 1} targeted suites; every builder deterministic")
 
 
 def count_cases(entry: Entry) -> int:
@@ -246,10 +310,60 @@ def count_cases(entry: Entry) -> int:
         return 0
 
 
+def cuda_source_check(cuda: str, kernel_name: str, program_name: str, locate=lambda text: None) -> CheckResult:
+    """The spec's CUDA source rules, each violation named with its rule and its line."""
+    violations = source_rules.check_source(cuda, kernel_name)
+    if not violations:
+        return CheckResult(CheckName.CUDA_SOURCE, CheckStatus.PASSED,
+                           "device code only, allowed headers, and every mutation-site rule of the spec")
+    lines = []
+    for violation in violations:
+        at = ""
+        if violation.line:
+            found = locate(violation.text)
+            at = f"{found} ({program_name}:{violation.line})" if found else f"{program_name}:{violation.line}"
+        lines.append(f"{at + ': ' if at else ''}[{violation.rule.value}] {violation.message}")
+    return CheckResult(CheckName.CUDA_SOURCE, CheckStatus.FAILED, "; ".join(lines))
+
+
+def _official_alternatives(official, device) -> list[tuple[str, object]]:
+    """Second legitimate ways of computing the official output: float64, and on a GPU, the CPU."""
+    alternatives = [("in float64", suite_safety.widened_model(official))]
+    if torch.device(device).type != "cpu":
+        alternatives.append(("on the CPU", copy.deepcopy(official).cpu()))
+    return alternatives
+
+
+def _check_no_false_kill(alternatives, case: Case, expected, entry: Entry, book: CheckBook,
+                         unavailable: dict[str, str]) -> None:
+    for label, model in alternatives:
+        if label in unavailable:
+            continue
+        try:
+            if label == "in float64":
+                other = suite_safety.float64_reference(model, case.inputs, expected)
+                if other is None:
+                    continue
+            else:
+                other = suite_safety.cpu_reference(model, case.inputs)
+        except Exception as error:
+            unavailable[label] = f"{type(error).__name__}: {error}"
+            continue
+        agreement = suite_safety.agreement(other, expected, entry.tolerance)
+        if agreement.ok:
+            book.ran(CheckName.NO_FALSE_KILL)
+        else:
+            book.fail(CheckName.NO_FALSE_KILL,
+                      f"{case.where}: the official Model {label} disagrees with it beyond the tolerance "
+                      f"({entry.tolerance.describe()}): {agreement.describe()}; two correct implementations can "
+                      f"differ here, so this suite would reject a correct kernel")
+
+
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
-               problems_dir: Path = PROBLEMS_DIR) -> SubstrateReport:
+               search: ProblemSearch | None = None) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks."""
     started = time.perf_counter()
+    search = search or ProblemSearch.for_candidate(entry.file)
     book = CheckBook()
     for result in checks_so_far:
         if result.status is CheckStatus.FAILED:
@@ -259,18 +373,21 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         else:
             book.skip(result.check, result.detail)
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
-                             source_sha256=entry.source_sha256(problems_dir))
+                             source_sha256=entry.source_sha256(search))
     device = backend.device
 
-    official = None
+    problem = official = None
     try:
-        problem = load_problem(entry.kb_file, problems_dir)
+        problem = load_problem(entry.kb_file, search)
         official = problem.build_model(device)
-        book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path.name} loaded KernelBench-style; its Model ran on every trial")
+        book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path} loaded KernelBench-style; its Model ran on every trial")
     except ProblemError as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
     except Exception as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
+
+    source = cuda_source_check(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
+    (book.ran if source.ok else book.fail)(source.check, source.detail)
 
     progress("compile")
     kernel = None
@@ -284,32 +401,30 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     except KernelFault as error:
         book.fail(CheckName.COMPILE, f"loading the compiled kernel failed: {error}")
 
-    if official is None or kernel is None:
-        why = "not run: " + ("the official reference did not load" if official is None else "the kernel did not compile")
-        for check in CheckName:
-            book.skip(check, why)
-        report.checks = book.results()
-        report.seconds = time.perf_counter() - started
-        return report
-
+    alternatives = _official_alternatives(official, device) if official is not None else []
+    unavailable_routes: dict[str, str] = {}
+    trivial = suite_safety.TrivialKernels(entry.tolerance)
     suites: dict[str, SuiteResult] = {}
     fault = None
-    for suite_name, t, n_trials, inputs in _cases(entry, device, book):
-        suite = suites.setdefault(suite_name, SuiteResult(suite_name, n_trials))
-        where = f"{suite_name} trial {t}"
+    for case in _cases(entry, device, book, problem):
+        suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
+        where = case.where
         progress(where)
-        if isinstance(inputs, Exception):
-            book.fail(CheckName.SUITES_BUILD, f"{where}: building inputs raised {type(inputs).__name__}: {inputs}")
-            suite.failures.append(f"trial {t}: inputs could not be built")
+        if case.error is not None:
+            book.fail(CheckName.SUITES_BUILD, f"{where}: building inputs raised {type(case.error).__name__}: {case.error}")
+            suite.failures.append(f"trial {case.t}: inputs could not be built")
             continue
         book.ran(CheckName.SUITES_BUILD)
+        inputs = case.inputs
+        if official is None:
+            continue
         trial_ok = True
         try:
             with torch.no_grad():
                 expected = official(*_clone_all(inputs))
         except Exception as error:
             book.fail(CheckName.OFFICIAL_REFERENCE, f"{where}: the official Model raised {type(error).__name__}: {error}")
-            suite.failures.append(f"trial {t}: official reference failed")
+            suite.failures.append(f"trial {case.t}: official reference failed")
             continue
         try:
             own = compare(entry.ref(*_clone_all(inputs)), expected, entry.tolerance)
@@ -321,13 +436,18 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         except Exception as error:
             book.fail(CheckName.REF_MATCHES_OFFICIAL, f"{where}: ref raised {type(error).__name__}: {error}")
             trial_ok = False
+        _check_no_false_kill(alternatives, case, expected, entry, book, unavailable_routes)
+        if case.suite != "probe":
+            trivial.observe(case.suite, case.t, inputs, expected)
+        if kernel is None:
+            continue
 
         try:
             run = run_kernel(entry, kernel, backend, inputs)
         except KernelFault as error:
             if not error.poisons_context:
                 book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
-                suite.failures.append(f"trial {t}: kernel fault")
+                suite.failures.append(f"trial {case.t}: kernel fault")
                 continue
             fault = f"{where}: {error}"
         except RuntimeError as error:
@@ -338,12 +458,12 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             fault = f"{where}: {error}"
         if fault:
             book.fail(CheckName.RUNS_TO_COMPLETION, fault + " (the CUDA context is lost: no further trials run)")
-            suite.failures.append(f"trial {t}: kernel fault")
+            suite.failures.append(f"trial {case.t}: kernel fault")
             break
 
         if run.argument_problems:
             book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: " + "; ".join(run.argument_problems))
-            suite.failures.append(f"trial {t}: launch arguments do not fit the kernel")
+            suite.failures.append(f"trial {case.t}: launch arguments do not fit the kernel")
             continue
         book.ran(CheckName.LAUNCH_ARGUMENTS)
         book.ran(CheckName.RUNS_TO_COMPLETION)
@@ -377,9 +497,22 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         if trial_ok:
             suite.passed += 1
         else:
-            suite.failures.append(f"trial {t}")
+            suite.failures.append(f"trial {case.t}")
 
-    why = "not run: " + (fault or "no trial reached it")
+    if fault is None and official is not None and suites:
+        checked = [label for label, _model in alternatives if label not in unavailable_routes]
+        note = (f"the official Model {' and '.join(checked)} agrees with it within {entry.tolerance.describe()} on "
+                f"every trial" if checked else "no second way of computing the official output could run")
+        note += "".join(f"; {label} it could not run ({why})" for label, why in unavailable_routes.items())
+        book.ran(CheckName.NO_FALSE_KILL, note)
+        problems = trivial.problems()
+        for text in problems:
+            book.fail(CheckName.SUITES_CAN_FAIL, text)
+        if not problems:
+            book.ran(CheckName.SUITES_CAN_FAIL, trivial.summary())
+    why = "not run: " + (fault or ("the kernel did not compile" if kernel is None and official is not None
+                                   else "the official reference did not load" if official is None
+                                   else "no trial reached it"))
     for check in CheckName:
         book.skip(check, why)
     report.checks = book.results()

@@ -1,17 +1,24 @@
-"""Official references: KernelBench-format problem files, loaded the way KernelBench loads them.
+"""Official references: KernelBench-format problem files, found and loaded the way KernelBench loads them.
 
 KernelBench executes a problem file's source in a fresh namespace and takes `Model`,
 `get_inputs` and `get_init_inputs` from it (src/kernelbench/eval.py,
 load_original_model_and_inputs); this does the same, keeping the file name for tracebacks.
+
+A candidate's `kb_file` is looked up, in order, in the `problems/` folder beside the candidate's
+own folder (`examples/substrates/candidate_x.py` -> `examples/problems/`), in this project's
+`problems/`, and in the `level1` folder of a KernelBench checkout when one is given
+(`--kb-root DIR` or `$KERNELBENCH_ROOT`); `levelN/name.py` names another level of it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS_DIR = REPO_ROOT / "problems"
+KB_ROOT_ENV = "KERNELBENCH_ROOT"
 
 
 class ProblemError(Exception):
@@ -30,15 +37,63 @@ class Problem:
         return self.Model(*self.get_init_inputs()).to(device).eval()
 
 
-def resolve_problem_path(kb_file: str, problems_dir: Path = PROBLEMS_DIR) -> Path:
-    path = problems_dir / kb_file
-    if not path.is_file():
-        raise ProblemError(f"kb_file {kb_file!r}: no such problem file {path}")
-    return path
+def kernelbench_dir(kb_root: Path) -> Path:
+    """The folder holding `level1`, `level2`, ... in a KernelBench checkout (its root or its KernelBench/)."""
+    for candidate in (kb_root / "KernelBench", kb_root):
+        if (candidate / "level1").is_dir():
+            return candidate
+    raise ProblemError(f"KernelBench root {kb_root}: no problems there (looked for {kb_root / 'KernelBench' / 'level1'} "
+                       f"and {kb_root / 'level1'})")
 
 
-def load_problem(kb_file: str, problems_dir: Path = PROBLEMS_DIR) -> Problem:
-    path = resolve_problem_path(kb_file, problems_dir)
+def kb_root_from_env() -> Path | None:
+    value = os.environ.get(KB_ROOT_ENV, "").strip()
+    return Path(value) if value else None
+
+
+@dataclass(frozen=True)
+class ProblemSearch:
+    """Where a candidate's kb_file may live: project problem folders, then a KernelBench checkout's levels."""
+
+    folders: tuple[Path, ...] = (PROBLEMS_DIR,)
+    kernelbench: Path | None = None  # the folder holding level1, level2, ...
+
+    @classmethod
+    def for_candidate(cls, candidate_file: Path | None, kb_root: Path | None = None) -> "ProblemSearch":
+        folders = [PROBLEMS_DIR]
+        if candidate_file is not None:
+            beside = Path(candidate_file).resolve().parent.parent / "problems"
+            if beside.is_dir() and beside != PROBLEMS_DIR:
+                folders.insert(0, beside)
+        return cls(tuple(folders), kernelbench_dir(kb_root) if kb_root else None)
+
+    def places(self, kb_file: str) -> list[Path]:
+        """Every path `kb_file` may name, in the order they are tried."""
+        places = [folder / kb_file for folder in self.folders]
+        if self.kernelbench is not None:
+            level_given = PurePosixPath(kb_file).parts[0].startswith("level") and len(PurePosixPath(kb_file).parts) == 2
+            places.append(self.kernelbench / kb_file if level_given else self.kernelbench / "level1" / kb_file)
+        return places
+
+    def resolve(self, kb_file: str) -> Path:
+        parts = PurePosixPath(kb_file).parts
+        if not kb_file.endswith(".py") or PurePosixPath(kb_file).is_absolute() or ".." in parts or len(parts) > 2:
+            raise ProblemError(f"kb_file {kb_file!r}: must be a problem file name such as '19_ReLU.py' "
+                               f"(or 'level2/name.py' in a KernelBench checkout)")
+        places = self.places(kb_file)
+        for path in places:
+            if path.is_file():
+                return path
+        hint = "" if self.kernelbench else (f"; for a KernelBench problem, point the gate at a checkout with "
+                                            f"--kb-root DIR or ${KB_ROOT_ENV}")
+        raise ProblemError(f"kb_file {kb_file!r}: no such problem file (looked in "
+                           f"{', '.join(str(p) for p in places)}){hint}")
+
+
+def load_problem(kb_file: str, search: ProblemSearch | Path = PROBLEMS_DIR) -> Problem:
+    if isinstance(search, Path):
+        search = ProblemSearch((search,))
+    path = search.resolve(kb_file)
     namespace: dict = {"__name__": f"kb_problem_{path.stem}", "__file__": str(path)}
     try:
         exec(compile(path.read_text(), str(path), "exec"), namespace)

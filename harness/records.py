@@ -14,10 +14,14 @@ class CheckName(str, enum.Enum):
     """Every check the gate makes of a substrate, in the order it makes them."""
 
     IMPORT_SAFE = "import_safe"
+    CANDIDATE_FILE = "candidate_file"
     REGISTRATION = "registration"
     OFFICIAL_REFERENCE = "official_reference"
+    CUDA_SOURCE = "cuda_source"
     COMPILE = "compile"
     SUITES_BUILD = "suites_build"
+    SUITE_RULES = "suite_rules"
+    PROBE_RULES = "probe_rules"
     LAUNCH_ARGUMENTS = "launch_arguments"
     REF_MATCHES_OFFICIAL = "ref_matches_official"
     OUTPUT_MATCHES = "output_matches"
@@ -25,6 +29,8 @@ class CheckName(str, enum.Enum):
     WRITES_IN_BOUNDS = "writes_in_bounds"
     INPUTS_UNCHANGED = "inputs_unchanged"
     RUNS_TO_COMPLETION = "runs_to_completion"
+    NO_FALSE_KILL = "no_false_kill"
+    SUITES_CAN_FAIL = "suites_can_fail"
 
 
 class CheckStatus(str, enum.Enum):

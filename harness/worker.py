@@ -12,6 +12,7 @@ The worker reports over a pipe: ("step", what), ("plan", n_steps), ("device", te
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ class GateJob:
     name: str
     backend: str
     cache_dir: str | None = None
-    problems_dir: str | None = None
+    kb_root: str | None = None
 
 
 @dataclass
@@ -49,9 +50,14 @@ class EntrySummary:
 
 
 def _import_checks(path: Path, name: str):
-    """Import and register the candidate, proving no CUDA work happens; returns (entry or None, checks)."""
+    """Import and register the candidate, proving no CUDA work happens.
+
+    Returns (entry or None, checks, raw entry or None); the raw entry lets the CUDA source rules
+    run even when the registration is invalid, so every broken rule is reported at once.
+    """
     from harness.backends import cuda_activity
-    from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
+    from harness.candidates import (CandidateError, candidate_file_problems, import_candidate, make_entry,
+                                    register_candidate)
 
     checks = []
     before = cuda_activity()
@@ -59,12 +65,18 @@ def _import_checks(path: Path, name: str):
         raise RuntimeError(f"harness bug: the worker held CUDA state before importing the candidate ({before})")
     try:
         module = import_candidate(path)
-        after_import = cuda_activity()
-        registered = register_candidate(module, path)
-        after_register = cuda_activity()
     except CandidateError as error:
-        checks.append(CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, str(error)))
-        return None, checks
+        return None, [CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, str(error))], None
+    after_import = cuda_activity()
+    file_problems = candidate_file_problems(path, module)
+    checks.append(CheckResult(CheckName.CANDIDATE_FILE, CheckStatus.FAILED if file_problems else CheckStatus.PASSED,
+                              "; ".join(file_problems) or f"{path.name} defines register(K, torch, ctypes)"))
+    try:
+        registered = register_candidate(module, path)
+        error = ""
+    except CandidateError as raised:
+        registered, error = {}, str(raised)
+    after_register = cuda_activity()
     if after_import:
         checks.append(CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED,
                                   f"{path.name}: importing the file did CUDA work: {after_import}"))
@@ -74,32 +86,45 @@ def _import_checks(path: Path, name: str):
     else:
         checks.append(CheckResult(CheckName.IMPORT_SAFE, CheckStatus.PASSED,
                                   "no CUDA context or torch.cuda state after import and register()"))
-    if name not in registered:
-        checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED,
-                                  f"{path.name} registers {sorted(registered)}, not {name!r}"))
-        return None, checks
+    if error or name not in registered:
+        why = error or f"{path.name} registers {sorted(registered)}, not {name!r}"
+        checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED, why))
+        return None, checks, None
     entry, problems = make_entry(name, registered[name], path)
     checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED if problems else CheckStatus.PASSED,
                               "; ".join(problems) or "the spec's seven keys, each of the right type"))
-    return entry, checks
+    return entry, checks, registered[name]
+
+
+def quiet_openmp() -> None:
+    """Make OpenMP threads sleep, not spin, between parallel regions; call before torch is imported.
+
+    libgomp reads this once, when torch loads it. Its default (spin a while after each region)
+    lets the CPU backend's kernel threads starve torch's on a small machine: the comparisons
+    after each launch ran ten times slower. A user's own setting wins.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
+    quiet_openmp()
     import torch  # noqa: F401  (imported before the first message: start-up, not the candidate's import)
 
     from harness.backends import BackendUnavailable, create_backend
-    from harness.pipeline import count_cases, gate_entry
-    from harness.problems import PROBLEMS_DIR
+    from harness.pipeline import count_cases, cuda_source_check, gate_entry
+    from harness.problems import ProblemSearch
 
     path = Path(job.file)
+    search = ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root else None)
     conn.send(("step", "import"))
-    entry, checks = _import_checks(path, job.name)
+    entry, checks, raw = _import_checks(path, job.name)
     conn.send(("checks", [c.to_json() for c in checks]))
-    if entry is None or any(c.status is CheckStatus.FAILED for c in checks):
-        report = SubstrateReport(name=job.name, file=job.file, checks=checks)
-        if entry is not None:
-            report.kb_file, report.source_sha256 = entry.kb_file, entry.source_sha256()
-        report.checks = with_not_run(checks, "not run: the candidate did not import and register cleanly")
+    if entry is None:
+        # Without a valid entry nothing can run, but the CUDA source rules can still be read.
+        if isinstance(raw, dict) and isinstance(raw.get("cuda"), str) and isinstance(raw.get("kernel_name"), str):
+            checks.append(cuda_source_check(raw["cuda"], raw["kernel_name"], f"{job.name}.cu"))
+        report = SubstrateReport(name=job.name, file=job.file,
+                                 checks=with_not_run(checks, "not run: the candidate did not import and register cleanly"))
         conn.send(("report", report.to_json()))
         return
     conn.send(("plan", count_cases(entry) + 1))
@@ -109,22 +134,27 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device()))
-    report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)),
-                        problems_dir=Path(job.problems_dir) if job.problems_dir else PROBLEMS_DIR)
+    report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search)
     conn.send(("report", report.to_json()))
 
 
-def _discover_in_worker(files: list[str], problems_dir: str | None, conn) -> None:
+def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
-    from harness.problems import PROBLEMS_DIR
+    from harness.problems import ProblemSearch
 
     for file in files:
         path = Path(file)
         conn.send(("step", file))
         try:
-            registered = register_candidate(import_candidate(path), path)
+            module = import_candidate(path)
         except CandidateError as error:
             conn.send(("error", file, str(error)))
+            continue
+        try:
+            registered = register_candidate(module, path)
+        except CandidateError as error:
+            # It imports, so it can be gated: the gate names what is wrong with its register().
+            conn.send(("entries", file, [EntrySummary(name=path.stem, file=file, problems=[str(error)])]))
             continue
         summaries = []
         for name, raw in registered.items():
@@ -132,7 +162,8 @@ def _discover_in_worker(files: list[str], problems_dir: str | None, conn) -> Non
             summary = EntrySummary(name=name, file=file, problems=problems)
             if entry is not None:
                 summary.kb_file, summary.kernel_name = entry.kb_file, entry.kernel_name
-                summary.source_sha256 = entry.source_sha256(Path(problems_dir) if problems_dir else PROBLEMS_DIR)
+                search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
+                summary.source_sha256 = entry.source_sha256(search)
             summaries.append(summary)
         conn.send(("entries", file, summaries))
 
@@ -213,7 +244,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     return outcome["report"]
 
 
-def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, problems_dir: Path | None = None):
+def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None):
     """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error})."""
     entries: dict[str, list[EntrySummary]] = {}
     errors: dict[str, str] = {}
@@ -234,7 +265,7 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, prob
             return not remaining
 
         try:
-            _converse(_discover_in_worker, (list(remaining), str(problems_dir) if problems_dir else None),
+            _converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None),
                       step_timeout, handle)
         except WorkerLost as lost:
             # The file being imported took the worker down; the others get a fresh worker.

@@ -146,7 +146,7 @@ def test_equal_integer_outputs_match_under_a_loose_tolerance(dtype):
      "output dtype torch.int64 but the reference gives torch.int32"),
     (torch.zeros(2, 3), torch.zeros(3, 2), "output shape (2, 3) but the reference gives (3, 2)"),
     (torch.zeros(6), torch.zeros(2, 3), "output shape (6,) but the reference gives (2, 3)"),
-    (torch.zeros(1), torch.zeros(()), "output shape (1,) but the reference gives ()"),
+    (torch.zeros(1, 1), torch.zeros(()), "output shape (1, 1) but the reference gives ()"),
     # dtype is reported before shape
     (torch.zeros(2, dtype=torch.float16), torch.zeros(3), "output dtype torch.float16 but the reference gives torch.float32"),
     ([1.0, 2.0], torch.zeros(2), "output is a list, not a tensor"),
@@ -342,3 +342,12 @@ def test_compare_does_not_modify_its_inputs():
     compare(got, expected, Tolerance())
     compare(got, expected, EXACT)
     assert torch.equal(bits(got), got_bits) and torch.equal(bits(expected), expected_bits)
+
+
+@pytest.mark.parametrize("tolerance", [EXACT, Tolerance()], ids=["exact", "tolerance"])
+@pytest.mark.parametrize("got, expected", [(torch.tensor([2.5]), torch.tensor(2.5)), (torch.tensor(2.5), torch.tensor([2.5]))],
+                         ids=["shape (1,) for 0-dim", "0-dim for shape (1,)"])
+def test_a_scalar_is_a_scalar_whether_0_dim_or_shape_1(got, expected, tolerance):
+    assert compare(got, expected, tolerance).ok
+    wrong = compare(got + 1, expected, tolerance)
+    assert not wrong.ok and wrong.mismatches == 1

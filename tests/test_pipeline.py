@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ import torch
 from harness.backends import KernelFault
 from harness.candidates import SUBSTRATES_DIR, import_candidate, make_entry, register_candidate
 from harness.pipeline import CheckBook, gate_entry
+from harness.problems import PROBLEMS_DIR, ProblemSearch
 from harness.records import CheckName, CheckResult, CheckStatus
 from tests import fakes
 
@@ -28,6 +30,7 @@ PAD_FILE = SUBSTRATES_DIR / "candidate_pad_const.py"
 # The import checks as the worker hands them to gate_entry once import and register() succeeded.
 IMPORTED = [
     CheckResult(C.IMPORT_SAFE, CheckStatus.PASSED, "no CUDA context or torch.cuda state after import and register()"),
+    CheckResult(C.CANDIDATE_FILE, CheckStatus.PASSED, "candidate_pad_const.py defines register(K, torch, ctypes)"),
     CheckResult(C.REGISTRATION, CheckStatus.PASSED, ""),
 ]
 KERNEL_CHECKS = [C.LAUNCH_ARGUMENTS, C.OUTPUT_MATCHES, C.OUTPUT_FULLY_WRITTEN, C.WRITES_IN_BOUNDS,
@@ -79,8 +82,20 @@ def checks(report) -> dict:
     return results
 
 
+# The `entry` fixture keeps only the misaligned suite, to stay fast, and tests here trim suites
+# further; suite_rules rejects that (no T0_original, one targeted suite), and suites_can_fail may.
+# Those checks of the suites themselves are tested in test_spec_rules.py and test_suite_rules.py;
+# tests of the other checks set them aside.
+_AT = f"test_pipeline.py:{Path(__file__).read_text().splitlines().index('    def misaligned_only():') + 1}"
+MISALIGNED_ONLY = (f"{_AT}: no T0_original suite: the spec asks for one with exactly get_inputs()'s shapes and dtypes, "
+                   f"5 trials seeded 1000 + t; {_AT}: 1 targeted suite(s) besides T0_original (misaligned); the spec "
+                   f"asks for two or three")
+SUITE_CHECKS = (C.SUITE_RULES, C.SUITES_CAN_FAIL)
+
+
 def failed(report) -> dict:
-    return {c.check: c.detail for c in report.checks if c.status is CheckStatus.FAILED}
+    """The failed checks, but for the checks of the suites themselves."""
+    return {c.check: c.detail for c in report.checks if c.status is CheckStatus.FAILED and c.check not in SUITE_CHECKS}
 
 
 def with_launch(entry, change):
@@ -104,13 +119,18 @@ def suite_table(report) -> dict:
 def test_faithful_fake_is_admitted_with_every_check_explained(entry):
     report, backend = gate(entry)
 
-    assert report.admitted, report.reasons()
+    assert failed(report) == {}
     results = checks(report)
-    assert {c.status for c in report.checks} == {CheckStatus.PASSED}
+    assert results[C.SUITE_RULES].detail == MISALIGNED_ONLY
+    assert {c.status for c in report.checks if c.check is not C.SUITE_RULES} == {CheckStatus.PASSED}, report.checks
     assert results[C.IMPORT_SAFE].detail == IMPORTED[0].detail
     assert results[C.REGISTRATION].detail == "held in 1 trial"
     assert results[C.OFFICIAL_REFERENCE].detail == (
-        "pad_const_b4.py loaded KernelBench-style; its Model ran on every trial")
+        f"{PROBLEMS_DIR / 'pad_const_b4.py'} loaded KernelBench-style; its Model ran on every trial")
+    assert results[C.CUDA_SOURCE].detail == (
+        "device code only, allowed headers, and every mutation-site rule of the spec")
+    assert results[C.NO_FALSE_KILL].detail == (
+        "the official Model in float64 agrees with it within bitwise on every trial")
     assert re.fullmatch(r"NVRTC \d+\.\d+ for sm_\d+", results[C.COMPILE].detail), results[C.COMPILE].detail
     for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
         assert results[check].detail == f"held in {TRIALS} trials", check
@@ -133,7 +153,7 @@ def test_faithful_fake_is_admitted_on_special_values_and_wide_pads(real_entry):
 
     report, _backend = gate(entry)
 
-    assert report.admitted, report.reasons()
+    assert failed(report) == {}
     assert suite_table(report) == {"probe": (2, 2), "special_values": (4, 4), "wide_pads": (3, 3)}
 
 
@@ -403,11 +423,13 @@ def test_syntax_error_fails_compile_and_quotes_the_source_line(entry):
     assert re.match(rf"pad_const_b4\.cu:{line}: error: .*out_shap", detail), detail
     assert f"\n    {line:4d} |         rest = rest / g.out_shap[d];" in detail
     results = checks(report)
-    assert results[C.OFFICIAL_REFERENCE].status is CheckStatus.PASSED
-    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+    # Everything that does not need the kernel still runs, so every other broken rule is found too.
+    for check in [C.OFFICIAL_REFERENCE, C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, C.NO_FALSE_KILL]:
+        assert results[check].status is CheckStatus.PASSED, check
+    for check in KERNEL_CHECKS:
         assert results[check].status is CheckStatus.NOT_RUN
         assert results[check].detail == "not run: the kernel did not compile"
-    assert backend.launches == [] and report.suites == []
+    assert backend.launches == [] and suite_table(report) == {"probe": (2, 0), "misaligned": (8, 0)}
 
 
 def test_compile_error_names_the_line_of_the_candidate_file(entry):
@@ -441,19 +463,21 @@ def test_missing_kb_file_fails_official_reference_and_nothing_else_runs(entry):
     assert not report.admitted
     detail = failed(report)[C.OFFICIAL_REFERENCE]
     assert set(failed(report)) == {C.OFFICIAL_REFERENCE}
-    assert detail.startswith("kb_file 'pad_const_b3.py': no such problem file ") and detail.endswith("pad_const_b3.py")
+    assert detail == (f"kb_file 'pad_const_b3.py': no such problem file (looked in {PROBLEMS_DIR / 'pad_const_b3.py'}); "
+                      f"for a KernelBench problem, point the gate at a checkout with --kb-root DIR or $KERNELBENCH_ROOT")
     results = checks(report)
-    assert results[C.COMPILE].status is CheckStatus.PASSED  # compiling does not need the reference
-    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+    for check in [C.COMPILE, C.SUITES_BUILD]:  # neither needs the reference
+        assert results[check].status is CheckStatus.PASSED
+    for check in [C.REF_MATCHES_OFFICIAL, C.NO_FALSE_KILL, *KERNEL_CHECKS]:
         assert results[check].status is CheckStatus.NOT_RUN
         assert results[check].detail == "not run: the official reference did not load"
-    assert backend.launches == [] and report.suites == []
+    assert backend.launches == []
 
 
 def test_problem_file_without_model_fails_official_reference(entry, tmp_path):
     (tmp_path / "pad_const_b4.py").write_text("def get_inputs():\n    return []\n")
 
-    report, _backend = gate(entry, problems_dir=tmp_path)
+    report, _backend = gate(entry, search=ProblemSearch((tmp_path,)))
 
     assert failed(report) == {C.OFFICIAL_REFERENCE: f"{tmp_path / 'pad_const_b4.py'}: not a KernelBench problem, "
                                                     f"it lacks Model, get_init_inputs"}
@@ -465,10 +489,11 @@ def test_official_model_that_raises_fails_official_reference(entry, tmp_path):
         "class Model(torch.nn.Module):\n"
         "    def forward(self, x, pads, value):\n"
         "        raise ArithmeticError('the official pad overflowed')\n"
-        "def get_inputs():\n    return []\n"
+        "def get_inputs():\n"
+        "    return [torch.zeros(2, 8, 32, 32), torch.zeros(4, 2, dtype=torch.int64), torch.tensor(0.0)]\n"
         "def get_init_inputs():\n    return []\n")
 
-    report, backend = gate(entry, problems_dir=tmp_path)
+    report, backend = gate(entry, search=ProblemSearch((tmp_path,)))
 
     assert set(failed(report)) == {C.OFFICIAL_REFERENCE}
     assert failed(report)[C.OFFICIAL_REFERENCE].startswith(

@@ -1,0 +1,160 @@
+"""The spec's rules for a candidate's suites and probe, as pure functions of what its builders return.
+
+- `T0_original`: exactly 5 trials, trial t being the official `get_inputs()` under
+  `torch.manual_seed(1000 + t)` (the way KernelBench seeds its own evaluation), so T0 has
+  exactly the problem's shapes, dtypes and distribution;
+- two or three targeted suites besides it, names unique;
+- every builder deterministic: the same trial built twice is the same, whatever the global RNG;
+- the probe: exactly two entries of CPU tensors, each entry under 1 MB, one aligned like T0 (its
+  inputs have get_inputs()'s dtypes and ranks and its largest tensor's innermost dimension is a
+  multiple of 32), one misaligned (its largest tensor has a dimension > 1 that is not).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from harness.compare import bits
+
+T0_NAME = "T0_original"
+T0_TRIALS = 5
+T0_SEED_BASE = 1000
+TARGETED_SUITES = range(2, 4)
+PROBE_ENTRIES = 2
+PROBE_MAX_BYTES = 1_000_000
+ALIGNMENT = 32
+
+
+def official_inputs(problem, t: int) -> list:
+    """get_inputs() under torch.manual_seed(1000 + t), leaving the caller's RNG state as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(T0_SEED_BASE + t)
+        return list(problem.get_inputs())
+
+
+def describe_input(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}"
+    return f"{type(x).__name__} {x!r:.40}"
+
+
+def describe_inputs(inputs: list) -> str:
+    return "(" + ", ".join(describe_input(x) for x in inputs) + ")"
+
+
+def suite_list_problems(suites: list) -> list[str]:
+    """What is wrong with the list of (name, n_trials, builder) as a whole."""
+    names = [name for name, _n, _builder in suites]
+    problems = []
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        problems.append(f"suite name(s) {', '.join(repeated)} used more than once")
+    t0 = [n for name, n, _builder in suites if name == T0_NAME]
+    if not t0:
+        problems.append(f"no {T0_NAME} suite: the spec asks for one with exactly get_inputs()'s shapes and dtypes, "
+                        f"{T0_TRIALS} trials seeded {T0_SEED_BASE} + t")
+    elif t0[0] != T0_TRIALS:
+        problems.append(f"{T0_NAME} has {t0[0]} trial(s); the spec asks for exactly {T0_TRIALS} "
+                        f"(seeds {T0_SEED_BASE}..{T0_SEED_BASE + T0_TRIALS - 1})")
+    targeted = [name for name in dict.fromkeys(names) if name != T0_NAME]
+    if len(targeted) not in TARGETED_SUITES:
+        listed = f" ({', '.join(targeted)})" if targeted else ""
+        problems.append(f"{len(targeted)} targeted suite(s) besides {T0_NAME}{listed}; the spec asks for two or three")
+    return problems
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return (a.dtype == b.dtype and a.shape == b.shape
+                and torch.equal(bits(a.detach().cpu()), bits(b.detach().cpu())))
+    return type(a) is type(b) and a == b
+
+
+def first_difference(first: list, second: list) -> str:
+    """'' when two builds of a trial are identical, else where they first differ."""
+    if len(first) != len(second):
+        return f"{len(first)} inputs, then {len(second)}"
+    for i, (a, b) in enumerate(zip(first, second)):
+        if not _same(a, b):
+            return f"input {i} is {describe_input(a)}, then {describe_input(b)} with different contents"
+    return ""
+
+
+def t0_trial_problems(t: int, built: list, official: list) -> list[str]:
+    """T0 trial t against get_inputs() under torch.manual_seed(1000 + t)."""
+    where, seed = f"{T0_NAME} trial {t}", T0_SEED_BASE + t
+    if len(built) != len(official):
+        return [f"{where} has {len(built)} inputs {describe_inputs(built)}; get_inputs() gives {len(official)} "
+                f"{describe_inputs(official)}"]
+    problems = []
+    for i, (mine, theirs) in enumerate(zip(built, official)):
+        if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor):
+            if mine.dtype != theirs.dtype or mine.shape != theirs.shape:
+                problems.append(f"{where} input {i} is {describe_input(mine)}; get_inputs() gives {describe_input(theirs)}")
+            elif not _same(mine, theirs):
+                differing = int(torch.count_nonzero(bits(mine.detach().cpu()) != bits(theirs.detach().cpu())))
+                problems.append(f"{where} input {i} has get_inputs()'s shape and dtype but not its values under "
+                                f"torch.manual_seed({seed}) ({differing} of {theirs.numel()} elements differ); build "
+                                f"it as torch.manual_seed({T0_SEED_BASE} + t) followed by get_inputs()'s own calls")
+        elif not _same(mine, theirs):
+            problems.append(f"{where} input {i} is {describe_input(mine)}; get_inputs() gives {describe_input(theirs)}")
+    return problems
+
+
+def _largest(tensors: list) -> torch.Tensor | None:
+    candidates = [x for x in tensors if isinstance(x, torch.Tensor)]
+    return max(candidates, key=lambda x: x.numel(), default=None)
+
+
+def _like_t0(tensors: list, official: list) -> bool:
+    if len(tensors) != len(official):
+        return False
+    for mine, theirs in zip(tensors, official):
+        if isinstance(theirs, torch.Tensor):
+            if not (isinstance(mine, torch.Tensor) and mine.dtype == theirs.dtype and mine.dim() == theirs.dim()):
+                return False
+    return True
+
+
+def is_aligned_like_t0(tensors: list, official: list) -> bool:
+    largest = _largest(tensors)
+    return (_like_t0(tensors, official) and largest is not None
+            and (largest.dim() == 0 or largest.shape[-1] % ALIGNMENT == 0))
+
+
+def is_misaligned(tensors: list) -> bool:
+    largest = _largest(tensors)
+    return largest is not None and any(d > 1 and d % ALIGNMENT for d in largest.shape)
+
+
+def probe_problems(probe: list, official: list) -> list[str]:
+    """What breaks the probe rules; `probe` is what probe(torch) returned, `official` is get_inputs()."""
+    if not isinstance(probe, (list, tuple)):
+        return [f"probe(torch) returned a {type(probe).__name__}, not a list of (name, [tensors])"]
+    problems = []
+    if len(probe) != PROBE_ENTRIES:
+        problems.append(f"probe returns {len(probe)} entries; the spec asks for exactly {PROBE_ENTRIES}: one "
+                        f"aligned like T0, one misaligned")
+    entries = []
+    for i, item in enumerate(probe):
+        if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[1], (list, tuple))):
+            problems.append(f"probe entry {i} is {item!r:.60}, not (name, [tensors])")
+            continue
+        label, tensors = item
+        entries.append((label, list(tensors)))
+        for j, x in enumerate(tensors):
+            if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+                problems.append(f"probe entry {label!r} input {j} is on {x.device}; probe tensors must be CPU tensors")
+        size = sum(x.numel() * x.element_size() for x in tensors if isinstance(x, torch.Tensor))
+        if size >= PROBE_MAX_BYTES:
+            problems.append(f"probe entry {label!r} holds {size:,} bytes; each entry must be under 1 MB "
+                            f"({PROBE_MAX_BYTES:,} bytes)")
+    shown = "; ".join(f"{label!r} is {describe_inputs(tensors)}" for label, tensors in entries)
+    if entries and not any(is_aligned_like_t0(tensors, official) for _label, tensors in entries):
+        problems.append(f"no probe entry is aligned like T0: get_inputs()'s dtypes and ranks "
+                        f"{describe_inputs(official)}, the largest tensor's innermost dimension a multiple of "
+                        f"{ALIGNMENT} ({shown})")
+    if entries and not any(is_misaligned(tensors) for _label, tensors in entries):
+        problems.append(f"no probe entry is misaligned: its largest tensor needs a dimension > 1 that is not a "
+                        f"multiple of {ALIGNMENT} ({shown})")
+    return problems
