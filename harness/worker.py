@@ -97,17 +97,17 @@ def _import_checks(path: Path, name: str):
 
 
 def quiet_openmp() -> None:
-    """Make OpenMP threads sleep, not spin, between parallel regions; call before torch is imported.
+    """Make OpenMP threads sleep, not spin, between parallel regions, in processes started after this.
 
-    libgomp reads this once, when torch loads it. Its default (spin a while after each region)
-    lets the CPU backend's kernel threads starve torch's on a small machine: the comparisons
-    after each launch ran ten times slower. A user's own setting wins.
+    libgomp reads it once, when torch loads it, and a spawned worker imports torch before its
+    target runs (it re-imports the parent's __main__), so it must be in the environment the
+    worker inherits. Its default (spin a while after each region) lets the CPU backend's kernel
+    threads starve torch's on a small machine: a gate ran ten times slower. A user's setting wins.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
-    quiet_openmp()
     import torch  # noqa: F401  (imported before the first message: start-up, not the candidate's import)
 
     from harness.backends import BackendUnavailable, create_backend
@@ -190,6 +190,7 @@ def _converse(target, args, step_timeout: float, on_message):
     Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
     """
     context = multiprocessing.get_context("spawn")
+    quiet_openmp()
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=target, args=(*args, sender), daemon=True)
     process.start()

@@ -115,6 +115,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                                          "'candidate_RuleFileName.py'", [("FILE", "candidate_RuleFileName.py")]),
     "rule_register_signature": ("candidate_file", "register(K, torch) must take exactly (K, torch, ctypes)",
                                 [("def register(K, torch, ctypes):", "def register(K, torch):")]),
+    # Where a GPU is visible the import succeeds and the CUDA work is caught; elsewhere the import fails.
+    "rule_cuda_at_import": ("import_safe", "", [('"""A compliant elementwise substrate: out = |x| + x / 2."""\n',
+                                                 '"""A compliant elementwise substrate: out = |x| + x / 2."""\n'
+                                                 'import torch\n\ntorch.zeros(1, device="cuda")\n')]),
     "rule_unknown_key": ("registration", "unknown key(s) notes", [("probe=probe,", "probe=probe, notes='x',")]),
     "rule_unknown_problem": ("official_reference", "kb_file 'no_such_problem.py': no such problem file",
                              [('kb_file="abs_plus_half.py"', 'kb_file="no_such_problem.py"')]),
