@@ -105,7 +105,9 @@ class TrivialKernels:
             self.constant = _typical_value(expected)
         outputs = [torch.zeros_like(expected), _copy_of_first_input(inputs, expected)]
         if self.constant is not None:
-            outputs.append(torch.full_like(expected, self.constant))
+            # Through a tensor, not full_like: a constant found in a uint8 trial wraps into an int8 one.
+            constant = torch.tensor(self.constant).to(device=expected.device, dtype=expected.dtype)
+            outputs.append(constant.expand(expected.shape).contiguous())
         catching = self.suites_catching.setdefault(suite, set())
         for kernel, output in zip(self.kernels(), outputs):
             if not compare(output, expected, self.tolerance).ok:

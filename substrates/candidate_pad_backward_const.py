@@ -187,17 +187,19 @@ def make_suites(width: int):
     dtype_names = WIDTHS[width][1]
 
     def t0_original(t, device):
-        # Exactly problems/pad_backward_const_bN.py:get_inputs(), seeded 1000 + t.
+        # Exactly problems/pad_backward_const_bN.py:get_inputs(), the same calls under
+        # torch.manual_seed(1000 + t) (the global generator's state is restored afterwards).
         import torch
 
-        g = torch.Generator().manual_seed(1000 + t)
         shape = (7, 19, 137, 137)
-        if width == 1:
-            grad_out = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
-        else:
-            dtype = {2: torch.float16, 4: torch.float32, 8: torch.float64}[width]
-            grad_out = torch.randn(shape, dtype=dtype, generator=g)
-        pads = _pads(torch, [[1, 2], [0, 3], [5, 4], [3, 6]])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1000 + t)
+            if width == 1:
+                grad_out = torch.randint(0, 256, shape, dtype=torch.uint8)
+            else:
+                dtype = {2: torch.float16, 4: torch.float32, 8: torch.float64}[width]
+                grad_out = torch.randn(shape, dtype=dtype)
+            pads = _pads(torch, [[1, 2], [0, 3], [5, 4], [3, 6]])
         return [grad_out.to(device), pads.to(device)]
 
     def special_values(t, device):
@@ -264,7 +266,8 @@ def make_probe(width: int):
         g = torch.Generator().manual_seed(5000)
         aligned_rows = [[1, 0], [0, 2], [3, 3], [4, 4]]
         odd_rows = [[1, 2], [0, 1], [3, 0]]
-        aligned = _random_bits(torch, _padded((2, 8, 32, 32), aligned_rows), dtype, g)
+        # grad_out (3, 10, 38, 32): its innermost extent a multiple of 32.
+        aligned = _random_bits(torch, _padded((2, 8, 32, 24), aligned_rows), dtype, g)
         odd = _random_bits(torch, _padded((3, 5, 7), odd_rows), dtype, g)
         return [
             ("aligned", [aligned, _pads(torch, aligned_rows)]),

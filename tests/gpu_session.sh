@@ -6,6 +6,8 @@
 # Usage (repository root, on the GPU machine): bash tests/gpu_session.sh
 #   TESTS=gpu      run only the tests marked gpu (the rest run in CI); default: all tests
 #   REPEATS=N      gate the atomic backward substrates N more times (default 0)
+#   BENCH=0        skip the benchmark
+#   KB_ROOT=DIR    also gate examples/kernelbench/ against the KernelBench checkout at DIR
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -21,6 +23,18 @@ python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/
 echo "gate exit: ${PIPESTATUS[0]}"
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
 
+python3 gate.py --no-progress --jobs 4 --json "$out/examples.json" examples/substrates/candidate_*.py 2>&1 \
+  | tee "$out/examples.log"
+echo "examples gate exit: ${PIPESTATUS[0]}"
+cp examples/substrates/admissions.json "$out/examples-admissions.json" 2>/dev/null
+
+if [ -n "${KB_ROOT:-}" ]; then
+  python3 gate.py --no-progress --timeout 300 --kb-root "$KB_ROOT" --json "$out/kernelbench.json" \
+    examples/kernelbench/candidate_*.py 2>&1 | tee "$out/kernelbench.log"
+  echo "kernelbench gate exit: ${PIPESTATUS[0]}"
+  cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
+fi
+
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
 python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
@@ -32,5 +46,6 @@ for i in $(seq 1 "${REPEATS:-0}"); do
   echo "repeat $i: $(python3 gate.py --no-progress --no-record --jobs 8 $atomic 2>&1 | tail -n 1)"
 done | tee "$out/repeats.log"
 
-python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
-tail -n 40 "$out/gate.log"
+[ "${BENCH:-1}" = 0 ] || python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+tail -n 8 "$out/examples.log"
+tail -n 32 "$out/gate.log"

@@ -13,8 +13,9 @@ from pathlib import Path
 
 _SUBSTRATES = Path(__file__).resolve().parents[2] / "substrates"
 
-# name -> (mode, dtype suffixes, the one suite it runs besides the probe: small, and enough to
-# expose the fault, text in the CUDA source, its replacement); the text must occur once.
+# name -> (mode, dtype suffixes, the suite that exposes the fault, text in the CUDA source, its
+# replacement); the text must occur once. The planted substrate keeps the good one's full suite
+# list, since the gate's suite rules ask for T0_original and two or three targeted suites.
 SOURCE_FAULTS = {
     # Every thread whose index is 3 mod 7 adds nothing.
     "dropped": ("reflect", ("f32", "bf16"), "misaligned", "if (o >= n_out) return;",
@@ -56,9 +57,6 @@ def register(K, torch, ctypes):
         for suffix in suffixes:
             entry = good[f"pad_backward_{mode}_{suffix}"]
 
-            def quick_suites(full_suites=entry["suites"], suite=suite):
-                return [s for s in full_suites() if s[0] == suite]
-
             assert entry["cuda"].count(old) == 1, f"{fault}: {old!r} is not once in the {mode}_{suffix} source"
-            K.PROBLEMS[f"broken_backward_{fault}_{suffix}"] = dict(entry, cuda=entry["cuda"].replace(old, new),
-                                                                   suites=quick_suites)
+            assert suite in [name for name, _n, _builder in entry["suites"]()], f"{fault}: no suite {suite}"
+            K.PROBLEMS[f"broken_backward_{fault}_{suffix}"] = dict(entry, cuda=entry["cuda"].replace(old, new))
