@@ -12,6 +12,7 @@ import torch
 
 DEFAULT_TOLERANCE = 1e-2  # the spec's atol = rtol for arithmetic kernels
 SHOWN_MISMATCHES = 3
+COMPARE_CHUNK = 1 << 24  # elements compared at once: 128 MiB per float64 temporary
 
 _BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -74,12 +75,15 @@ def _coords(flat_index: int, shape) -> tuple[int, ...]:
     return tuple(reversed(coords))
 
 
-def _examples(got, expected, wrong: torch.Tensor) -> list[str]:
-    flat = torch.nonzero(wrong.reshape(-1)).reshape(-1)[:SHOWN_MISMATCHES].tolist()
+def _examples(got, expected, flat_indices: list[int]) -> list[str]:
     return [
         f"at {_coords(i, tuple(expected.shape))}: got {_format_element(got, i)}, expected {_format_element(expected, i)}"
-        for i in flat
+        for i in flat_indices[:SHOWN_MISMATCHES]
     ]
+
+
+def _first_indices(wrong: torch.Tensor, offset: int = 0) -> list[int]:
+    return [offset + i for i in torch.nonzero(wrong.reshape(-1)).reshape(-1)[:SHOWN_MISMATCHES].tolist()]
 
 
 def _structure_problem(got, expected) -> str:
@@ -103,31 +107,43 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
         return Comparison(ok=True, total=expected.numel())
     wrong = got_bits != expected_bits
     return Comparison(ok=False, total=expected.numel(), mismatches=int(torch.count_nonzero(wrong)),
-                      examples=_examples(got, expected, wrong))
+                      examples=_examples(got, expected, _first_indices(wrong)))
 
 
 def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
-    """|got - expected| <= atol + rtol * |expected|, computed in float64; NaN matches only NaN, inf only itself."""
+    """|got - expected| <= atol + rtol * |expected|, computed in float64; NaN matches only NaN, inf only itself.
+
+    Works through the tensors COMPARE_CHUNK elements at a time, so the float64 temporaries of a
+    KernelBench-sized output (billions of elements) stay small.
+    """
     problem = _structure_problem(got, expected)
     if problem:
         return Comparison(ok=False, problem=problem)
-    g = got.detach().to(torch.float64)
-    e = expected.detach().to(device=got.device, dtype=torch.float64)
-    both_nan = torch.isnan(g) & torch.isnan(e)
-    same_inf = torch.isinf(e) & (g == e)
-    diff = (g - e).abs()
-    # Only a finite expectation gets a tolerance: around an infinity, atol + rtol*|inf| would admit anything.
-    within = torch.isfinite(e) & (diff <= atol + rtol * e.abs())
-    wrong = ~(both_nan | same_inf | within)
-    finite = torch.isfinite(diff)
-    max_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
-    rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    max_rel = float(rel[finite].max()) if bool(finite.any()) else 0.0
-    mismatches = int(wrong.sum())
+    flat_got = got.detach().reshape(-1)
+    flat_expected = expected.detach().to(got.device).reshape(-1)
+    mismatches, max_abs, max_rel, wrong_at = 0, 0.0, 0.0, []
+    for start in range(0, flat_expected.numel(), COMPARE_CHUNK):
+        g = flat_got[start:start + COMPARE_CHUNK].to(torch.float64)
+        e = flat_expected[start:start + COMPARE_CHUNK].to(torch.float64)
+        both_nan = torch.isnan(g) & torch.isnan(e)
+        same_inf = torch.isinf(e) & (g == e)
+        diff = (g - e).abs()
+        # Only a finite expectation gets a tolerance: around an infinity, atol + rtol*|inf| would admit anything.
+        within = torch.isfinite(e) & (diff <= atol + rtol * e.abs())
+        wrong = ~(both_nan | same_inf | within)
+        finite = torch.isfinite(diff)
+        if bool(finite.any()):
+            max_abs = max(max_abs, float(diff[finite].max()))
+            rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+            max_rel = max(max_rel, float(rel[finite].max()))
+        chunk_mismatches = int(wrong.sum())
+        if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
+            wrong_at += _first_indices(wrong, start)
+        mismatches += chunk_mismatches
     return Comparison(
         ok=mismatches == 0, total=expected.numel(), mismatches=mismatches,
         max_abs_error=max_abs, max_rel_error=max_rel,
-        examples=_examples(got, expected.to(got.device), wrong) if mismatches else [],
+        examples=_examples(got, flat_expected.reshape(expected.shape), wrong_at) if mismatches else [],
     )
 
 

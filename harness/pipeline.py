@@ -224,14 +224,11 @@ class Case:
 _DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 
 
-def _build_twice(builder, t: int, device) -> tuple[list, str]:
-    """Build a trial under two different global RNG states; returns the inputs and '' or how they differ."""
-    builds = []
-    for seed in _DETERMINISM_SEEDS:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            builds.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)])
-    return builds[0], suite_rules.first_difference(*builds)
+def _build(builder, t: int, device, seed: int) -> list:
+    """The trial's inputs, built under global RNG state `seed` (restored afterwards), on `device`."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)]
 
 
 def _where_defined(function) -> str:
@@ -241,8 +238,11 @@ def _where_defined(function) -> str:
         return getattr(function, "__qualname__", "the builder")
 
 
-def _cases(entry: Entry, device, book: CheckBook, problem):
-    """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules."""
+def _cases(entry: Entry, device, book: CheckBook, problem, progress):
+    """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
+
+    `progress` hears of each trial before it is built, so a worker lost while building names it.
+    """
     try:
         probe = entry.probe(torch)
     except Exception as error:
@@ -258,6 +258,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem):
                 book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, one misaligned")
     probe = probe if isinstance(probe, (list, tuple)) else []
     for t, item in enumerate(probe):
+        progress(f"probe trial {t}")
         try:
             _label, tensors = item
             yield Case("probe", t, len(probe), [x.to(device) if isinstance(x, torch.Tensor) else x for x in tensors])
@@ -281,8 +282,21 @@ def _cases(entry: Entry, device, book: CheckBook, problem):
     for suite_name, n_trials, builder in well_formed:
         for t in range(n_trials):
             case = Case(suite_name, t, n_trials)
+            progress(case.where)
             try:
-                case.inputs, difference = _build_twice(builder, t, device)
+                case.inputs = _build(builder, t, device, _DETERMINISM_SEEDS[0])
+                t0_problems = []
+                if suite_name == suite_rules.T0_NAME and problem is not None:
+                    official = suite_rules.official_inputs(problem, t)
+                    t0_problems = suite_rules.t0_trial_problems(
+                        t, [x.cpu() if isinstance(x, torch.Tensor) else x for x in case.inputs], official)
+                    del official
+                # A T0 trial equal to get_inputs() under its seed is deterministic already; every other
+                # trial is built again under another global RNG state (KernelBench-sized T0s are gigabytes).
+                difference = ""
+                if suite_name != suite_rules.T0_NAME or problem is None or t0_problems:
+                    difference = suite_rules.first_difference(
+                        case.inputs, _build(builder, t, device, _DETERMINISM_SEEDS[1]))
             except Exception as error:
                 case.error = error
                 yield case
@@ -290,11 +304,8 @@ def _cases(entry: Entry, device, book: CheckBook, problem):
             if difference:
                 book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {case.where} is not deterministic: "
                                                  f"built twice, {difference}")
-            if suite_name == suite_rules.T0_NAME and problem is not None:
-                official = suite_rules.official_inputs(problem, t)
-                for text in suite_rules.t0_trial_problems(t, [x.cpu() if isinstance(x, torch.Tensor) else x
-                                                              for x in case.inputs], official):
-                    book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {text}")
+            for text in t0_problems:
+                book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {text}")
             yield case
     if well_formed and problem is not None:
         book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} is get_inputs() seeded {suite_rules.T0_SEED_BASE} + t "
@@ -406,10 +417,9 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     trivial = suite_safety.TrivialKernels(entry.tolerance)
     suites: dict[str, SuiteResult] = {}
     fault = None
-    for case in _cases(entry, device, book, problem):
+    for case in _cases(entry, device, book, problem, progress):
         suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
         where = case.where
-        progress(where)
         if case.error is not None:
             book.fail(CheckName.SUITES_BUILD, f"{where}: building inputs raised {type(case.error).__name__}: {case.error}")
             suite.failures.append(f"trial {case.t}: inputs could not be built")

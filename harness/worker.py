@@ -6,7 +6,8 @@ or a hang takes down only that substrate; and the parent, which never touches CU
 kill a worker that stops making progress (a GPU without a watchdog runs a stuck kernel forever).
 
 The worker reports over a pipe: ("step", what), ("plan", n_steps), ("device", text),
-("checks", [...]) and finally ("report", {...}) or ("entries", ...) for discovery.
+("checks", [...]) and finally ("report", {...}) or ("entries", ...) for discovery; a worker
+whose pipeline raises sends ("crash", why) before it dies.
 """
 
 from __future__ import annotations
@@ -134,7 +135,12 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device()))
-    report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search)
+    try:
+        report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search)
+    except BaseException as error:
+        # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
+        conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+        raise
     conn.send(("report", report.to_json()))
 
 
@@ -233,13 +239,16 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             outcome["report"] = SubstrateReport.from_json(message[1])
         elif kind == "unavailable":
             outcome["unavailable"] = message[1]
+        elif kind == "crash":
+            outcome["crash"] = message[1]
         return kind in ("report", "unavailable")
 
     try:
         _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
-        checks = outcome["checks"] + [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, str(lost))]
-        return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {lost}"))
+        why = f"{lost}: {outcome['crash']}" if "crash" in outcome else str(lost)
+        checks = outcome["checks"] + [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, why)]
+        return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {why}"))
     if "unavailable" in outcome:
         raise BackendUnavailable(outcome["unavailable"])
     return outcome["report"]

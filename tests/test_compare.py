@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from harness.compare import Comparison, Tolerance, bits, compare, compare_bitwise
+from harness.compare import Comparison, Tolerance, bits, compare, compare_bitwise, compare_close
 
 INF = math.inf
 NAN = math.nan
@@ -351,3 +351,16 @@ def test_a_scalar_is_a_scalar_whether_0_dim_or_shape_1(got, expected, tolerance)
     assert compare(got, expected, tolerance).ok
     wrong = compare(got + 1, expected, tolerance)
     assert not wrong.ok and wrong.mismatches == 1
+
+
+def test_comparing_in_chunks_gives_what_comparing_at_once_gives(monkeypatch):
+    from harness import compare as compare_module
+
+    g = torch.Generator().manual_seed(0)
+    expected = torch.randn(13, 29, generator=g)
+    got = expected.clone()
+    got.view(-1)[[3, 100, 101, 376]] += torch.tensor([1.0, -2.0, float("nan"), 0.5])
+    at_once = compare_close(got, expected, 1e-2, 1e-2)
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 7)
+    assert compare_close(got, expected, 1e-2, 1e-2) == at_once
+    assert at_once.mismatches == 4 and len(at_once.examples) == 3

@@ -82,3 +82,19 @@ def test_discovery_survives_a_file_that_hangs_at_import(tmp_path):
     assert entries[str(fine)][0].problems[0] == "fine: missing key(s) kb_file, cuda, kernel_name, ref, launch, suites, probe"
     assert errors[str(hangs)] == (f"{hangs}: importing it timed out after 3 s during {hangs} (the worker was killed)")
     assert errors[str(broken)] == f"{broken}: import failed: ZeroDivisionError: division by zero"
+
+
+def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
+    from tests import rule_candidates
+
+    (tmp_path / "substrates").mkdir()
+    (tmp_path / "problems").mkdir()
+    (tmp_path / "problems" / "abs_plus_half.py").write_text(rule_candidates.PROBLEM)
+    path = tmp_path / "substrates" / "candidate_dies.py"
+    path.write_text(rule_candidates.variant_text("dies", [(
+        "    g = torch.Generator().manual_seed(3000 + t)\n",
+        "    g = torch.Generator().manual_seed(3000 + t)\n    raise SystemExit(3)\n")]))
+    report = run_gate_job(GateJob(file=str(path), name="dies", backend="cpu"))
+    checks = {c.check: c for c in report.checks}
+    assert checks[CheckName.RUNS_TO_COMPLETION].detail == (
+        "the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3")
