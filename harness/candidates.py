@@ -94,6 +94,14 @@ def import_candidate(path: Path):
     return module
 
 
+def where_defined(function, fallback: str) -> str:
+    """'file.py:N' where a candidate's function is defined, or `fallback` when Python cannot tell."""
+    try:
+        return f"{Path(inspect.getsourcefile(function)).name}:{inspect.getsourcelines(function)[1]}"
+    except (OSError, TypeError):
+        return fallback
+
+
 def candidate_file_problems(path: Path, module) -> list[str]:
     """The spec's rules for the file itself: its name, and a register(K, torch, ctypes) it defines."""
     problems = []
@@ -111,10 +119,7 @@ def candidate_file_problems(path: Path, module) -> list[str]:
         return problems
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(parameters) != len(REGISTER_PARAMETERS) or len(positional) != len(REGISTER_PARAMETERS):
-        try:
-            where = f"{path}:{inspect.getsourcelines(register)[1]}"
-        except (OSError, TypeError):
-            where = str(path)
+        where = f"{path.parent}/{where_defined(register, path.name)}"
         problems.append(f"{where}: register{inspect.signature(register)} must take exactly "
                         f"({', '.join(REGISTER_PARAMETERS)})")
     return problems

@@ -89,6 +89,8 @@ def format_summary(report: GateReport, seconds: float) -> str:
     lines = [f"{'substrate':<{width}}  {'verdict':<8}  {'seconds':>7}  suites (trials passed)"]
     for s in report.substrates:
         lines.append(f"{s.name:<{width}}  {s.verdict.value:<8}  {s.seconds:7.1f}  {_suite_summary(s)}")
+        if not s.admitted:
+            lines.append(f"{'':<{width}}    in {s.file}")
         lines += [f"{'':<{width}}    - {reason}" for reason in s.reasons()]
     admitted = sum(s.admitted for s in report.substrates)
     lines.append(f"{admitted} admitted, {len(report.substrates) - admitted} rejected in {seconds:.1f} s "

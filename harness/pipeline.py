@@ -10,16 +10,14 @@ context unusable) stops the run early.
 from __future__ import annotations
 
 import copy
-import inspect
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.candidates import Entry
+from harness.candidates import Entry, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import POISON_BYTES, GuardedTensor, unwritten_mask
 from harness.nvrtc import CompileError
@@ -231,13 +229,6 @@ def _build(builder, t: int, device, seed: int) -> list:
         return [x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)]
 
 
-def _where_defined(function) -> str:
-    try:
-        return f"{Path(inspect.getsourcefile(function)).name}:{inspect.getsourcelines(function)[1]}"
-    except (OSError, TypeError):
-        return getattr(function, "__qualname__", "the builder")
-
-
 def _cases(entry: Entry, device, book: CheckBook, problem, progress):
     """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
 
@@ -251,7 +242,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress):
     else:
         if problem is not None:
             problems = suite_rules.probe_problems(probe, suite_rules.official_inputs(problem, 0))
-            where = _where_defined(entry.probe)
+            where = where_defined(entry.probe, 'probe')
             for text in problems:
                 book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
             if not problems:
@@ -276,7 +267,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress):
             well_formed.append(tuple(suite))
         else:
             book.fail(CheckName.SUITES_BUILD, f"suites()[{i}] is {suite!r:.80}, not (name, n_trials >= 1, builder)")
-    suites_where = _where_defined(entry.suites)
+    suites_where = where_defined(entry.suites, 'suites')
     for text in suite_rules.suite_list_problems(well_formed):
         book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
     for suite_name, n_trials, builder in well_formed:
@@ -302,10 +293,10 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress):
                 yield case
                 continue
             if difference:
-                book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {case.where} is not deterministic: "
+                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {case.where} is not deterministic: "
                                                  f"built twice, {difference}")
             for text in t0_problems:
-                book.fail(CheckName.SUITE_RULES, f"{_where_defined(builder)}: {text}")
+                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {text}")
             yield case
     if well_formed and problem is not None:
         book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} is get_inputs() seeded {suite_rules.T0_SEED_BASE} + t "

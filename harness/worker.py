@@ -58,7 +58,7 @@ def _import_checks(path: Path, name: str):
     """
     from harness.backends import cuda_activity
     from harness.candidates import (CandidateError, candidate_file_problems, import_candidate, make_entry,
-                                    register_candidate)
+                                    register_candidate, where_defined)
 
     checks = []
     before = cuda_activity()
@@ -92,8 +92,10 @@ def _import_checks(path: Path, name: str):
         checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED, why))
         return None, checks, None
     entry, problems = make_entry(name, registered[name], path)
+    where = where_defined(module.register, path.name)
     checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED if problems else CheckStatus.PASSED,
-                              "; ".join(problems) or "the spec's seven keys, each of the right type"))
+                              "; ".join(f"{where}: {p}" for p in problems)
+                              or "the spec's seven keys, each of the right type"))
     return entry, checks, registered[name]
 
 

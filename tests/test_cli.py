@@ -83,6 +83,7 @@ def test_summary_has_a_line_per_substrate_and_every_reason():
         "substrate  verdict   seconds  suites (trials passed)",
         "good       admitted      1.2  probe 2/2 · T0_original 5/5",
         "bad        rejected      0.5  no suite ran",
+        "             in c.py",
         "             - compile: bad.cu:3: error: expected a ;",
         "1 admitted, 1 rejected in 3.0 s (backend cuda, NVIDIA H200)",
     ]

@@ -59,7 +59,7 @@ def test_a_registration_problem_is_reported_before_any_backend_starts(tmp_path):
     report = run_gate_job(GateJob(file=str(path), name="short", backend="cpu"))
     checks = {c.check: c for c in report.checks}
     assert checks[CheckName.IMPORT_SAFE].status is CheckStatus.PASSED
-    assert checks[CheckName.REGISTRATION].detail == "short: missing key(s) ref, launch, suites, probe"
+    assert checks[CheckName.REGISTRATION].detail == "candidate_short.py:2: short: missing key(s) ref, launch, suites, probe"
 
 
 def test_an_unavailable_backend_is_raised_not_reported_as_a_rejection(monkeypatch):
