@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class EntrySummary:
     kernel_name: str = ""
     source_sha256: str = ""
     problems: list[str] = field(default_factory=list)
+    cuda: str = ""  # the CUDA source, from which a campaign's parent makes the mutants
 
 
 # ---------------------------------------------------------------- in the worker process
@@ -169,7 +171,7 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
             entry, problems = make_entry(name, raw, path)
             summary = EntrySummary(name=name, file=file, problems=problems)
             if entry is not None:
-                summary.kb_file, summary.kernel_name = entry.kb_file, entry.kernel_name
+                summary.kb_file, summary.kernel_name, summary.cuda = entry.kb_file, entry.kernel_name, entry.cuda
                 search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
                 summary.source_sha256 = entry.source_sha256(search)
             summaries.append(summary)
@@ -192,16 +194,31 @@ def _exit_description(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _converse(target, args, step_timeout: float, on_message):
+_STARTING = threading.Lock()  # a worker's environment is the parent's at start: one start at a time
+
+
+def _converse(target, args, step_timeout: float, on_message, env: dict[str, str] | None = None):
     """Run `target(*args, conn)` in a spawned process; hand each message to on_message until it returns True.
 
     Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
+    A ("step_timeout", s) message from the worker sets step_timeout from then on. `env` adds to
+    the environment the worker starts with (CUDA_VISIBLE_DEVICES, say).
     """
     context = multiprocessing.get_context("spawn")
     quiet_openmp()
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=target, args=(*args, sender), daemon=True)
-    process.start()
+    with _STARTING:
+        saved = {name: os.environ.get(name) for name in env or {}}
+        os.environ.update(env or {})
+        try:
+            process.start()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     sender.close()
     step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
     try:
@@ -216,6 +233,8 @@ def _converse(target, args, step_timeout: float, on_message):
                 raise WorkerLost(f"the worker process died during {step} ({_exit_description(process.exitcode)})")
             if message[0] == "step":
                 step = message[1]
+            elif message[0] == "step_timeout":
+                step_timeout = timeout = float(message[1])
             if on_message(message):
                 return
     finally:

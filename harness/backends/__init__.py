@@ -21,6 +21,20 @@ def gpu_visible() -> bool:
         return False
 
 
+def gpu_count() -> int:
+    """How many devices the CUDA driver sees (CUDA_VISIBLE_DEVICES applied). Creates no CUDA context."""
+    try:
+        from cuda.bindings import driver
+
+        (status,) = driver.cuInit(0)
+        if status != driver.CUresult.CUDA_SUCCESS:
+            return 0
+        status, count = driver.cuDeviceGetCount()
+        return count if status == driver.CUresult.CUDA_SUCCESS else 0
+    except Exception:  # no libcuda on this machine
+        return 0
+
+
 def resolve_backend_name(requested: str) -> str:
     if requested == "auto":
         return "cuda" if gpu_visible() else "cpu"
@@ -41,7 +55,7 @@ def create_backend(name: str, **settings) -> Backend:
     raise ValueError(f"unknown backend {name!r}")
 
 
-__all__ = ["Backend", "BackendUnavailable", "KernelFault", "LoadedKernel", "BACKEND_NAMES", "gpu_visible",
+__all__ = ["Backend", "BackendUnavailable", "KernelFault", "LoadedKernel", "BACKEND_NAMES", "gpu_visible", "gpu_count",
            "resolve_backend_name", "create_backend"]
 
 

@@ -1,0 +1,296 @@
+"""`python -m harness.campaign`: seed faults into admitted substrates and record which suites catch them.
+
+Phases: discover the candidates (in a worker, as the gate does); refuse substrates that are not
+admitted at their current source hash on this backend; make every mutant of each CUDA source
+(`harness.mutants`, a pure function); skip mutants whose result is stored for this source hash
+and backend (`harness.campaign_store`); run the rest in warm workers, one substrate per worker,
+workers spread over every GPU (`harness.campaign_worker`); store each result as it arrives;
+print a table per substrate and every survivor; write the mutation-testing-elements report.
+
+Exit status: 0 the campaign ran (whatever the scores), 1 some substrate could not be run (its
+unmutated source failed a trial, or its worker could not start), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import admissions
+from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
+from harness.campaign_store import DEFAULT_STORE, ResultKey, ResultStore
+from harness.campaign_worker import CampaignJob, run_campaign_job
+from harness.candidates import SUBSTRATES_DIR, candidate_files
+from harness.mutants import Mutant, Operator, generate
+from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
+from harness.worker import WorkerLost, _converse, discover
+
+EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
+STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.campaign",
+        description="Seed faults into admitted substrates' CUDA sources and record which suites catch them.",
+        epilog="Exit status: 0 the campaign ran, 1 a substrate could not be run, 2 bad usage.")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="substrates (default: every admitted one)")
+    parser.add_argument("--backend", choices=("auto",) + BACKEND_NAMES, default="auto",
+                        help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="worker processes, each running one substrate at a time, spread over every GPU "
+                             "(default: 2 per GPU on cuda, 1 on cpu)")
+    parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
+                        help="only mutants of this operator (repeatable; default: all): "
+                             + ", ".join(o.value for o in Operator))
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the mutation-testing-elements report")
+    parser.add_argument("--html", type=Path, metavar="PATH", help="write a page that renders the report")
+    parser.add_argument("--store", type=Path, default=DEFAULT_STORE, metavar="PATH",
+                        help=f"results kept across runs, so a stopped campaign resumes (default: {DEFAULT_STORE})")
+    parser.add_argument("--substrates-dir", type=Path, default=SUBSTRATES_DIR, metavar="DIR",
+                        help="where the candidates are (default: substrates/)")
+    parser.add_argument("--kb-root", type=Path, metavar="DIR", help="a KernelBench checkout, as for gate.py")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="compiled-kernel cache, as for gate.py")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+@dataclass
+class Plan:
+    """One substrate's part of the campaign."""
+
+    name: str
+    file: str
+    source: str
+    source_sha256: str
+    mutants: list[Mutant]
+    to_run: list[str] = field(default_factory=list)
+    failure: str = ""
+    step_timeout: float | None = None  # set by the first worker from the unmutated run's slowest trial
+
+
+def _plans(args, backend: str) -> tuple[list[Plan], list[str]]:
+    """The substrates to mutate, and why any named one is refused."""
+    files = candidate_files(args.substrates_dir)
+    entries, errors = discover(files, 120.0, args.kb_root)
+    by_name = {s.name: (file, s) for file, summaries in entries.items() for s in summaries if not s.problems}
+    unknown = [n for n in args.names if n not in by_name]
+    if unknown:
+        raise UsageError(f"unknown substrate(s) {', '.join(unknown)}; registered: {', '.join(sorted(by_name)) or 'none'}")
+    plans, refused = [], []
+    for name in args.names or sorted(by_name):
+        file, summary = by_name[name]
+        record = admissions.load_record(Path(file).parent / admissions.RECORD_NAME)
+        if not admissions.is_admitted(record, name, summary.source_sha256, backend):
+            refused.append(f"{name}: not admitted on {backend} at its current source hash "
+                           f"({admissions.admission_status(record, name, summary.source_sha256)}); "
+                           f"run python gate.py --backend {backend} {name}")
+            continue
+        mutants = [m for m in generate(summary.cuda, name) if not args.operator or m.operator.value in args.operator]
+        plans.append(Plan(name, file, summary.cuda, summary.source_sha256, mutants))
+    return plans, refused
+
+
+class Progress:
+    """The tqdm bar: mutants done, killed, survived; safe to update from several threads."""
+
+    def __init__(self, total: int, disabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="mutant", disable=True if disabled else None, dynamic_ncols=True,
+                        file=sys.stderr)
+        self.counts = {"killed": 0, "survived": 0}
+        self.lock = threading.Lock()
+
+    def done(self, status: str) -> None:
+        with self.lock:
+            if status in self.counts:
+                self.counts[status] += 1
+            self.bar.set_postfix(self.counts, refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
+
+
+def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, env: dict) -> None:
+    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
+    remaining = list(plan.to_run)
+    baseline_needed = True
+    while remaining:
+        state = {"current": None, "restart": False}
+
+        def handle(message) -> bool:
+            kind = message[0]
+            if kind == "step":
+                words = message[1].split(" ", 1)
+                state["current"] = next((m for m in (words[0], words[-1].split(" ")[0]) if m in remaining), None)
+            elif kind == "baseline":
+                _ok, why, _seconds = message[1:]
+                if not _ok:
+                    plan.failure = why
+                    return True
+            elif kind == "result":
+                result = message[1]
+                store.put(ResultKey(plan.source_sha256, backend, result["mutant_id"]), result)
+                remaining.remove(result["mutant_id"])
+                progress.done(result["status"])
+                state["current"] = None
+            elif kind == "step_timeout":
+                plan.step_timeout = float(message[1])
+            elif kind == "done":
+                return True
+            return False
+
+        job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
+                          run_baseline=baseline_needed, step_timeout=plan.step_timeout, cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                          kb_root=str(args.kb_root) if args.kb_root else None)
+        try:
+            _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
+        except WorkerLost as lost:
+            current = state["current"]
+            if current is None:
+                plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
+                return
+            status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
+            store.put(ResultKey(plan.source_sha256, backend, current),
+                      {"mutant_id": current, "status": status.value, "detail": str(lost), "seconds": 0.0,
+                       "ptx_sha256": ""})
+            remaining.remove(current)
+            progress.done(status.value)
+        if plan.failure:
+            return
+        baseline_needed = False
+
+
+def _campaign_worker_main(job: CampaignJob, conn) -> None:
+    run_campaign_job(job, conn)
+    conn.send(("done",))
+
+
+def outcomes(plan: Plan, store: ResultStore, backend: str) -> list[MutantOutcome]:
+    found = []
+    for mutant in plan.mutants:
+        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
+        if record is None:
+            continue
+        found.append(MutantOutcome(mutant_id=mutant.id, operator=mutant.operator.value, line=mutant.line,
+                                   column=mutant.column, original=mutant.original, replacement=mutant.replacement,
+                                   description=mutant.description, status=MutantStatus(record["status"]),
+                                   detail=record.get("detail", ""), seconds=record.get("seconds", 0.0)))
+    return found
+
+
+TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIVALENT, MutantStatus.DUPLICATE,
+                  MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR)
+
+
+def format_table(campaigns: list[SubstrateCampaign]) -> str:
+    heads = ["substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
+             "compile", "score"]
+    rows = []
+    for c in campaigns:
+        counts = c.counts()
+        score = c.score()
+        rows.append([c.name, str(len(c.outcomes))] + [str(counts.get(s, 0)) for s in TABLE_STATUSES]
+                    + ["-" if score is None else f"{score:.1f}%"])
+    widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(heads)] + [line(r) for r in rows])
+
+
+def format_survivors(plans: list[Plan], campaigns: list[SubstrateCampaign]) -> str:
+    lines = []
+    for plan, campaign in zip(plans, campaigns):
+        by_id = {m.id: m for m in plan.mutants}
+        for outcome in campaign.outcomes:
+            if outcome.status is MutantStatus.SURVIVED:
+                lines.append(f"{outcome.mutant_id}  {by_id[outcome.mutant_id].diff_line(plan.source)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except UsageError as error:
+        print(f"campaign: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args) -> int:
+    started = time.perf_counter()
+    backend = resolve_backend_name(args.backend)
+    if backend == "cuda" and not gpu_visible():
+        raise UsageError("backend cuda: no GPU is visible")
+    gpus = gpu_count() if backend == "cuda" else 0
+    workers = args.workers or (2 * gpus if gpus else 1)
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    try:
+        plans, refused = _plans(args, backend)
+    except ValueError as error:  # an unreadable admission record
+        raise UsageError(str(error))
+    for why in refused:
+        print(f"refused: {why}", flush=True)
+    store = ResultStore(args.store)
+    for plan in plans:
+        plan.to_run = [m.id for m in plan.mutants if ResultKey(plan.source_sha256, backend, m.id) not in store]
+    total = sum(len(p.mutants) for p in plans)
+    pending = sum(len(p.to_run) for p in plans)
+    where = f"{gpus} GPU(s)" if gpus else "the CPU"
+    print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
+          f"backend {backend}, {workers} worker(s) over {where}", flush=True)
+
+    progress = Progress(pending, args.no_progress)
+    slots = threading.Semaphore(workers)
+    free_devices = list(range(workers))
+    devices_lock = threading.Lock()
+
+    def run_one(plan: Plan) -> None:
+        with slots:
+            with devices_lock:
+                slot = free_devices.pop()
+            try:
+                env = {"CUDA_VISIBLE_DEVICES": str(slot % gpus)} if gpus else {}
+                if plan.to_run:
+                    run_plan(plan, args, backend, store, progress, env)
+            finally:
+                with devices_lock:
+                    free_devices.append(slot)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(run_one, plans))
+    progress.close()
+
+    campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
+                                   device=where, outcomes=outcomes(p, store, backend)) for p in plans]
+    print(format_table(campaigns))
+    survivors = format_survivors(plans, campaigns)
+    if survivors:
+        print("survivors:\n" + survivors)
+    for plan in plans:
+        if plan.failure:
+            print(f"not run: {plan.name}: {plan.failure}")
+    if args.json or args.html:
+        report = report_json(campaigns)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
+        if args.html:
+            args.html.write_text(report_html(report))
+    print(f"{pending} mutants run in {time.perf_counter() - started:.1f} s", flush=True)
+    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""harness.campaign end to end on the CPU backend, on the compliant template substrate.
+
+The template's guard `if (i >= n) return;` is the site: its boundary mutant (`>`) and its
+deletion let threads past the end write into the guard band, so both are killed; the store
+makes the second run skip every mutant; a substrate not admitted is refused with the reason.
+"""
+
+import json
+
+import pytest
+
+from harness.campaign import main
+from harness.campaign_worker import ptx_digest
+from harness.cli import main as gate_main
+from tests import rule_candidates
+
+OPERATORS = ["--operator", "relational_boundary", "--operator", "guard_deletion", "--operator", "ternary_swap"]
+
+
+def test_the_ptx_digest_ignores_line_info_and_comments():
+    ptx = "//\n// Generated\n.file 1 \"k.cu\"\n\tld.global.f32 %f1, [%rd4];\n\t.loc 1 7 5\n\tst.global.f32 [%rd6], %f2;\n"
+    moved = "//\n.file 1 \"k.cu\"\n\t.loc 1 9 5\n\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd6], %f2;\n"
+    assert ptx_digest(ptx) == ptx_digest(moved)
+    assert ptx_digest(ptx) != ptx_digest(ptx.replace("%f2", "%f3"))
+
+
+@pytest.fixture(scope="module")
+def admitted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign")
+    rule_candidates.write_candidates(root, [])
+    assert gate_main([str(root / "substrates" / "candidate_rule_compliant.py"), "--backend", "cpu", "--no-progress",
+                      "--timeout", "60"]) == 0
+    # A second substrate of the same folder, never gated: the campaign must refuse it.
+    (root / "substrates" / "candidate_never_gated.py").write_text(
+        rule_candidates.variant_text("never_gated", []))
+    (root / "substrates" / "candidate_RuleSeveral.py").unlink()
+    return root
+
+
+def _campaign(root, *extra):
+    return main(["--backend", "cpu", "--substrates-dir", str(root / "substrates"), "--store",
+                 str(root / "results.jsonl"), "--no-progress", *OPERATORS, *extra])
+
+
+def test_a_campaign_gives_every_mutant_a_status_and_resumes_from_its_store(admitted, capsys):
+    report = admitted / "report.json"
+    assert _campaign(admitted, "rule_compliant", "--json", str(report)) == 0
+    out = capsys.readouterr().out
+    assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored) on backend cpu" in out
+    data = json.loads(report.read_text())
+    mutants = data["files"]["rule_compliant.cu"]["mutants"]
+    assert {m["mutatorName"]: m["status"] for m in mutants} == {"relational_boundary": "Killed",
+                                                                "guard_deletion": "Killed"}
+    assert all("writes_in_bounds" in m["statusReason"] for m in mutants)
+
+    assert _campaign(admitted, "rule_compliant") == 0
+    assert "2 mutants, 0 to run (2 stored)" in capsys.readouterr().out
+
+
+def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
+    assert _campaign(admitted) == 0
+    out = capsys.readouterr().out
+    assert "refused: never_gated: not admitted on cpu at its current source hash (never gated); run python gate.py " \
+           "--backend cpu never_gated" in out
