@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where the candidates are (default: substrates/)")
     parser.add_argument("--kb-root", type=Path, metavar="DIR", help="a KernelBench checkout, as for gate.py")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="compiled-kernel cache, as for gate.py")
+    parser.add_argument("--naive", action="store_true",
+                        help="for comparison: a fresh process, a fresh compile cache and freshly built references "
+                             "for every mutant, the way KernelBench-style tools evaluate a kernel (results are "
+                             "not stored)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -173,6 +177,34 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         baseline_needed = False
 
 
+def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, env: dict) -> None:
+    """Each mutant alone: a fresh worker, an empty compile cache, the trials and references built again."""
+    import tempfile
+
+    for mutant_id in plan.to_run:
+        outcome = {}
+
+        def handle(message) -> bool:
+            if message[0] == "step_timeout":
+                plan.step_timeout = plan.step_timeout or float(message[1])
+            elif message[0] == "result":
+                outcome.update(message[1])
+            return message[0] == "done"
+
+        with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:
+            job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(mutant_id,),
+                              run_baseline=False, step_timeout=plan.step_timeout, cache_dir=cache,
+                              check_equivalence=False,
+                              kb_root=str(args.kb_root) if args.kb_root else None)
+            try:
+                _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
+            except WorkerLost as lost:
+                status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
+                outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
+        results[mutant_id] = outcome
+        progress.done(outcome.get("status", ""))
+
+
 def _campaign_worker_main(job: CampaignJob, conn) -> None:
     run_campaign_job(job, conn)
     conn.send(("done",))
@@ -245,7 +277,8 @@ def _run(args) -> int:
         print(f"refused: {why}", flush=True)
     store = ResultStore(args.store)
     for plan in plans:
-        plan.to_run = [m.id for m in plan.mutants if ResultKey(plan.source_sha256, backend, m.id) not in store]
+        plan.to_run = [m.id for m in plan.mutants
+                       if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
@@ -253,6 +286,8 @@ def _run(args) -> int:
           f"backend {backend}, {workers} worker(s) over {where}", flush=True)
 
     progress = Progress(pending, args.no_progress)
+    naive_results: dict[str, dict] = {}
+    run_started = time.perf_counter()
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
     devices_lock = threading.Lock()
@@ -263,7 +298,9 @@ def _run(args) -> int:
                 slot = free_devices.pop()
             try:
                 env = {"CUDA_VISIBLE_DEVICES": str(slot % gpus)} if gpus else {}
-                if plan.to_run:
+                if plan.to_run and args.naive:
+                    run_plan_naively(plan, args, backend, naive_results, progress, env)
+                elif plan.to_run:
                     run_plan(plan, args, backend, store, progress, env)
             finally:
                 with devices_lock:
@@ -272,6 +309,14 @@ def _run(args) -> int:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(run_one, plans))
     progress.close()
+    run_seconds = time.perf_counter() - run_started
+    if args.naive:
+        statuses = {}
+        for outcome in naive_results.values():
+            statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
+        print(f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
+              f"statuses {dict(sorted(statuses.items()))}")
+        return EXIT_RAN
 
     campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
                                    device=where, outcomes=outcomes(p, store, backend)) for p in plans]
@@ -288,7 +333,9 @@ def _run(args) -> int:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
             args.html.write_text(report_html(report))
-    print(f"{pending} mutants run in {time.perf_counter() - started:.1f} s", flush=True)
+    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
+    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
+          flush=True)
     return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 

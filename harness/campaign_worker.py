@@ -41,6 +41,8 @@ class CampaignJob:
     mutant_ids: tuple[str, ...]
     run_baseline: bool = True
     step_timeout: float | None = None  # from an earlier worker's unmutated run; measured again when None
+    # Off in the naive comparison mode: no PTX comparison, so the unmutated source is compiled only if needed.
+    check_equivalence: bool = True
     cache_dir: str | None = None
     kb_root: str | None = None
 
@@ -123,9 +125,15 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
         compiled, _ = compile_cached(source, entry.kernel_name, DEFAULT_ARCH, cache_dir, program)
         return ptx_digest(compiled.ptx)
 
-    conn.send(("step", "compiling the unmutated source"))
-    original = backend.load(entry.cuda, entry.kernel_name, program)
-    digests = {compile_digest(entry.cuda): None}
+    loaded = {}
+
+    def original():
+        if "kernel" not in loaded:
+            conn.send(("step", "compiling the unmutated source"))
+            loaded["kernel"] = backend.load(entry.cuda, entry.kernel_name, program)
+        return loaded["kernel"]
+
+    digests = {compile_digest(entry.cuda): None} if job.check_equivalence else {}
 
     def run_trial(kernel, trial: Trial) -> str:
         run = run_kernel(entry, kernel, backend, trial.inputs)
@@ -138,7 +146,7 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
         for trial in trials:
             conn.send(("step", f"unmutated {trial.where}"))
             began = time.perf_counter()
-            failure = run_trial(original, trial)
+            failure = run_trial(original(), trial)
             slowest = max(slowest, time.perf_counter() - began)
             if failure:
                 conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
@@ -160,19 +168,25 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
 
         source = mutant.apply(entry.cuda)
         try:
-            digest = compile_digest(source)
+            digest = compile_digest(source) if job.check_equivalence else ""
             kernel = backend.load(source, entry.kernel_name, program)
         except CompileError as error:
             report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
             continue
-        if digest in digests:
+        except KernelFault as fault:
+            report(MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
+            if fault.poisons_context:
+                return
+            continue
+        if digest and digest in digests:
             twin = digests[digest]
             if twin is None:
                 report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's", digest)
             else:
                 report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
             continue
-        digests[digest] = mutant_id
+        if digest:
+            digests[digest] = mutant_id
         order = sorted(range(len(trials)), key=lambda i: -kills[i])
         outcome = None
         for i in order:
@@ -180,15 +194,19 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
             conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
                 failure = run_trial(kernel, trial)
-            except KernelFault as fault:
+                # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
+                unconfirmed = bool(failure) and entry.accumulates and bool(run_trial(original(), trial))
+            except (KernelFault, RuntimeError) as fault:
+                poisoned = getattr(fault, "poisons_context", True)
+                if isinstance(fault, RuntimeError) and "CUDA" not in str(fault):
+                    raise
                 report(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", digest)
-                if fault.poisons_context:
+                if poisoned:
                     return  # the parent starts a fresh worker for the rest
                 outcome = "reported"
                 break
             if failure:
-                if entry.accumulates and run_trial(original, trial):
-                    # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
+                if unconfirmed:
                     continue
                 kills[i] += 1
                 report(MutantStatus.KILLED, f"{trial.where}: {failure}", digest)

@@ -62,3 +62,10 @@ def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
     out = capsys.readouterr().out
     assert "refused: never_gated: not admitted on cpu at its current source hash (never gated); run python gate.py " \
            "--backend cpu never_gated" in out
+
+
+def test_the_naive_mode_runs_each_mutant_alone_and_agrees(admitted, capsys):
+    assert _campaign(admitted, "rule_compliant", "--naive") == 0
+    out = capsys.readouterr().out
+    assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored)" in out  # naive ignores the store
+    assert "statuses {'killed': 2}" in out

@@ -15,7 +15,10 @@ from harness import cache, signature
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
 
 # Errors after which the CUDA context is unusable until the process ends (CUDA 13 headers).
-_STICKY_ERRORS = {700, 702, 710, 714, 715, 719}
+# Errors after which the context is unusable (CUDA's "persistent" errors): illegal address, launch
+# timeout, assert, hardware stack error, ECC, illegal instruction, misaligned address, invalid
+# address space, invalid PC, launch failed.
+_STICKY_ERRORS = {700, 702, 710, 713, 714, 715, 716, 717, 718, 719}
 
 
 def _driver():
