@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -157,7 +158,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             return False
 
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
-                          run_baseline=baseline_needed, step_timeout=plan.step_timeout, cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                          run_baseline=baseline_needed, step_timeout=plan.step_timeout,
+                          stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         try:
             _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
@@ -194,7 +196,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
         with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:
             job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(mutant_id,),
                               run_baseline=False, step_timeout=plan.step_timeout, cache_dir=cache,
-                              check_equivalence=False,
+                              check_equivalence=False, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None)
             try:
                 _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
@@ -205,7 +207,27 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
         progress.done(outcome.get("status", ""))
 
 
+def worker_log(args) -> Path:
+    return args.store.parent / "workers.log"
+
+
+def worker_environment(slot: int, gpus: int, visible: str | None) -> dict[str, str]:
+    """The GPU a worker slot runs on, as the CUDA_VISIBLE_DEVICES its process starts with.
+
+    Slots take the GPUs in turn (slot 3 of 2 GPUs runs on the second), named as the parent sees
+    them: under CUDA_VISIBLE_DEVICES=2,3 the first GPU is "2".
+    """
+    if not gpus:
+        return {}
+    names = [name.strip() for name in visible.split(",")] if visible else [str(i) for i in range(gpus)]
+    return {"CUDA_VISIBLE_DEVICES": names[slot % gpus]}
+
+
 def _campaign_worker_main(job: CampaignJob, conn) -> None:
+    if job.stderr_log:
+        log = open(job.stderr_log, "a", buffering=1)
+        os.dup2(log.fileno(), 2)
+        sys.stderr = log
     run_campaign_job(job, conn)
     conn.send(("done",))
 
@@ -276,6 +298,8 @@ def _run(args) -> int:
     for why in refused:
         print(f"refused: {why}", flush=True)
     store = ResultStore(args.store)
+    args.store.parent.mkdir(parents=True, exist_ok=True)
+    log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
         plan.to_run = [m.id for m in plan.mutants
                        if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
@@ -297,7 +321,7 @@ def _run(args) -> int:
             with devices_lock:
                 slot = free_devices.pop()
             try:
-                env = {"CUDA_VISIBLE_DEVICES": str(slot % gpus)} if gpus else {}
+                env = worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
                 if plan.to_run and args.naive:
                     run_plan_naively(plan, args, backend, naive_results, progress, env)
                 elif plan.to_run:
@@ -327,6 +351,8 @@ def _run(args) -> int:
     for plan in plans:
         if plan.failure:
             print(f"not run: {plan.name}: {plan.failure}")
+    if worker_log(args).is_file() and worker_log(args).stat().st_size > log_size:
+        print(f"the workers' own messages (tracebacks of those that died) are in {worker_log(args)}")
     if args.json or args.html:
         report = report_json(campaigns)
         if args.json:

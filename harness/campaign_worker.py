@@ -43,6 +43,9 @@ class CampaignJob:
     step_timeout: float | None = None  # from an earlier worker's unmutated run; measured again when None
     # Off in the naive comparison mode: no PTX comparison, so the unmutated source is compiled only if needed.
     check_equivalence: bool = True
+    # Where the worker's stderr goes: a mutant that corrupts the CPU backend's heap makes libc
+    # print, and a dying worker's traceback would land in the middle of the progress bar.
+    stderr_log: str | None = None
     cache_dir: str | None = None
     kb_root: str | None = None
 

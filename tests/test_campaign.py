@@ -69,3 +69,47 @@ def test_the_naive_mode_runs_each_mutant_alone_and_agrees(admitted, capsys):
     out = capsys.readouterr().out
     assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored)" in out  # naive ignores the store
     assert "statuses {'killed': 2}" in out
+
+
+@pytest.mark.parametrize("slot, gpus, visible, expected", [
+    (0, 0, None, {}),
+    (0, 2, None, {"CUDA_VISIBLE_DEVICES": "0"}),
+    (3, 2, None, {"CUDA_VISIBLE_DEVICES": "1"}),
+    (2, 2, "2,3", {"CUDA_VISIBLE_DEVICES": "2"}),
+    (1, 2, "GPU-aaa, GPU-bbb", {"CUDA_VISIBLE_DEVICES": "GPU-bbb"}),
+    (5, 1, "1", {"CUDA_VISIBLE_DEVICES": "1"}),
+])
+def test_worker_slots_take_the_visible_gpus_in_turn(slot, gpus, visible, expected):
+    from harness.campaign import worker_environment
+
+    assert worker_environment(slot, gpus, visible) == expected
+
+
+def test_a_campaign_killed_with_sigkill_resumes_without_redoing_finished_mutants(admitted, tmp_path, capsys):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO_ROOT
+
+    store = tmp_path / "results.jsonl"
+    command = [sys.executable, "-m", "harness.campaign", "rule_compliant", "--backend", "cpu", "--no-progress",
+               "--substrates-dir", str(admitted / "substrates"), "--store", str(store)]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not store.is_file() or len(store.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)  # the campaign and its workers, mid-run
+    process.wait()
+    finished = len(store.read_text().splitlines())
+    assert 3 <= finished < 15, "the kill must land mid-campaign"
+
+    assert main(["rule_compliant", "--backend", "cpu", "--no-progress", "--substrates-dir",
+                 str(admitted / "substrates"), "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"15 mutants, {15 - finished} to run ({finished} stored)" in out
+    keys = [line.split('"mutant_id": ')[1].split(",")[0] for line in store.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 15
