@@ -113,3 +113,22 @@ def test_a_campaign_killed_with_sigkill_resumes_without_redoing_finished_mutants
     assert f"15 mutants, {15 - finished} to run ({finished} stored)" in out
     keys = [line.split('"mutant_id": ')[1].split(",")[0] for line in store.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 15
+
+
+def test_every_mutant_of_the_template_gets_the_status_its_fault_earns(admitted, tmp_path, capsys):
+    report = tmp_path / "all.json"
+    assert main(["rule_compliant", "--backend", "cpu", "--no-progress", "--substrates-dir",
+                 str(admitted / "substrates"), "--store", str(tmp_path / "r.jsonl"), "--json", str(report)]) == 0
+    mutants = {m["id"].split(":", 1)[1]: (m["status"], m.get("statusReason", ""))
+               for m in json.loads(report.read_text())["files"]["rule_compliant.cu"]["mutants"]}
+    # An index narrowed to int overflows only past 2**31 elements: no suite can reach it.
+    assert {k for k, (status, _why) in mutants.items() if status == "Survived"} == {
+        "L4C5:narrow_long_long:0", "L4C20:narrow_long_long:0"}
+    assert {status for status, _why in mutants.values()} == {"Survived", "Killed"}
+    # T0's 64 x 256 fills its blocks exactly: only a misaligned shape has threads past the end.
+    assert mutants["L5C11:relational_boundary:0"][1].startswith(
+        "misaligned trial 0: writes_in_bounds: 2 bytes changed in the guard band after out")
+    assert mutants["L4C30:thread_block_swap:0"][1].startswith("T0_original trial 0: output_fully_written: ")
+    assert mutants["L6C22:index_off_by_one:0"][1].startswith("T0_original trial 0: output_matches: ")
+    out = capsys.readouterr().out
+    assert "survivors:\nrule_compliant:L4C5:narrow_long_long:0  L4: -    long long i = (long long)blockIdx.x" in out
