@@ -19,7 +19,7 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
-from harness.guards import POISON_BYTES, GuardedTensor, unwritten_mask
+from harness.guards import INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, unwritten_mask
 from harness.nvrtc import CompileError
 from harness.problems import ProblemError, ProblemSearch, load_problem
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
@@ -127,7 +127,8 @@ def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list) -> KernelRun:
     """Launch the kernel on guarded copies of `inputs`, twice, and report what it did."""
     device = backend.device
-    guarded = [GuardedTensor.copy_of(x, device) if isinstance(x, torch.Tensor) else None for x in inputs]
+    guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
+               if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
     views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
     result = KernelRun()
 

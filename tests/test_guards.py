@@ -268,3 +268,24 @@ def test_poisoned_guarded_runs_give_an_unwritten_mask():
         outputs.append(g.tensor.clone())
     assert unwritten_mask(*outputs).tolist() == [False, False, False, True, True]
     assert g.damage() == []
+
+
+def test_a_band_of_another_byte_is_judged_against_its_own_byte():
+    g = GuardedTensor((4,), torch.float32, "cpu", guard_byte=0x7B)
+    assert bool((g.buffer[:GUARD_BYTES] == 0x7B).all()) and g.damage() == []
+    g.buffer[GUARD_BYTES + 16] = GUARD_BYTE  # the default byte is damage in a band of 0x7B
+    assert g.damage() == [GuardDamage("after", 1, 0)]
+
+
+def test_the_inputs_bands_differ_so_reads_past_two_ends_do_not_cancel():
+    from harness.guards import INPUT_GUARD_BYTES
+
+    assert len(set(INPUT_GUARD_BYTES) | {GUARD_BYTE} | set(POISON_BYTES)) == len(INPUT_GUARD_BYTES) + 3
+    x, y = (GuardedTensor.copy_of(torch.zeros(4), "cpu", b) for b in INPUT_GUARD_BYTES[:2])
+    past_x = x.buffer[GUARD_BYTES + 16:GUARD_BYTES + 20].view(torch.float32)
+    past_y = y.buffer[GUARD_BYTES + 16:GUARD_BYTES + 20].view(torch.float32)
+    assert abs(float(past_x - past_y)) > 1e30
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for byte in INPUT_GUARD_BYTES:
+            value = torch.tensor([byte] * 8, dtype=torch.uint8).view(dtype)[0]
+            assert bool(torch.isfinite(value)) and abs(float(value)) > 20, (dtype, hex(byte), float(value))
