@@ -19,6 +19,11 @@ DEFAULT_RECORD = SUBSTRATES_DIR / RECORD_NAME
 SCHEMA = 1
 
 
+def record_path_for(candidate_file: Path) -> Path:
+    """The record a candidate's verdicts go to: admissions.json in the candidate's own folder."""
+    return Path(candidate_file).resolve().parent / RECORD_NAME
+
+
 def load_record(path: Path) -> dict:
     if not path.is_file():
         return {"schema": SCHEMA, "substrates": {}}

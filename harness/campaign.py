@@ -95,7 +95,7 @@ def _plans(args, backend: str) -> tuple[list[Plan], list[str]]:
     plans, refused = [], []
     for name in args.names or sorted(by_name):
         file, summary = by_name[name]
-        record = admissions.load_record(Path(file).parent / admissions.RECORD_NAME)
+        record = admissions.load_record(admissions.record_path_for(Path(file)))
         if not admissions.is_admitted(record, name, summary.source_sha256, backend):
             refused.append(f"{name}: not admitted on {backend} at its current source hash "
                            f"({admissions.admission_status(record, name, summary.source_sha256)}); "
@@ -133,13 +133,12 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     remaining = list(plan.to_run)
     baseline_needed = True
     while remaining:
-        state = {"current": None, "restart": False}
+        state = {"current": None}
 
         def handle(message) -> bool:
             kind = message[0]
-            if kind == "step":
-                words = message[1].split(" ", 1)
-                state["current"] = next((m for m in (words[0], words[-1].split(" ")[0]) if m in remaining), None)
+            if kind == "mutant":
+                state["current"] = message[1]
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:

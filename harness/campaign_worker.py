@@ -8,7 +8,8 @@ until the first one fails. A fault that poisons the CUDA context ends the worker
 starts a fresh one for the mutants left.
 
 Messages to the parent: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
-why, seconds), ("step", what) before each compile and trial, ("result", {...}) per mutant.
+why, seconds), ("mutant", id) as each mutant starts, ("step", what) before each compile and
+trial, ("result", {...}) per mutant.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
     from harness.cache import compile_cached
     from harness.mutants import generate
     from harness.mutation_report import MutantStatus
-    from harness.nvrtc import DEFAULT_ARCH, CompileError
+    from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
 
@@ -125,7 +126,8 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
 
     def compile_digest(source: str) -> str:
-        compiled, _ = compile_cached(source, entry.kernel_name, DEFAULT_ARCH, cache_dir, program)
+        # For the backend's own architecture: its load() then finds this compile in the cache.
+        compiled, _ = compile_cached(source, entry.kernel_name, backend.nvrtc_arch, cache_dir, program)
         return ptx_digest(compiled.ptx)
 
     loaded = {}
@@ -158,20 +160,52 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
         conn.send(("baseline", True, "", time.perf_counter() - started))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
+    def judge(kernel, mutant_id: str) -> tuple[MutantStatus, str, bool]:
+        """Run the trials, in the order that has killed most, until one fails: (status, detail, context lost)."""
+        for i in sorted(range(len(trials)), key=lambda i: -kills[i]):
+            trial = trials[i]
+            conn.send(("step", f"{mutant_id} {trial.where}"))
+            try:
+                failure = run_trial(kernel, trial)
+                # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
+                if failure and entry.accumulates and run_trial(original(), trial):
+                    continue
+            except KernelFault as fault:
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context
+            except RuntimeError as error:  # torch meeting a context the mutant broke
+                if "CUDA" not in str(error):
+                    raise
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True
+            if failure:
+                kills[i] += 1
+                return MutantStatus.KILLED, f"{trial.where}: {failure}", False
+        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False
+
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
     for mutant_id in job.mutant_ids:
-        mutant = mutants[mutant_id]
         started = time.perf_counter()
+        conn.send(("mutant", mutant_id))
         conn.send(("step", f"compiling {mutant_id}"))
 
         def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
             conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                   "seconds": round(time.perf_counter() - started, 4), "ptx_sha256": digest}))
 
-        source = mutant.apply(entry.cuda)
+        source = mutants[mutant_id].apply(entry.cuda)
+        digest = ""
         try:
-            digest = compile_digest(source) if job.check_equivalence else ""
+            # PTX first: an equivalent or duplicate mutant is never loaded (nor, on the CPU, built by g++).
+            if job.check_equivalence:
+                digest = compile_digest(source)
+                if digest in digests:
+                    twin = digests[digest]
+                    if twin is None:
+                        report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's", digest)
+                    else:
+                        report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
+                    continue
+                digests[digest] = mutant_id
             kernel = backend.load(source, entry.kernel_name, program)
         except CompileError as error:
             report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
@@ -181,40 +215,7 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
             if fault.poisons_context:
                 return
             continue
-        if digest and digest in digests:
-            twin = digests[digest]
-            if twin is None:
-                report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's", digest)
-            else:
-                report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
-            continue
-        if digest:
-            digests[digest] = mutant_id
-        order = sorted(range(len(trials)), key=lambda i: -kills[i])
-        outcome = None
-        for i in order:
-            trial = trials[i]
-            conn.send(("step", f"{mutant_id} {trial.where}"))
-            try:
-                failure = run_trial(kernel, trial)
-                # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
-                unconfirmed = bool(failure) and entry.accumulates and bool(run_trial(original(), trial))
-            except (KernelFault, RuntimeError) as fault:
-                poisoned = getattr(fault, "poisons_context", True)
-                if isinstance(fault, RuntimeError) and "CUDA" not in str(fault):
-                    raise
-                report(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", digest)
-                if poisoned:
-                    return  # the parent starts a fresh worker for the rest
-                outcome = "reported"
-                break
-            if failure:
-                if unconfirmed:
-                    continue
-                kills[i] += 1
-                report(MutantStatus.KILLED, f"{trial.where}: {failure}", digest)
-                outcome = "reported"
-                break
-        if outcome is None:
-            report(MutantStatus.SURVIVED, f"passed all {len(trials)} trials", digest)
-        del kernel
+        status, detail, context_lost = judge(kernel, mutant_id)
+        report(status, detail, digest)
+        if context_lost:
+            return  # the parent starts a fresh worker for the rest

@@ -108,7 +108,7 @@ class RecordBook:
             self.record_for(Path("."))  # a broken --record is a usage error before any work
 
     def path_for(self, candidate_file: Path) -> Path:
-        return self.path or Path(candidate_file).resolve().parent / admissions.RECORD_NAME
+        return self.path or admissions.record_path_for(candidate_file)
 
     def record_for(self, candidate_file: Path) -> dict:
         path = self.path_for(candidate_file)

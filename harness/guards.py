@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from harness.compare import bits
+
 # A multiple of 256 bytes, so the guarded tensor keeps the alignment of a fresh allocation.
 GUARD_BYTES = 4096
 GUARD_BYTE = 0xC3
@@ -74,9 +76,6 @@ class GuardedTensor:
         return found
 
 
-_BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
 def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> torch.Tensor:
     """The poison pattern as one element of the same-width integer view."""
     return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
@@ -85,9 +84,8 @@ def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> tor
 def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
     """True where the output still held poison pattern one after run one and pattern two after run two."""
     itemsize = first_run.element_size()
-    view = _BIT_VIEW[itemsize]
-    a = first_run.contiguous().reshape(-1).view(view)
-    b = second_run.contiguous().reshape(-1).view(view)
+    a, b = bits(first_run).reshape(-1), bits(second_run).reshape(-1)
+    view = a.dtype
     still_first = a == _poison_element(POISON_BYTES[0], itemsize, view).to(a.device)
     if not bool(still_first.any()):  # the common case: every element was written in run one
         return torch.zeros(first_run.shape, dtype=torch.bool, device=first_run.device)

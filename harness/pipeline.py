@@ -242,7 +242,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress):
         probe = []
     else:
         if problem is not None:
-            problems = suite_rules.probe_problems(probe, suite_rules.official_inputs(problem, 0))
+            problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem))
             where = where_defined(entry.probe, 'probe')
             for text in problems:
                 book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
@@ -330,27 +330,27 @@ def cuda_source_check(cuda: str, kernel_name: str, program_name: str, locate=lam
 
 
 def _official_alternatives(official, device) -> list[tuple[str, object]]:
-    """Second legitimate ways of computing the official output: float64, and on a GPU, the CPU."""
-    alternatives = [("in float64", suite_safety.widened_model(official))]
+    """Second legitimate ways of computing the official output, as (label, (inputs, expected) -> output or None):
+    float64, and on a GPU, the CPU."""
+    model64 = suite_safety.widened_model(official)
+    alternatives = [("in float64", lambda inputs, expected: suite_safety.float64_reference(model64, inputs, expected))]
     if torch.device(device).type != "cpu":
-        alternatives.append(("on the CPU", copy.deepcopy(official).cpu()))
+        model_cpu = copy.deepcopy(official).cpu()
+        alternatives.append(("on the CPU", lambda inputs, _expected: suite_safety.cpu_reference(model_cpu, inputs)))
     return alternatives
 
 
 def _check_no_false_kill(alternatives, case: Case, expected, entry: Entry, book: CheckBook,
                          unavailable: dict[str, str]) -> None:
-    for label, model in alternatives:
+    for label, compute in alternatives:
         if label in unavailable:
             continue
         try:
-            if label == "in float64":
-                other = suite_safety.float64_reference(model, case.inputs, expected)
-                if other is None:
-                    continue
-            else:
-                other = suite_safety.cpu_reference(model, case.inputs)
+            other = compute(case.inputs, expected)
         except Exception as error:
             unavailable[label] = f"{type(error).__name__}: {error}"
+            continue
+        if other is None:  # nothing floating-point: the float64 route is the official one
             continue
         agreement = suite_safety.agreement(other, expected, entry.tolerance)
         if agreement.ok:
@@ -502,7 +502,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             suite.failures.append(f"trial {case.t}")
 
     if fault is None and official is not None and suites:
-        checked = [label for label, _model in alternatives if label not in unavailable_routes]
+        checked = [label for label, _compute in alternatives if label not in unavailable_routes]
         note = (f"the official Model {' and '.join(checked)} agrees with it within {entry.tolerance.describe()} on "
                 f"every trial" if checked else "no second way of computing the official output could run")
         note += "".join(f"; {label} it could not run ({why})" for label, why in unavailable_routes.items())

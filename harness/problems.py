@@ -71,7 +71,8 @@ class ProblemSearch:
         """Every path `kb_file` may name, in the order they are tried."""
         places = [folder / kb_file for folder in self.folders]
         if self.kernelbench is not None:
-            level_given = PurePosixPath(kb_file).parts[0].startswith("level") and len(PurePosixPath(kb_file).parts) == 2
+            parts = PurePosixPath(kb_file).parts
+            level_given = len(parts) == 2 and parts[0].startswith("level")
             places.append(self.kernelbench / kb_file if level_given else self.kernelbench / "level1" / kb_file)
         return places
 

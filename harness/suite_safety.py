@@ -104,25 +104,24 @@ class TrivialKernels:
         if self.constant is None and expected.numel():
             self.constant = _typical_value(expected)
         catching = self.suites_catching.setdefault(suite, set())
-        for kernel in self.kernels():
-            if kernel.startswith("writes the constant") and self.constant is None:
+        writers = [lambda: torch.zeros_like(expected), lambda: _copy_of_first_input(inputs, expected),
+                   lambda: self._constant_like(expected)]
+        for kernel, write in zip(self.kernels(), writers):
+            if self.constant is None and write is writers[2]:
                 continue
             # Enough is known once the kernel is caught somewhere and this suite is known not to be idle.
             if kernel in catching or (kernel in self.caught_by and catching):
                 continue
-            # One output at a time: a KernelBench-sized output is gigabytes.
-            if kernel == "writes zeros":
-                output = torch.zeros_like(expected)
-            elif kernel == "copies input 0":
-                output = _copy_of_first_input(inputs, expected)
-            else:
-                # Through a tensor, not full_like: a constant found in a uint8 trial wraps into an int8 one.
-                constant = torch.tensor(self.constant).to(device=expected.device, dtype=expected.dtype)
-                output = constant.expand(expected.shape).contiguous()
+            output = write()  # one output at a time: a KernelBench-sized output is gigabytes
             if not compare(output, expected, self.tolerance).ok:
                 catching.add(kernel)
                 self.caught_by.setdefault(kernel, f"{suite} trial {t}")
             del output
+
+    def _constant_like(self, expected: torch.Tensor) -> torch.Tensor:
+        # Through a tensor, not full_like: a constant found in a uint8 trial wraps into an int8 one.
+        constant = torch.tensor(self.constant).to(device=expected.device, dtype=expected.dtype)
+        return constant.expand(expected.shape).contiguous()
 
     def problems(self) -> list[str]:
         return [f"a kernel that {kernel} passes every trial of every suite ({self.tolerance.describe()}), so the "

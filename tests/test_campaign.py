@@ -96,12 +96,13 @@ def test_a_campaign_killed_with_sigkill_resumes_without_redoing_finished_mutants
 
     store = tmp_path / "results.jsonl"
     command = [sys.executable, "-m", "harness.campaign", "rule_compliant", "--backend", "cpu", "--no-progress",
-               "--substrates-dir", str(admitted / "substrates"), "--store", str(store)]
+               "--substrates-dir", str(admitted / "substrates"), "--store", str(store),
+               "--cache-dir", str(tmp_path / "cold-cache")]  # cold: compiles keep the campaign running long enough
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not store.is_file() or len(store.read_text().splitlines()) < 3):
-        time.sleep(0.2)
+        time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)  # the campaign and its workers, mid-run
     process.wait()
     finished = len(store.read_text().splitlines())

@@ -48,6 +48,13 @@ class Backend:
     def describe_device(self) -> str:
         raise NotImplementedError("a backend needs describe_device")
 
+    @property
+    def nvrtc_arch(self) -> str:
+        """The architecture `load` has NVRTC compile for, so PTX made elsewhere can share its cache entry."""
+        from harness.nvrtc import DEFAULT_ARCH
+
+        return DEFAULT_ARCH
+
     def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
         """Compile (or fetch from the cache) and load; raises harness.nvrtc.CompileError."""
         raise NotImplementedError("a backend needs load")

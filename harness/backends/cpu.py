@@ -24,7 +24,7 @@ import torch
 
 from harness import cache, signature
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
-from harness.nvrtc import DEFAULT_ARCH, CompileError
+from harness.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
 CXX = os.environ.get("CXX", "g++")
@@ -147,7 +147,7 @@ class CpuBackend(Backend):
         refused = unsupported_constructs(source, program_name)
         if refused:
             raise CompileError("\n".join(refused))
-        compiled, _ = cache.compile_cached(source, kernel_name, DEFAULT_ARCH, self.cache_dir, program_name, locate)
+        compiled, _ = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name, locate)
         fibers = bool(_NEEDS_FIBERS.search(_strip_comments(source)))
         unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
         key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())

@@ -65,13 +65,17 @@ class CudaBackend(Backend):
     def device(self):
         return self._device
 
+    @property
+    def nvrtc_arch(self) -> str:
+        return self.arch
+
     def describe_device(self) -> str:
         props = torch.cuda.get_device_properties(self._device)
         return f"{props.name} ({self.arch}, {props.total_memory // 2**30} GiB)"
 
     def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
         driver = _driver()
-        compiled, from_cache = cache.compile_cached(source, kernel_name, self.arch, self.cache_dir, program_name,
+        compiled, from_cache = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name,
                                                     locate)
         module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
         self._modules.append(module)
