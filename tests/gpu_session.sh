@@ -8,6 +8,11 @@
 #   REPEATS=N      gate the atomic backward substrates N more times (default 0)
 #   BENCH=0        skip the benchmark
 #   KB_ROOT=DIR    also gate examples/kernelbench/ against the KernelBench checkout at DIR
+#   GATE=0         skip the gates (the admission records in the tree are used as they are)
+#   TESTS=none     skip the tests
+#   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
+#                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
+#   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -19,6 +24,7 @@ python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
 
+if [ "${GATE:-1}" != 0 ]; then
 python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
 echo "gate exit: ${PIPESTATUS[0]}"
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
@@ -34,11 +40,14 @@ if [ -n "${KB_ROOT:-}" ]; then
   echo "kernelbench gate exit: ${PIPESTATUS[0]}"
   cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
 fi
+fi
 
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
-python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
-echo "pytest exit: ${PIPESTATUS[0]}"
+if [ "${TESTS:-all}" != none ]; then
+  python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
+  echo "pytest exit: ${PIPESTATUS[0]}"
+fi
 
 
 atomic=$(python3 gate.py --list | awk '/^pad_backward_(reflect|replicate)_/ {print $1}')
@@ -47,5 +56,33 @@ for i in $(seq 1 "${REPEATS:-0}"); do
 done | tee "$out/repeats.log"
 
 [ "${BENCH:-1}" = 0 ] || python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
-tail -n 8 "$out/examples.log"
-tail -n 32 "$out/gate.log"
+
+# campaign NAME: every admitted substrate, a cold cache and a store of its own, GPU utilisation
+# sampled every 250 ms while it runs; extra arguments go to the campaign.
+campaign() {
+  local name=$1; shift
+  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/$name.smi" &
+  local sampler=$!
+  python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
+    --cache-dir "/tmp/cache-$name" --json "$out/campaign-$name.json" "$@" > "$out/campaign-$name.log" 2>&1
+  echo "campaign $name exit: $?"
+  kill "$sampler"; wait "$sampler" 2>/dev/null
+  tail -n 1 "$out/campaign-$name.log"
+  awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) b[$1]++}
+    END {for (g in n) printf "  GPU %s: mean utilisation %.0f%%, busy in %.0f%% of %d samples\n", g, s[g]/n[g], 100*b[g]/n[g], n[g]}' \
+    "$out/$name.smi"
+}
+if [ "${CAMPAIGN:-}" = gpus ]; then
+  per_gpu=${WORKERS_PER_GPU:-4}
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+  campaign all-gpus --workers $((per_gpu * gpus))
+  CUDA_VISIBLE_DEVICES=0 campaign one-gpu --workers "$per_gpu"
+  python3 -m harness.report_diff "$out/campaign-all-gpus.json" "$out/campaign-one-gpu.json" | tail -n 20
+fi
+
+[ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
+[ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
+for name in all-gpus one-gpu; do
+  [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
+done
+true
