@@ -26,7 +26,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
 from harness.campaign_store import DEFAULT_STORE, ResultKey, ResultStore
-from harness.campaign_worker import CampaignJob, run_campaign_job
+from harness.campaign_worker import BATCH_SIZE, CampaignJob, run_campaign_job
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where the candidates are (default: substrates/)")
     parser.add_argument("--kb-root", type=Path, metavar="DIR", help="a KernelBench checkout, as for gate.py")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="compiled-kernel cache, as for gate.py")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, metavar="N",
+                        help=f"mutants compiled as one NVRTC program (default: {BATCH_SIZE}; 1 compiles each alone)")
     parser.add_argument("--naive", action="store_true",
                         help="for comparison: a fresh process, a fresh compile cache and freshly built references "
                              "for every mutant, the way KernelBench-style tools evaluate a kernel (results are "
@@ -132,13 +134,16 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
     remaining = list(plan.to_run)
     baseline_needed = True
+    batch_size = args.batch_size
     while remaining:
-        state = {"current": None}
+        state = {"current": None, "compiling_batch": False}
 
         def handle(message) -> bool:
             kind = message[0]
-            if kind == "mutant":
-                state["current"] = message[1]
+            if kind == "batch":
+                state["compiling_batch"], state["current"] = True, None
+            elif kind == "mutant":
+                state["current"], state["compiling_batch"] = message[1], False
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:
@@ -157,13 +162,17 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             return False
 
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
-                          run_baseline=baseline_needed, step_timeout=plan.step_timeout,
+                          run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         try:
             _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
         except WorkerLost as lost:
             current = state["current"]
+            if state["compiling_batch"]:
+                batch_size = 1  # a batch that hangs or crashes the compiler: each mutant alone, with its own limit
+                baseline_needed = False
+                continue
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
@@ -195,7 +204,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
         with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:
             job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(mutant_id,),
                               run_baseline=False, step_timeout=plan.step_timeout, cache_dir=cache,
-                              check_equivalence=False, stderr_log=str(worker_log(args)),
+                              check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None)
             try:
                 _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
@@ -290,6 +299,8 @@ def _run(args) -> int:
     workers = args.workers or (2 * gpus if gpus else 1)
     if workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
     try:
         plans, refused = _plans(args, backend)
     except ValueError as error:  # an unreadable admission record
@@ -314,13 +325,15 @@ def _run(args) -> int:
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
     devices_lock = threading.Lock()
+    # Read once, before any worker starts: starting one sets the variable for a moment, under a lock.
+    environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
 
     def run_one(plan: Plan) -> None:
         with slots:
             with devices_lock:
                 slot = free_devices.pop()
             try:
-                env = worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+                env = environments[slot]
                 if plan.to_run and args.naive:
                     run_plan_naively(plan, args, backend, naive_results, progress, env)
                 elif plan.to_run:

@@ -1,21 +1,22 @@
 """Inside a campaign worker: one substrate, kept warm, running one mutant after another.
 
 The worker builds every trial's inputs and computes the official reference once, compiles the
-unmutated source once, and then for each mutant: compiles it (a compile error is a status),
-compares its PTX with the original's and with earlier mutants' (identical code is Equivalent or
-Duplicate and never runs), and runs the trials, in the order that has killed most so far,
-until the first one fails. A fault that poisons the CUDA context ends the worker; the parent
-starts a fresh one for the mutants left.
+unmutated source once, and then takes the mutants `batch_size` at a time: compiles them as one
+NVRTC program (`harness.batches`; a batch that fails is compiled one mutant at a time, and a
+mutant that does not compile alone is a CompileError), and for each mutant compares its code
+with the original's and with earlier mutants' (identical code is Equivalent or Duplicate and
+never runs), then runs the trials, in the order that has killed most so far, until the first
+one fails. A fault that poisons the CUDA context ends the worker; the parent starts a fresh one
+for the mutants left.
 
 Messages to the parent: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
-why, seconds), ("mutant", id) as each mutant starts, ("step", what) before each compile and
-trial, ("result", {...}) per mutant.
+why, seconds), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
+("mutant", id) as each mutant starts, ("step", what) before each compile and trial, ("result",
+{...}) per mutant.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -24,14 +25,10 @@ from pathlib import Path
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
 STEP_TIMEOUT_ALLOWANCE = 20.0
-
-_NOT_CODE = re.compile(r"^\s*(\.loc|\.file|//|@@DWARF)")
-
-
-def ptx_digest(ptx: str) -> str:
-    """A digest of what the PTX executes: line-info directives and comments left out."""
-    lines = [line.strip() for line in ptx.splitlines() if line.strip() and not _NOT_CODE.match(line)]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+# Mutants compiled as one NVRTC program (measured in MEASUREMENTS.md: the per-mutant compile
+# time stops falling well before this size, and a worker restarted after a fault loses at most
+# one batch's compile).
+BATCH_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,7 @@ class CampaignJob:
     step_timeout: float | None = None  # from an earlier worker's unmutated run; measured again when None
     # Off in the naive comparison mode: no PTX comparison, so the unmutated source is compiled only if needed.
     check_equivalence: bool = True
+    batch_size: int = BATCH_SIZE  # 1: every mutant compiled alone (naive mode; after a batch timed out)
     # Where the worker's stderr goes: a mutant that corrupts the CPU backend's heap makes libc
     # print, and a dying worker's traceback would land in the middle of the progress bar.
     stderr_log: str | None = None
@@ -109,6 +107,7 @@ def _load_entry(job: CampaignJob):
 
 def run_campaign_job(job: CampaignJob, conn) -> None:
     from harness.backends import KernelFault, create_backend
+    from harness.batches import ptx_digest
     from harness.cache import compile_cached
     from harness.mutants import generate
     from harness.mutation_report import MutantStatus
@@ -138,7 +137,14 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
             loaded["kernel"] = backend.load(entry.cuda, entry.kernel_name, program)
         return loaded["kernel"]
 
-    digests = {compile_digest(entry.cuda): None} if job.check_equivalence else {}
+    # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
+    conn.send(("step", "compiling the unmutated source"))
+    original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program)[0] \
+        if job.batch_size > 1 else None
+    batching = original_variant is not None
+    digests = {}
+    if job.check_equivalence:
+        digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
 
     def run_trial(kernel, trial: Trial) -> str:
         run = run_kernel(entry, kernel, backend, trial.inputs)
@@ -183,39 +189,80 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
-    for mutant_id in job.mutant_ids:
-        started = time.perf_counter()
-        conn.send(("mutant", mutant_id))
-        conn.send(("step", f"compiling {mutant_id}"))
+    for first in range(0, len(job.mutant_ids), job.batch_size if batching else 1):
+        chunk = job.mutant_ids[first:first + (job.batch_size if batching else 1)]
+        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
+        variants = [None] * len(chunk)
+        if batching:
+            conn.send(("batch", chunk))
+            conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
+            variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
+        for mutant_id, source, variant in zip(chunk, sources, variants):
+            started = time.perf_counter()
+            conn.send(("mutant", mutant_id))
 
-        def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
-            conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
-                                  "seconds": round(time.perf_counter() - started, 4), "ptx_sha256": digest}))
+            def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
+                conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
+                                      "seconds": round(time.perf_counter() - started, 4), "ptx_sha256": digest}))
 
-        source = mutants[mutant_id].apply(entry.cuda)
-        digest = ""
-        try:
-            # PTX first: an equivalent or duplicate mutant is never loaded (nor, on the CPU, built by g++).
-            if job.check_equivalence:
-                digest = compile_digest(source)
-                if digest in digests:
-                    twin = digests[digest]
-                    if twin is None:
-                        report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's", digest)
-                    else:
-                        report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
-                    continue
-                digests[digest] = mutant_id
-            kernel = backend.load(source, entry.kernel_name, program)
-        except CompileError as error:
-            report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
-            continue
-        except KernelFault as fault:
-            report(MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
-            if fault.poisons_context:
-                return
-            continue
-        status, detail, context_lost = judge(kernel, mutant_id)
-        report(status, detail, digest)
-        if context_lost:
-            return  # the parent starts a fresh worker for the rest
+            digest = ""
+            try:
+                # Code compared first: an equivalent or duplicate mutant is never loaded (nor, on the CPU,
+                # built by g++). A mutant that compiles alone but not in a batch is run without comparison.
+                if job.check_equivalence and (variant or not batching):
+                    if not batching:
+                        conn.send(("step", f"compiling {mutant_id}"))
+                    digest = variant.digest if variant else compile_digest(source)
+                    if digest in digests:
+                        twin = digests[digest]
+                        if twin is None:
+                            report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's",
+                                   digest)
+                        else:
+                            report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
+                        continue
+                    digests[digest] = mutant_id
+                conn.send(("step", f"loading {mutant_id}"))
+                kernel = backend.load(source, entry.kernel_name, program,
+                                      compiled=variant.kernel if variant else None)
+            except CompileError as error:
+                report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
+                continue
+            except KernelFault as fault:
+                report(MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
+                if fault.poisons_context:
+                    return
+                continue
+            status, detail, context_lost = judge(kernel, mutant_id)
+            report(status, detail, digest)
+            if context_lost:
+                return  # the parent starts a fresh worker for the rest
+
+
+@dataclass(frozen=True)
+class Variant:
+    kernel: object  # harness.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
+    digest: str     # harness.batches.code_digest: comparable across batches
+
+
+def compile_variants(sources: list[str], entry, arch: str, program: str) -> list[Variant | None]:
+    """Every source compiled as one NVRTC program; a failed batch is compiled one source at a time.
+
+    None stands for a source that does not compile in batch form (a compile error, which compiling
+    it alone then reports, or a construct the batch's composition cannot take).
+    """
+    from harness.batches import batch_program, code_digest
+    from harness.nvrtc import CompileError, compile_program
+
+    def attempt(batch: list[str]) -> list[Variant]:
+        composed = batch_program(batch, entry.kernel_name, program)
+        compiled = compile_program(composed.source, composed.name_expressions, arch, program)
+        return [Variant(compiled.kernel(name, entry.kernel_name), code_digest(compiled.ptx, i))
+                for i, name in enumerate(composed.name_expressions)]
+
+    try:
+        return attempt(sources)
+    except CompileError:
+        if len(sources) == 1:
+            return [None]
+        return [compile_variants([source], entry, arch, program)[0] for source in sources]

@@ -103,27 +103,52 @@ def format_compile_log(log: str, source: str, program_name: str, locate=None) ->
     return "\n".join(out) if out else log.strip()
 
 
-def compile_cuda(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, program_name: str = "kernel.cu",
-                 locate=None) -> CompiledKernel:
-    """Compile `source` for `arch` and return PTX, cubin and the lowered name of `kernel_name`."""
+@dataclass(frozen=True)
+class CompiledProgram:
+    """One NVRTC program: its PTX and cubin, and the lowered (entry) name of each name expression."""
+
+    ptx: str
+    cubin: bytes
+    lowered_names: dict[str, str]
+    options: tuple[str, ...]
+    arch: str
+    compiler_version: str
+    log: str = ""
+
+    def kernel(self, name_expression: str, kernel_name: str | None = None) -> CompiledKernel:
+        """The kernel behind `name_expression` (a batch's kernels share the program's PTX and cubin)."""
+        return CompiledKernel(kernel_name=kernel_name or name_expression,
+                              lowered_name=self.lowered_names[name_expression], ptx=self.ptx, cubin=self.cubin,
+                              options=self.options, arch=self.arch, compiler_version=self.compiler_version,
+                              log=self.log)
+
+
+def compile_program(source: str, name_expressions: tuple[str, ...], arch: str = DEFAULT_ARCH,
+                    program_name: str = "kernel.cu", locate=None) -> CompiledProgram:
+    """Compile `source` for `arch`; every name expression must name a __global__ function of it."""
     from cuda.bindings import nvrtc
 
     options = compile_options(arch)
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), program_name.encode(), 0, [], []), "program creation")
     try:
-        _check(nvrtc.nvrtcAddNameExpression(prog, kernel_name.encode()), "name expression")
+        for name in name_expressions:
+            _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()), "name expression")
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
         buf = b" " * size
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
         log = buf.rstrip(b"\x00").decode(errors="replace")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            if "Error in parsing name expression" in log:
-                raise CompileError(f"kernel_name {kernel_name!r} is not a __global__ function of the source", log)
+            if "Error in parsing name expression" in log and len(name_expressions) == 1:
+                raise CompileError(f"kernel_name {name_expressions[0]!r} is not a __global__ function of the source",
+                                   log)
             raise CompileError(format_compile_log(log, source, program_name, locate), log)
-        status, lowered = nvrtc.nvrtcGetLoweredName(prog, kernel_name.encode())
-        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(f"kernel_name {kernel_name!r} is not a __global__ function of the source", log)
+        lowered = {}
+        for name in name_expressions:
+            status, found = nvrtc.nvrtcGetLoweredName(prog, name.encode())
+            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                raise CompileError(f"kernel_name {name!r} is not a __global__ function of the source", log)
+            lowered[name] = found.decode()
         size = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
         ptx = b" " * size
         _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
@@ -132,13 +157,11 @@ def compile_cuda(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, progra
         _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return CompiledKernel(
-        kernel_name=kernel_name,
-        lowered_name=lowered.decode(),
-        ptx=ptx.rstrip(b"\x00").decode(),
-        cubin=bytes(cubin),
-        options=options,
-        arch=arch,
-        compiler_version=compiler_version(),
-        log=log,
-    )
+    return CompiledProgram(ptx=ptx.rstrip(b"\x00").decode(), cubin=bytes(cubin), lowered_names=lowered,
+                           options=options, arch=arch, compiler_version=compiler_version(), log=log)
+
+
+def compile_cuda(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, program_name: str = "kernel.cu",
+                 locate=None) -> CompiledKernel:
+    """Compile `source` for `arch` and return PTX, cubin and the lowered name of `kernel_name`."""
+    return compile_program(source, (kernel_name,), arch, program_name, locate).kernel(kernel_name)

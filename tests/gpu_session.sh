@@ -13,6 +13,11 @@
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
+#   NAIVE=1        the naive mode (a process and a compile per mutant) against the campaign, on the
+#                  guard_deletion mutants of every admitted substrate, same workers, cold caches
+#   EXAMPLES=1     a campaign over examples/substrates on every GPU
+#   SCALING=1      campaigns on the first GPU with 1, 2, 4 and 8 workers, and with --batch-size 1,
+#                  over the guard_deletion and relational_boundary mutants
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -72,9 +77,23 @@ campaign() {
     END {for (g in n) printf "  GPU %s: mean utilisation %.0f%%, busy in %.0f%% of %d samples\n", g, s[g]/n[g], 100*b[g]/n[g], n[g]}' \
     "$out/$name.smi"
 }
+per_gpu=${WORKERS_PER_GPU:-4}
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+if [ "${NAIVE:-0}" = 1 ]; then
+  campaign naive --workers $((per_gpu * gpus)) --operator guard_deletion --naive
+  campaign warm --workers $((per_gpu * gpus)) --operator guard_deletion
+fi
+if [ "${EXAMPLES:-0}" = 1 ]; then
+  campaign examples --workers $((per_gpu * gpus)) --substrates-dir examples/substrates
+fi
+if [ "${SCALING:-0}" = 1 ]; then
+  for n in 1 2 4 8; do
+    CUDA_VISIBLE_DEVICES=0 campaign "workers-$n" --workers "$n" --operator guard_deletion --operator relational_boundary
+  done
+  CUDA_VISIBLE_DEVICES=0 campaign unbatched --workers 8 --batch-size 1 --operator guard_deletion \
+    --operator relational_boundary
+fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
-  per_gpu=${WORKERS_PER_GPU:-4}
-  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
   campaign all-gpus --workers $((per_gpu * gpus))
   CUDA_VISIBLE_DEVICES=0 campaign one-gpu --workers "$per_gpu"
   python3 -m harness.report_diff "$out/campaign-all-gpus.json" "$out/campaign-one-gpu.json" | tail -n 20
@@ -82,7 +101,7 @@ fi
 
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu; do
+for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 workers-8 unbatched; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done
 true

@@ -10,8 +10,9 @@ import json
 import pytest
 
 from harness.campaign import main
-from harness.campaign_worker import ptx_digest
+from harness.batches import ptx_digest
 from harness.cli import main as gate_main
+from harness.report_diff import status_differences, statuses
 from tests import rule_candidates
 
 OPERATORS = ["--operator", "relational_boundary", "--operator", "guard_deletion", "--operator", "ternary_swap"]
@@ -69,6 +70,24 @@ def test_the_naive_mode_runs_each_mutant_alone_and_agrees(admitted, capsys):
     out = capsys.readouterr().out
     assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored)" in out  # naive ignores the store
     assert "statuses {'killed': 2}" in out
+
+
+def test_mutants_compiled_in_batches_get_the_statuses_they_get_compiled_alone(admitted, tmp_path, capsys):
+    reports = {}
+    for batch_size in ("1", "32"):
+        reports[batch_size] = tmp_path / f"batch-{batch_size}.json"
+        assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                     str(tmp_path / f"store-{batch_size}.jsonl"), "--no-progress", "--batch-size", batch_size,
+                     "--json", str(reports[batch_size]), "rule_compliant"]) == 0
+    capsys.readouterr()
+    first, second = (json.loads(reports[b].read_text()) for b in ("1", "32"))
+    assert len(statuses(first)) >= 8
+    assert status_differences(first, second) == []
+
+
+def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
+    assert _campaign(admitted, "--batch-size", "0") == 2
+    assert capsys.readouterr().err == "campaign: error: --batch-size must be at least 1\n"
 
 
 @pytest.mark.parametrize("slot, gpus, visible, expected", [

@@ -1,9 +1,12 @@
 """The campaign's reports: mutation-testing-report-schema JSON, and the page that renders it.
 
-The schema test reads the published schema (npm package mutation-testing-report-schema, file
-src/mutation-testing-report-schema.json) from tests/fixtures/ and skips without it. The browser test needs a
-headless Chromium on PATH and a copy of mutation-testing-elements' dist/mutation-test-elements.js named by
-MUTATION_TESTING_ELEMENTS_JS (the CDN cannot be reached from CI), and skips without either.
+Two tests need third-party files, never committed: .ci/run installs them with npm into the gitignored
+.ci/npm/ (by hand: NPM_INSTALL below, run in the repository root). The schema test reads the published schema
+from the file named by MUTATION_TESTING_REPORT_SCHEMA, else tests/fixtures/mutation-testing-report-schema.json,
+else the npm package mutation-testing-report-schema's dist/src/mutation-testing-report-schema.json under
+.ci/npm/, and skips without one. The browser test needs a headless Chromium on PATH and the npm package
+mutation-testing-elements' dist/mutation-test-elements.js (the CDN cannot be reached from CI): the file named
+by MUTATION_TESTING_ELEMENTS_JS, else the one under .ci/npm/; it skips without either.
 """
 
 import base64
@@ -19,11 +22,18 @@ from pathlib import Path
 import pytest
 
 from harness.mutation_report import (
-    DETECTED, ELEMENTS_CDN, EQUIVALENT_REASON, NOT_VALID, OWN_KEY, SCHEMA_STATUS, MutantOutcome, MutantStatus,
-    SubstrateCampaign, file_key, report_html, report_json)
+    DETECTED, ELEMENTS_CDN, ELEMENTS_VERSION, EQUIVALENT_REASON, NOT_VALID, OWN_KEY, SCHEMA_STATUS, MutantOutcome,
+    MutantStatus, SubstrateCampaign, file_key, report_html, report_json)
 
-SCHEMA_FILE = Path(__file__).resolve().parent / "fixtures" / "mutation-testing-report-schema.json"
+ROOT = Path(__file__).resolve().parent.parent
+NPM_MODULES = ROOT / ".ci" / "npm" / "node_modules"  # where .ci/run installs the two npm packages
+NPM_INSTALL = ("npm install --prefix .ci/npm --no-save mutation-testing-elements@3.9.0 "
+               "mutation-testing-report-schema@3.8.4")
+SCHEMA_VAR = "MUTATION_TESTING_REPORT_SCHEMA"
+SCHEMA_FIXTURE = ROOT / "tests" / "fixtures" / "mutation-testing-report-schema.json"
+SCHEMA_NPM = NPM_MODULES / "mutation-testing-report-schema/dist/src/mutation-testing-report-schema.json"
 ELEMENTS_JS_VAR = "MUTATION_TESTING_ELEMENTS_JS"
+ELEMENTS_JS_NPM = NPM_MODULES / "mutation-testing-elements/dist/mutation-test-elements.js"
 S = MutantStatus
 
 PAD_SOURCE = """\
@@ -89,13 +99,25 @@ def test_the_fixture_covers_every_status():
 
 # ---- the schema -----------------------------------------------------------------------------------------
 
+def _local_file(var: str, *candidates: Path) -> Path:
+    """The file named by the environment variable `var` if set (skipping if it is not a file), else the
+    first of `candidates` that exists, else skip."""
+    named = os.environ.get(var)
+    if named:
+        if not Path(named).is_file():
+            pytest.skip(f"{var}={named} names no file")
+        return Path(named)
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        pytest.skip(f"needs {' or '.join(str(c.relative_to(ROOT)) for c in candidates)}: run `{NPM_INSTALL}` "
+                    f"in the repository root (as .ci/run does), or set {var} to a copy of the file")
+    return found
+
+
 def test_report_validates_against_the_published_schema():
-    if not SCHEMA_FILE.is_file():
-        pytest.skip("needs the published schema at tests/fixtures/mutation-testing-report-schema.json "
-                    "(stryker-mutator/mutation-testing-elements: packages/report-schema/src/"
-                    "mutation-testing-report-schema.json)")
+    schema_file = _local_file(SCHEMA_VAR, SCHEMA_FIXTURE, SCHEMA_NPM)
     jsonschema = pytest.importorskip("jsonschema", reason="needs jsonschema (the test extra)")
-    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
     assert schema["$id"] == "http://stryker-mutator.io/report.schema.json"
     validator = jsonschema.Draft7Validator(schema)
     report = json.loads(json.dumps(report_json(campaigns())))  # as a reader of the file would see it
@@ -284,6 +306,13 @@ def test_own_key_holds_scores_and_statuses():
     assert scatter["outcomes"]["scatter_add:L3C7:narrow_long_long:0"]["status"] == "compile_error"
 
 
+def test_the_npm_packages_are_pinned_alike_here_in_ci_and_in_the_page():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    pins = re.findall(r"mutation-testing-[a-z-]+@[0-9.]+", NPM_INSTALL)
+    assert len(pins) == 2 and all(pin in ci for pin in pins)
+    assert f"mutation-testing-elements@{ELEMENTS_VERSION}" in pins
+
+
 def test_file_key():
     assert file_key("pad_const") == "pad_const.cu"
 
@@ -410,11 +439,9 @@ PROBE = """<script>
 def test_the_page_shows_the_mutants_in_a_browser(tmp_path):
     chromium = _chromium()
     if chromium is None:
-        pytest.skip("needs a headless Chromium (none of chromium, chromium-browser, google-chrome on PATH)")
-    elements_js = os.environ.get(ELEMENTS_JS_VAR)
-    if not elements_js or not Path(elements_js).is_file():
-        pytest.skip(f"needs mutation-testing-elements' dist/mutation-test-elements.js named by {ELEMENTS_JS_VAR} "
-                    "(npm pack mutation-testing-elements@3.9.0); the CDN cannot be reached offline")
+        pytest.skip("needs a headless Chromium: none of chromium, chromium-browser, google-chrome, "
+                    "google-chrome-stable on PATH (Debian: apt-get install chromium)")
+    elements_js = _local_file(ELEMENTS_JS_VAR, ELEMENTS_JS_NPM)  # the CDN cannot be reached offline
     report = report_json(campaigns())
     files = [[key, sorted(m["id"] for m in entry["mutants"])] for key, entry in report["files"].items()]
     page = report_html(report, title_postfix="substrate harness", elements_js=elements_js)

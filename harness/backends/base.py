@@ -55,8 +55,12 @@ class Backend:
 
         return DEFAULT_ARCH
 
-    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
-        """Compile (or fetch from the cache) and load; raises harness.nvrtc.CompileError."""
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None, compiled=None) -> LoadedKernel:
+        """Compile (or fetch from the cache) and load; raises harness.nvrtc.CompileError.
+
+        `compiled`, a harness.nvrtc.CompiledKernel of `source` made elsewhere (one kernel of a
+        batch), replaces the NVRTC step.
+        """
         raise NotImplementedError("a backend needs load")
 
     def launch(self, kernel: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],

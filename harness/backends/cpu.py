@@ -143,11 +143,13 @@ class CpuBackend(Backend):
     def describe_device(self) -> str:
         return f"CPU: {_cpu_name()} ({os.cpu_count()} cores, {compiler_version()})"
 
-    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None, compiled=None) -> LoadedKernel:
         refused = unsupported_constructs(source, program_name)
         if refused:
             raise CompileError("\n".join(refused))
-        compiled, _ = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name, locate)
+        if compiled is None:  # NVRTC's PTX gives the parameter list, as on the GPU
+            compiled, _ = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name,
+                                               locate)
         fibers = bool(_NEEDS_FIBERS.search(_strip_comments(source)))
         unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
         key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())

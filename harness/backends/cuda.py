@@ -59,7 +59,7 @@ class CudaBackend(Backend):
         major, minor = torch.cuda.get_device_capability(self._device)
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
-        self._modules = []  # loaded modules stay alive as long as the backend
+        self._modules = {}  # cubin -> module; loaded modules stay alive as long as the backend
 
     @property
     def device(self):
@@ -73,12 +73,17 @@ class CudaBackend(Backend):
         props = torch.cuda.get_device_properties(self._device)
         return f"{props.name} ({self.arch}, {props.total_memory // 2**30} GiB)"
 
-    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None, compiled=None) -> LoadedKernel:
         driver = _driver()
-        compiled, from_cache = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name,
-                                                    locate)
-        module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
-        self._modules.append(module)
+        from_cache = compiled is not None
+        if compiled is None:
+            compiled, from_cache = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir,
+                                                        program_name, locate)
+        # A batch's kernels share one cubin: it is loaded once, and each kernel is looked up in it.
+        module = self._modules.get(compiled.cubin)
+        if module is None:
+            module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
+            self._modules[compiled.cubin] = module
         function = _check(driver.cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
         return LoadedKernel(
             name=kernel_name,

@@ -1,0 +1,68 @@
+"""harness.batches: many variants of a source in one NVRTC program, each variant's code comparable.
+
+NVRTC runs without a GPU, so every test here runs in CI.
+"""
+
+from types import SimpleNamespace
+
+from harness.batches import batch_program, code_digest, variant_code
+from harness.campaign_worker import compile_variants
+from harness.nvrtc import compile_program
+
+SOURCE = r"""#include <cuda_fp16.h>
+#define SCALE 0.5f
+extern "C" __global__ void scale_half(const __half* __restrict__ x, float* __restrict__ out, long long n)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = __half2float(x[i]) * SCALE;
+}
+"""
+MOVED = SOURCE.replace("    if (i >= n) return;", "\n\n    // a comment and two blank lines: the same code\n    if (i >= n) return;")
+BOUNDARY = SOURCE.replace("i >= n", "i > n")
+NOT_CUDA = SOURCE.replace("return;", "return")
+ENTRY = SimpleNamespace(kernel_name="scale_half")
+
+
+def test_a_batch_holds_each_source_in_a_namespace_with_shared_includes_and_its_own_macros():
+    program = batch_program([SOURCE, BOUNDARY], "scale_half", "scale_half.cu")
+    assert program.name_expressions == ("harness_batch_0000::scale_half", "harness_batch_0001::scale_half")
+    assert program.source.count("#include <cuda_fp16.h>") == 1
+    assert program.source.count("#undef SCALE") == 2
+    assert 'extern "C"' not in program.source
+    assert '#line 1 "scale_half.cu (variant 1)"' in program.source
+
+
+def test_the_same_source_anywhere_in_a_batch_has_one_digest_and_a_mutant_another():
+    program = batch_program([SOURCE, BOUNDARY, MOVED, SOURCE], "scale_half", "scale_half.cu")
+    compiled = compile_program(program.source, program.name_expressions)
+    digests = [code_digest(compiled.ptx, i) for i in range(4)]
+    assert digests[0] == digests[2] == digests[3]
+    assert digests[1] != digests[0]
+    assert "harness_batch_0003" not in variant_code(compiled.ptx, 3)  # the tag is blanked
+    assert variant_code(compiled.ptx, 3).count(".entry") == 1  # only its own entry
+
+
+def test_each_kernel_of_a_batch_has_its_own_entry_in_the_shared_cubin():
+    program = batch_program([SOURCE, BOUNDARY], "scale_half", "scale_half.cu")
+    compiled = compile_program(program.source, program.name_expressions)
+    first, second = (compiled.kernel(name, "scale_half") for name in program.name_expressions)
+    assert first.cubin is second.cubin
+    assert first.lowered_name != second.lowered_name
+    assert f".entry {first.lowered_name}(" in compiled.ptx
+
+
+def test_a_batch_with_a_source_that_does_not_compile_falls_back_to_one_compile_each():
+    variants = compile_variants([SOURCE, NOT_CUDA, BOUNDARY], ENTRY, "sm_90", "scale_half.cu")
+    assert variants[1] is None
+    alone = compile_variants([SOURCE], ENTRY, "sm_90", "scale_half.cu")
+    assert variants[0].digest == alone[0].digest
+    assert variants[2].digest != variants[0].digest
+
+
+def test_a_source_the_composition_cannot_take_has_no_variant_but_compiles_alone():
+    # An extern "C" block keeps its C name inside the namespace, where no name expression finds it;
+    # the worker then compiles every mutant of that substrate alone (run_campaign_job's `batching`).
+    block = SOURCE.replace('extern "C" __global__ void scale_half(', 'extern "C" {\n__global__ void scale_half(') + "}\n"
+    assert compile_variants([block, block], ENTRY, "sm_90", "scale_half.cu") == [None, None]
+    assert compile_program(block, ("scale_half",)).lowered_names == {"scale_half": "scale_half"}
