@@ -43,7 +43,7 @@ class FakeBackend(Backend):
     def describe_device(self) -> str:
         return "fake CPU"
 
-    def load(self, source: str, kernel_name: str, program_name: str, locate=None) -> LoadedKernel:
+    def load(self, source: str, kernel_name: str, program_name: str, locate=None, compiled=None) -> LoadedKernel:
         compiled = compile_cuda(source, kernel_name, program_name=program_name, locate=locate)
         if kernel_name not in self.kernels:
             raise LookupError(f"FakeBackend has no Python implementation of {kernel_name!r} "

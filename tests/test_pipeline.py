@@ -447,7 +447,7 @@ def test_compile_error_names_the_line_of_the_candidate_file(entry):
 
 def test_kernel_that_cannot_be_loaded_fails_compile(entry):
     class UnloadableBackend(fakes.FakeBackend):
-        def load(self, source, kernel_name, program_name, locate=None):
+        def load(self, source, kernel_name, program_name, locate=None, compiled=None):
             super().load(source, kernel_name, program_name, locate)
             raise KernelFault("cuModuleLoadData: CUDA error 218 CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed")
 
