@@ -343,7 +343,8 @@ def _run(args) -> int:
                     free_devices.append(slot)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(run_one, plans))
+        # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
+        list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:

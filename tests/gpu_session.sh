@@ -16,8 +16,8 @@
 #   NAIVE=1        the naive mode (a process and a compile per mutant) against the campaign, on the
 #                  guard_deletion mutants of every admitted substrate, same workers, cold caches
 #   EXAMPLES=1     a campaign over examples/substrates on every GPU
-#   SCALING=1      campaigns on the first GPU with 1, 2, 4 and 8 workers, and with --batch-size 1,
-#                  over the guard_deletion and relational_boundary mutants
+#   SCALING=1      campaigns over four substrates on the first GPU with 1, 2 and 4 workers, and with 4
+#                  workers and --batch-size 1
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
 mkdir -p "$out"
@@ -87,11 +87,11 @@ if [ "${EXAMPLES:-0}" = 1 ]; then
   campaign examples --workers $((per_gpu * gpus)) --substrates-dir examples/substrates
 fi
 if [ "${SCALING:-0}" = 1 ]; then
-  for n in 1 2 4 8; do
-    CUDA_VISIBLE_DEVICES=0 campaign "workers-$n" --workers "$n" --operator guard_deletion --operator relational_boundary
+  four="pad_const_b1 pad_const_b4 pad_reflect_b2 pad_replicate_b8"
+  for n in 1 2 4; do
+    CUDA_VISIBLE_DEVICES=0 campaign "workers-$n" --workers "$n" $four
   done
-  CUDA_VISIBLE_DEVICES=0 campaign unbatched --workers 8 --batch-size 1 --operator guard_deletion \
-    --operator relational_boundary
+  CUDA_VISIBLE_DEVICES=0 campaign unbatched --workers 4 --batch-size 1 $four
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
@@ -101,7 +101,7 @@ fi
 
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 workers-8 unbatched; do
+for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 unbatched; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done
 true
