@@ -135,6 +135,12 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     remaining = list(plan.to_run)
     baseline_needed = True
     batch_size = args.batch_size
+    # Every judged mutant's code, so a restarted worker (or a resumed campaign) still finds duplicates.
+    known_digests = {}
+    for mutant in plan.mutants:
+        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
+        if record is not None:
+            _remember_digest(known_digests, record)
     while remaining:
         state = {"current": None, "compiling_batch": False}
 
@@ -152,6 +158,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             elif kind == "result":
                 result = message[1]
                 store.put(ResultKey(plan.source_sha256, backend, result["mutant_id"]), result)
+                _remember_digest(known_digests, result)
                 remaining.remove(result["mutant_id"])
                 progress.done(result["status"])
                 state["current"] = None
@@ -163,6 +170,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
 
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
+                          known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         try:
@@ -185,6 +193,13 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         if plan.failure:
             return
         baseline_needed = False
+
+
+def _remember_digest(known: dict[str, str], result: dict) -> None:
+    """Record a judged mutant's code digest (the first mutant with that code keeps it)."""
+    if result.get("ptx_sha256") and result["status"] not in (MutantStatus.EQUIVALENT.value,
+                                                               MutantStatus.DUPLICATE.value):
+        known.setdefault(result["ptx_sha256"], result["mutant_id"])
 
 
 def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, env: dict) -> None:

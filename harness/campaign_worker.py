@@ -42,6 +42,9 @@ class CampaignJob:
     # Off in the naive comparison mode: no PTX comparison, so the unmutated source is compiled only if needed.
     check_equivalence: bool = True
     batch_size: int = BATCH_SIZE  # 1: every mutant compiled alone (naive mode; after a batch timed out)
+    # (code digest, mutant id) of mutants already judged, by an earlier worker or an earlier run:
+    # a mutant whose code matches one of them is a Duplicate whichever worker meets it.
+    known_digests: tuple[tuple[str, str], ...] = ()
     # Where the worker's stderr goes: a mutant that corrupts the CPU backend's heap makes libc
     # print, and a dying worker's traceback would land in the middle of the progress bar.
     stderr_log: str | None = None
@@ -144,6 +147,7 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
     batching = original_variant is not None
     digests = {}
     if job.check_equivalence:
+        digests.update(dict(job.known_digests))
         digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
 
     def run_trial(kernel, trial: Trial) -> str:

@@ -152,3 +152,30 @@ def test_every_mutant_of_the_template_gets_the_status_its_fault_earns(admitted, 
     assert mutants["L6C22:index_off_by_one:0"][1].startswith("T0_original trial 0: output_matches: ")
     out = capsys.readouterr().out
     assert "survivors:\nrule_compliant:L4C5:narrow_long_long:0  L4: -    long long i = (long long)blockIdx.x" in out
+
+
+class _Messages:
+    """The worker's end of the pipe, kept in a list."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, message):
+        self.sent.append(message)
+
+
+def test_a_worker_told_of_an_earlier_mutants_code_reports_a_duplicate_of_it(admitted):
+    from harness.campaign_worker import CampaignJob, compile_variants, _load_entry, run_campaign_job
+    from harness.mutants import generate
+
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    job = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=())
+    entry = _load_entry(job)
+    mutant = next(m for m in generate(entry.cuda, entry.name) if m.operator.value == "guard_deletion")
+    earlier = compile_variants([mutant.apply(entry.cuda)], entry, "sm_90", "rule_compliant.cu")[0]
+    conn = _Messages()
+    run_campaign_job(CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=(mutant.id,),
+                                 run_baseline=False, known_digests=((earlier.digest, "an_earlier_worker:L1C1:x:0"),)),
+                     conn)
+    (result,) = [m[1] for m in conn.sent if m[0] == "result"]
+    assert (result["status"], result["detail"]) == ("duplicate", "compiled code identical to an_earlier_worker:L1C1:x:0's")
