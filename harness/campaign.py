@@ -130,7 +130,50 @@ class Progress:
         self.bar.close()
 
 
-def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, env: dict) -> None:
+class WorkerTime:
+    """Where the workers' time went, summed over every worker: the phases they report, and the rest
+    (starting the process, importing torch) as their wall time less those; safe across threads."""
+
+    PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
+
+    def __init__(self):
+        self.phases = {name: 0.0 for name in self.PHASES}
+        self.wall = 0.0
+        self.workers = 0
+        self.lock = threading.Lock()
+
+    def add(self, phases: dict, wall: float) -> None:
+        with self.lock:
+            for name, seconds in phases.items():
+                self.phases[name] = self.phases.get(name, 0.0) + seconds
+            self.wall += wall
+            self.workers += 1
+
+    def describe(self) -> str:
+        rest = max(0.0, self.wall - sum(self.phases.values()))
+        parts = [f"{name} {seconds:.1f}" for name, seconds in self.phases.items()]
+        return (f"worker time {self.wall:.1f} s over {self.workers} worker(s): " + ", ".join(parts)
+                + f", process start and imports {rest:.1f}")
+
+
+def _timed_converse(worker_time: WorkerTime, job, handle, env: dict) -> None:
+    """_converse with the worker's wall time and reported phases added to worker_time, however it ends."""
+    reported = {}
+
+    def keep_timings(message) -> bool:
+        if message[0] == "timings":
+            reported.update(message[1])
+        return handle(message)
+
+    started = time.perf_counter()
+    try:
+        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, env=env)
+    finally:
+        worker_time.add(reported, time.perf_counter() - started)
+
+
+def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, env: dict,
+             worker_time: WorkerTime) -> None:
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
     remaining = list(plan.to_run)
     baseline_needed = True
@@ -174,7 +217,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         try:
-            _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
+            _timed_converse(worker_time, job, handle, env)
         except WorkerLost as lost:
             current = state["current"]
             if state["compiling_batch"]:
@@ -202,7 +245,8 @@ def _remember_digest(known: dict[str, str], result: dict) -> None:
         known.setdefault(result["ptx_sha256"], result["mutant_id"])
 
 
-def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, env: dict) -> None:
+def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, env: dict,
+                     worker_time: WorkerTime) -> None:
     """Each mutant alone: a fresh worker, an empty compile cache, the trials and references built again."""
     import tempfile
 
@@ -222,7 +266,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                               check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None)
             try:
-                _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, handle, env=env)
+                _timed_converse(worker_time, job, handle, env)
             except WorkerLost as lost:
                 status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
@@ -336,6 +380,7 @@ def _run(args) -> int:
 
     progress = Progress(pending, args.no_progress)
     naive_results: dict[str, dict] = {}
+    worker_time = WorkerTime()
     run_started = time.perf_counter()
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
@@ -350,9 +395,9 @@ def _run(args) -> int:
             try:
                 env = environments[slot]
                 if plan.to_run and args.naive:
-                    run_plan_naively(plan, args, backend, naive_results, progress, env)
+                    run_plan_naively(plan, args, backend, naive_results, progress, env, worker_time)
                 elif plan.to_run:
-                    run_plan(plan, args, backend, store, progress, env)
+                    run_plan(plan, args, backend, store, progress, env, worker_time)
             finally:
                 with devices_lock:
                     free_devices.append(slot)
@@ -366,6 +411,7 @@ def _run(args) -> int:
         statuses = {}
         for outcome in naive_results.values():
             statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
+        print(worker_time.describe())
         print(f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
               f"statuses {dict(sorted(statuses.items()))}")
         return EXIT_RAN
@@ -387,6 +433,8 @@ def _run(args) -> int:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
             args.html.write_text(report_html(report))
+    if worker_time.workers:
+        print(worker_time.describe())
     rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
     print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
           flush=True)

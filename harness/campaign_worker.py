@@ -5,11 +5,11 @@ unmutated source once, and then takes the mutants `batch_size` at a time: compil
 NVRTC program (`harness.batches`; a batch that fails is compiled one mutant at a time, and a
 mutant that does not compile alone is a CompileError), and for each mutant compares its code
 with the original's and with earlier mutants' (identical code is Equivalent or Duplicate and
-never runs), then runs the trials, in the order that has killed most so far, until the first
+never runs), then runs the trials, most kills per byte first (`trial_order`), until the first
 one fails. A fault that poisons the CUDA context ends the worker; the parent starts a fresh one
 for the mutants left.
 
-Messages to the parent: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
+Messages to the parent, ("timings", {phase: seconds}) last however the job ends: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
 why, seconds), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
 ("mutant", id) as each mutant starts, ("step", what) before each compile and trial, ("result",
 {...}) per mutant.
@@ -78,6 +78,25 @@ def prepare_trials(entry, official, device) -> list[Trial]:
     return trials
 
 
+def trial_order(kills: dict[int, int], costs: list[int]) -> list[int]:
+    """Trials in the order that kills soonest: most kills per byte of the trial first.
+
+    A kill found by a small trial saves the large ones (a mutant that makes a kernel spin runs a
+    small trial far faster than a KernelBench-sized one). The cost is the trial's bytes, not its
+    measured time, so the order, and with it which trial is named as the killer, is the same on
+    every run. Kills start at one each, so untried trials still get their turn.
+    """
+    return sorted(range(len(costs)), key=lambda i: (-(kills.get(i, 0) + 1) / max(costs[i], 1), i))
+
+
+def trial_bytes(trial: "Trial") -> int:
+    """What a trial moves: the bytes of its tensor inputs and of the official output."""
+    import torch
+
+    tensors = [x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)]
+    return sum(x.numel() * x.element_size() for x in tensors)
+
+
 def first_failure(run, expected, entry) -> str:
     """'' when the run passes every check the gate makes of a kernel, else the first check it fails."""
     from harness.compare import compare
@@ -109,6 +128,28 @@ def _load_entry(job: CampaignJob):
 
 
 def run_campaign_job(job: CampaignJob, conn) -> None:
+    """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends."""
+    phases = Counter()
+    try:
+        _run_campaign_job(job, conn, phases)
+    finally:
+        conn.send(("timings", dict(phases)))
+
+
+class _Phase:
+    """Adds the seconds spent inside a `with` block to phases[name]."""
+
+    def __init__(self, phases: Counter, name: str):
+        self.phases, self.name = phases, name
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.phases[self.name] += time.perf_counter() - self.started
+
+
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.batches import ptx_digest
     from harness.cache import compile_cached
@@ -118,12 +159,14 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
 
-    entry = _load_entry(job)
-    backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
-    search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
-    official = load_problem(entry.kb_file, search).build_model(backend.device)
+    with _Phase(phases, "start-up"):
+        entry = _load_entry(job)
+        backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
+        search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
+        official = load_problem(entry.kb_file, search).build_model(backend.device)
     conn.send(("step", "building the trials"))
-    trials = prepare_trials(entry, official, backend.device)
+    with _Phase(phases, "trials and references"):
+        trials = prepare_trials(entry, official, backend.device)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
 
@@ -142,43 +185,47 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
 
     # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
     conn.send(("step", "compiling the unmutated source"))
-    original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program)[0] \
-        if job.batch_size > 1 else None
-    batching = original_variant is not None
-    digests = {}
-    if job.check_equivalence:
-        digests.update(dict(job.known_digests))
-        digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
+    with _Phase(phases, "compiling"):
+        original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program)[0] \
+            if job.batch_size > 1 else None
+        batching = original_variant is not None
+        digests = {}
+        if job.check_equivalence:
+            digests.update(dict(job.known_digests))
+            digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
 
-    def run_trial(kernel, trial: Trial) -> str:
-        run = run_kernel(entry, kernel, backend, trial.inputs)
-        return first_failure(run, trial.expected, entry)
+    costs = [trial_bytes(trial) for trial in trials]
+
+    def run_trial(kernel, i: int) -> str:
+        run = run_kernel(entry, kernel, backend, trials[i].inputs)
+        return first_failure(run, trials[i].expected, entry)
 
     # The unmutated source goes through the same trials and must survive every one.
     slowest = 0.0
     if job.run_baseline:
         started = time.perf_counter()
-        for trial in trials:
-            conn.send(("step", f"unmutated {trial.where}"))
-            began = time.perf_counter()
-            failure = run_trial(original(), trial)
-            slowest = max(slowest, time.perf_counter() - began)
-            if failure:
-                conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
-                           time.perf_counter() - started))
-                return
+        with _Phase(phases, "unmutated runs"):
+            for i, trial in enumerate(trials):
+                conn.send(("step", f"unmutated {trial.where}"))
+                began = time.perf_counter()
+                failure = run_trial(original(), i)
+                slowest = max(slowest, time.perf_counter() - began)
+                if failure:
+                    conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
+                               time.perf_counter() - started))
+                    return
         conn.send(("baseline", True, "", time.perf_counter() - started))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus, str, bool]:
-        """Run the trials, in the order that has killed most, until one fails: (status, detail, context lost)."""
-        for i in sorted(range(len(trials)), key=lambda i: -kills[i]):
+        """Run the trials, those that kill soonest first, until one fails: (status, detail, context lost)."""
+        for i in trial_order(kills, costs):
             trial = trials[i]
             conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
-                failure = run_trial(kernel, trial)
+                failure = run_trial(kernel, i)
                 # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
-                if failure and entry.accumulates and run_trial(original(), trial):
+                if failure and entry.accumulates and run_trial(original(), i):
                     continue
             except KernelFault as fault:
                 return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context
@@ -200,14 +247,17 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
         if batching:
             conn.send(("batch", chunk))
             conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
-            variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
+            with _Phase(phases, "compiling"):
+                variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
         for mutant_id, source, variant in zip(chunk, sources, variants):
             started = time.perf_counter()
             conn.send(("mutant", mutant_id))
 
             def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
+                seconds = time.perf_counter() - started
+                phases["mutants"] += seconds
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
-                                      "seconds": round(time.perf_counter() - started, 4), "ptx_sha256": digest}))
+                                      "seconds": round(seconds, 4), "ptx_sha256": digest}))
 
             digest = ""
             try:

@@ -145,11 +145,14 @@ def test_every_mutant_of_the_template_gets_the_status_its_fault_earns(admitted, 
     assert {k for k, (status, _why) in mutants.items() if status == "Survived"} == {
         "L4C5:narrow_long_long:0", "L4C20:narrow_long_long:0"}
     assert {status for status, _why in mutants.values()} == {"Survived", "Killed"}
-    # T0's 64 x 256 fills its blocks exactly: only a misaligned shape has threads past the end.
-    assert mutants["L5C11:relational_boundary:0"][1].startswith(
-        "misaligned trial 0: writes_in_bounds: 4 bytes changed in the guard band after out")
-    assert mutants["L4C30:thread_block_swap:0"][1].startswith("T0_original trial 0: output_fully_written: ")
-    assert mutants["L6C22:index_off_by_one:0"][1].startswith("T0_original trial 0: output_matches: ")
+    # The smallest trials go first (trial_order): the misaligned suite's trial 0, 3 x 37, is the smallest,
+    # and only a misaligned shape has threads past the end (T0's 64 x 256 fills its blocks exactly).
+    for mutant_id, killed_by in [
+            ("L5C11:relational_boundary:0", "misaligned trial 0: writes_in_bounds: 4 bytes changed in the guard band"
+                                            " after out"),
+            ("L4C30:thread_block_swap:0", "misaligned trial 0: output_fully_written: "),
+            ("L6C22:index_off_by_one:0", "misaligned trial 0: output_matches: ")]:
+        assert mutants[mutant_id][1].startswith(killed_by), mutants[mutant_id]
     out = capsys.readouterr().out
     assert "survivors:\nrule_compliant:L4C5:narrow_long_long:0  L4: -    long long i = (long long)blockIdx.x" in out
 
@@ -179,3 +182,22 @@ def test_a_worker_told_of_an_earlier_mutants_code_reports_a_duplicate_of_it(admi
                      conn)
     (result,) = [m[1] for m in conn.sent if m[0] == "result"]
     assert (result["status"], result["detail"]) == ("duplicate", "compiled code identical to an_earlier_worker:L1C1:x:0's")
+
+
+def test_trials_that_kill_most_per_byte_go_first():
+    from harness.campaign_worker import trial_order
+
+    # Trial 0 is large and has killed most; trial 2 is small with a few kills: 3 / 10 beats 11 / 1000.
+    assert trial_order({0: 10, 1: 0, 2: 2}, [1000, 500, 10]) == [2, 0, 1]
+    # Nothing killed yet: the smallest first, ties by index.
+    assert trial_order({}, [300, 100, 100]) == [1, 2, 0]
+
+
+def test_worker_time_names_every_phase_and_the_rest():
+    from harness.campaign import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"start-up": 1.0, "mutants": 2.5}, 5.0)
+    worker_time.add({"compiling": 0.5}, 1.0)
+    assert worker_time.describe() == ("worker time 6.0 s over 2 worker(s): start-up 1.0, trials and references 0.0, "
+                                      "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start and imports 2.0")
