@@ -185,7 +185,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         if record is not None:
             _remember_digest(known_digests, record)
     while remaining:
-        state = {"current": None, "compiling_batch": False}
+        state = {"current": None, "compiling_batch": False, "started": 0}
 
         def handle(message) -> bool:
             kind = message[0]
@@ -193,6 +193,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 state["compiling_batch"], state["current"] = True, None
             elif kind == "mutant":
                 state["current"], state["compiling_batch"] = message[1], False
+                state["started"] += 1
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:
@@ -228,6 +229,14 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
             status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
+            if status is MutantStatus.RUNTIME_ERROR and state["started"] > 1:
+                # A worker that dies may have been broken by an earlier mutant (on the CPU backend a stray
+                # write can corrupt the worker's heap, and the crash comes later): the mutant is run again,
+                # first in a fresh worker, and only a death there is its own.
+                remaining.remove(current)
+                remaining.insert(0, current)
+                baseline_needed = False
+                continue
             store.put(ResultKey(plan.source_sha256, backend, current),
                       {"mutant_id": current, "status": status.value, "detail": str(lost), "seconds": 0.0,
                        "ptx_sha256": ""})
