@@ -237,8 +237,9 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 remaining.insert(0, current)
                 baseline_needed = False
                 continue
+            detail = str(lost) + (" (the first mutant of a fresh worker)" if state["started"] == 1 else "")
             store.put(ResultKey(plan.source_sha256, backend, current),
-                      {"mutant_id": current, "status": status.value, "detail": str(lost), "seconds": 0.0,
+                      {"mutant_id": current, "status": status.value, "detail": detail, "seconds": 0.0,
                        "ptx_sha256": ""})
             remaining.remove(current)
             progress.done(status.value)

@@ -201,3 +201,27 @@ def test_worker_time_names_every_phase_and_the_rest():
     worker_time.add({"compiling": 0.5}, 1.0)
     assert worker_time.describe() == ("worker time 6.0 s over 2 worker(s): start-up 1.0, trials and references 0.0, "
                                       "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start and imports 2.0")
+
+
+def test_a_mutant_that_kills_its_worker_is_blamed_only_after_dying_first_in_a_fresh_one(tmp_path, capsys):
+    # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`, and the
+    # CPU backend's worker dies of it. It is the second mutant of its worker, so it is run again, first.
+    rule_candidates.write_candidates(tmp_path, [])
+    (tmp_path / "substrates" / "candidate_RuleSeveral.py").unlink()
+    (tmp_path / "substrates" / "candidate_rule_compliant.py").unlink()
+    (tmp_path / "substrates" / "candidate_wild_write.py").write_text(rule_candidates.variant_text("wild_write", [(
+        "    out[i] = fabsf(x[i]) + 0.5f * x[i];",
+        "    if (n < 0) out[i + (1LL << 40)] = 0.0f;\n    out[i] = fabsf(x[i]) + 0.5f * x[i];")]))
+    assert gate_main([str(tmp_path / "substrates" / "candidate_wild_write.py"), "--backend", "cpu", "--no-progress",
+                      "--timeout", "60"]) == 0
+    report = tmp_path / "report.json"
+    assert main(["--backend", "cpu", "--substrates-dir", str(tmp_path / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", "--operator", "relational_negation",
+                 "--json", str(report)]) == 0
+    capsys.readouterr()
+    outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["wild_write"]["outcomes"]
+    assert [(mutant_id.split(":")[1], o["status"]) for mutant_id, o in outcomes.items()] == [
+        ("L5C11", "killed"), ("L6C11", "runtime_error")]
+    wild = outcomes["wild_write:L6C11:relational_negation:0"]["detail"]
+    assert wild.startswith("the worker process died during ")
+    assert wild.endswith("(the first mutant of a fresh worker)")
