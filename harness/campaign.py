@@ -132,7 +132,8 @@ class Progress:
 
 class WorkerTime:
     """Where the workers' time went, summed over every worker: the phases they report, and the rest
-    (starting the process, importing torch) as their wall time less those; safe across threads."""
+    (starting the process, importing torch, and whatever a worker that died had not reported yet)
+    as their wall time less those; safe across threads."""
 
     PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
 
@@ -153,7 +154,7 @@ class WorkerTime:
         rest = max(0.0, self.wall - sum(self.phases.values()))
         parts = [f"{name} {seconds:.1f}" for name, seconds in self.phases.items()]
         return (f"worker time {self.wall:.1f} s over {self.workers} worker(s): " + ", ".join(parts)
-                + f", process start and imports {rest:.1f}")
+                + f", process start, imports and unreported {rest:.1f}")
 
 
 def _timed_converse(worker_time: WorkerTime, job, handle, env: dict) -> None:
@@ -161,7 +162,7 @@ def _timed_converse(worker_time: WorkerTime, job, handle, env: dict) -> None:
     reported = {}
 
     def keep_timings(message) -> bool:
-        if message[0] == "timings":
+        if message[0] == "timings":  # cumulative: the last one a worker sent counts
             reported.update(message[1])
         return handle(message)
 

@@ -9,7 +9,8 @@ never runs), then runs the trials, most kills per byte first (`trial_order`), un
 one fails. A fault that poisons the CUDA context ends the worker; the parent starts a fresh one
 for the mutants left.
 
-Messages to the parent, ("timings", {phase: seconds}) last however the job ends: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
+Messages to the parent, ("timings", {phase: seconds so far}) after the baseline, after each result and
+last however the job ends: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
 why, seconds), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
 ("mutant", id) as each mutant starts, ("step", what) before each compile and trial, ("result",
 {...}) per mutant.
@@ -215,6 +216,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                                time.perf_counter() - started))
                     return
         conn.send(("baseline", True, "", time.perf_counter() - started))
+        conn.send(("timings", dict(phases)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus, str, bool]:
@@ -258,6 +260,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 phases["mutants"] += seconds
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                       "seconds": round(seconds, 4), "ptx_sha256": digest}))
+                conn.send(("timings", dict(phases)))  # so far: a worker that dies later has said this much
 
             digest = ""
             try:

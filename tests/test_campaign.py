@@ -200,7 +200,7 @@ def test_worker_time_names_every_phase_and_the_rest():
     worker_time.add({"start-up": 1.0, "mutants": 2.5}, 5.0)
     worker_time.add({"compiling": 0.5}, 1.0)
     assert worker_time.describe() == ("worker time 6.0 s over 2 worker(s): start-up 1.0, trials and references 0.0, "
-                                      "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start and imports 2.0")
+                                      "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
 
 
 def test_a_mutant_that_kills_its_worker_is_blamed_only_after_dying_first_in_a_fresh_one(tmp_path, capsys):
