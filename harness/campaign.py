@@ -207,6 +207,10 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 remaining.remove(result["mutant_id"])
                 progress.done(result["status"])
                 state["current"] = None
+            elif kind == "retry":  # the worker ends; its next one starts with this mutant
+                remaining.remove(message[1])
+                remaining.insert(0, message[1])
+                state["current"] = None
             elif kind == "step_timeout":
                 plan.step_timeout = float(message[1])
             elif kind == "done":

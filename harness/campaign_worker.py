@@ -11,7 +11,8 @@ for the mutants left.
 
 Messages to the parent, ("timings", {phase: seconds so far}) after the baseline, after each result and
 last however the job ends: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
-why, seconds), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
+why, seconds), ("retry", id, why) when a mutant must be judged again in a fresh worker (the
+worker's copy of a trial was damaged, perhaps by an earlier mutant), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
 ("mutant", id) as each mutant starts, ("step", what) before each compile and trial, ("result",
 {...}) per mutant.
 """
@@ -219,16 +220,24 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
         conn.send(("timings", dict(phases)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
-    def judge(kernel, mutant_id: str) -> tuple[MutantStatus, str, bool]:
-        """Run the trials, those that kill soonest first, until one fails: (status, detail, context lost)."""
+    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool]:
+        """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker).
+
+        A kill stands only if the unmutated kernel passes the trial again. An atomic kernel may sum in
+        another order (its trial is then skipped); any other kernel failing it means the worker's copy
+        of the trial was damaged by a stray write: status None, the worker must end.
+        """
         for i in trial_order(kills, costs):
             trial = trials[i]
             conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
                 failure = run_trial(kernel, i)
-                # Atomic kernels sum in any order: a kill stands only if the unmutated kernel passes it again.
-                if failure and entry.accumulates and run_trial(original(), i):
-                    continue
+                if failure:
+                    conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
+                    if run_trial(original(), i):
+                        if entry.accumulates:
+                            continue
+                        return None, f"{trial.where}: {failure}", True
             except KernelFault as fault:
                 return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context
             except RuntimeError as error:  # torch meeting a context the mutant broke
@@ -242,6 +251,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
+    started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
     for first in range(0, len(job.mutant_ids), job.batch_size if batching else 1):
         chunk = job.mutant_ids[first:first + (job.batch_size if batching else 1)]
         sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
@@ -253,6 +263,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
         for mutant_id, source, variant in zip(chunk, sources, variants):
             started = time.perf_counter()
+            started_here += 1
             conn.send(("mutant", mutant_id))
 
             def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
@@ -290,9 +301,17 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 if fault.poisons_context:
                     return
                 continue
-            status, detail, context_lost = judge(kernel, mutant_id)
+            status, detail, end_worker = judge(kernel, mutant_id)
+            if status is None and started_here > 1:
+                # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
+                conn.send(("retry", mutant_id, f"{detail}; the unmutated kernel now fails that trial too"))
+                return
+            if status is None:
+                status, detail = MutantStatus.KILLED, (
+                    f"{detail} (and the unmutated kernel fails the trial after it: the mutant's stray writes "
+                    f"damaged the worker's copy of the trial)")
             report(status, detail, digest)
-            if context_lost:
+            if end_worker:
                 return  # the parent starts a fresh worker for the rest
 
 

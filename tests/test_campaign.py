@@ -225,3 +225,44 @@ def test_a_mutant_that_kills_its_worker_is_blamed_only_after_dying_first_in_a_fr
     wild = outcomes["wild_write:L6C11:relational_negation:0"]["detail"]
     assert wild.startswith("the worker process died during ")
     assert wild.endswith("(the first mutant of a fresh worker)")
+
+
+def _template_job(admitted, operator: str, count: int):
+    from harness.campaign_worker import CampaignJob, _load_entry
+    from harness.mutants import generate
+
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    entry = _load_entry(CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=()))
+    ids = tuple(m.id for m in generate(entry.cuda, entry.name) if m.operator.value == operator)[:count]
+    return CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=ids, run_baseline=False)
+
+
+def test_a_kill_the_unmutated_kernel_shares_is_the_mutants_own_when_it_ran_first(admitted, monkeypatch):
+    # Every trial fails, for the mutant and for the unmutated kernel after it: the worker's copy of the
+    # trial is damaged, and in a fresh worker only this mutant can have done it.
+    from harness import campaign_worker
+
+    monkeypatch.setattr(campaign_worker, "first_failure", lambda run, expected, entry: "output_matches: damaged")
+    conn = _Messages()
+    campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), conn)
+    results = [m[1] for m in conn.sent if m[0] == "result"]
+    assert len(results) == 1  # the worker ends: its trials are damaged
+    assert results[0]["status"] == "killed"
+    assert results[0]["detail"].endswith("(and the unmutated kernel fails the trial after it: the mutant's stray "
+                                         "writes damaged the worker's copy of the trial)")
+
+
+def test_a_kill_the_unmutated_kernel_shares_after_other_mutants_is_judged_again_in_a_fresh_worker(
+        admitted, monkeypatch):
+    from harness import campaign_worker
+
+    conn = _Messages()
+    job = _template_job(admitted, "narrow_long_long", 2)
+    second_started = lambda: ("mutant", job.mutant_ids[1]) in conn.sent
+    monkeypatch.setattr(campaign_worker, "first_failure",
+                        lambda run, expected, entry: "output_matches: damaged" if second_started() else "")
+    campaign_worker.run_campaign_job(job, conn)
+    assert [m[1]["status"] for m in conn.sent if m[0] == "result"] == ["survived"]
+    (retry,) = [m for m in conn.sent if m[0] == "retry"]
+    assert retry[1] == job.mutant_ids[1]
+    assert retry[2].endswith("output_matches: damaged; the unmutated kernel now fails that trial too")
