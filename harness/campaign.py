@@ -30,6 +30,7 @@ from harness.campaign_worker import BATCH_SIZE, CampaignJob, run_campaign_job
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
+from harness.problems import KB_ROOT_ENV, ProblemError, kb_root_from_env, kernelbench_dir
 from harness.worker import WorkerLost, _converse, discover
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
@@ -60,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"results kept across runs, so a stopped campaign resumes (default: {DEFAULT_STORE})")
     parser.add_argument("--substrates-dir", type=Path, default=SUBSTRATES_DIR, metavar="DIR",
                         help="where the candidates are (default: substrates/)")
-    parser.add_argument("--kb-root", type=Path, metavar="DIR", help="a KernelBench checkout, as for gate.py")
+    parser.add_argument("--kb-root", type=Path, metavar="DIR", default=kb_root_from_env(),
+                        help=f"a KernelBench checkout, as for gate.py (default: ${KB_ROOT_ENV})")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="compiled-kernel cache, as for gate.py")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, metavar="N",
                         help=f"mutants compiled as one NVRTC program (default: {BATCH_SIZE}; 1 compiles each alone)")
@@ -375,6 +377,11 @@ def _run(args) -> int:
         raise UsageError("--workers must be at least 1")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.kb_root is not None:
+        try:
+            kernelbench_dir(args.kb_root)
+        except ProblemError as error:
+            raise UsageError(f"--kb-root (or ${KB_ROOT_ENV}): {error}")
     try:
         plans, refused = _plans(args, backend)
     except ValueError as error:  # an unreadable admission record

@@ -195,6 +195,23 @@ def _exit_description(code: int | None) -> str:
 
 
 _STARTING = threading.Lock()  # a worker's environment is the parent's at start: one start at a time
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _run_watched(target, parent_pid: int, *args) -> None:
+    """Run target(*args) in a worker that exits as soon as its parent is gone.
+
+    A parent stopped by a signal (SIGTERM, SIGKILL, a closed terminal) cannot kill its workers,
+    and an orphaned worker would go on using a GPU for as long as its mutants or trials last.
+    """
+    def watch() -> None:
+        while True:
+            threading.Event().wait(PARENT_CHECK_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    target(*args)
 
 
 def _converse(target, args, step_timeout: float, on_message, env: dict[str, str] | None = None):
@@ -207,7 +224,7 @@ def _converse(target, args, step_timeout: float, on_message, env: dict[str, str]
     context = multiprocessing.get_context("spawn")
     quiet_openmp()
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=target, args=(*args, sender), daemon=True)
+    process = context.Process(target=_run_watched, args=(target, os.getpid(), *args, sender), daemon=True)
     with _STARTING:
         saved = {name: os.environ.get(name) for name in env or {}}
         os.environ.update(env or {})

@@ -266,3 +266,14 @@ def test_a_kill_the_unmutated_kernel_shares_after_other_mutants_is_judged_again_
     (retry,) = [m for m in conn.sent if m[0] == "retry"]
     assert retry[1] == job.mutant_ids[1]
     assert retry[2].endswith("output_matches: damaged; the unmutated kernel now fails that trial too")
+
+
+def test_a_kernelbench_root_without_problems_is_a_usage_error_from_the_flag_or_the_environment(
+        admitted, tmp_path, monkeypatch, capsys):
+    expected = (f"campaign: error: --kb-root (or $KERNELBENCH_ROOT): KernelBench root {tmp_path}: no problems there "
+                f"(looked for {tmp_path / 'KernelBench' / 'level1'} and {tmp_path / 'level1'})\n")
+    assert _campaign(admitted, "--kb-root", str(tmp_path)) == 2
+    assert capsys.readouterr().err == expected
+    monkeypatch.setenv("KERNELBENCH_ROOT", str(tmp_path))
+    assert _campaign(admitted) == 2
+    assert capsys.readouterr().err == expected
