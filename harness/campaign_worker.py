@@ -91,6 +91,18 @@ def trial_order(kills: dict[int, int], costs: list[int]) -> list[int]:
     return sorted(range(len(costs)), key=lambda i: (-(kills.get(i, 0) + 1) / max(costs[i], 1), i))
 
 
+def trial_checksum(trial: "Trial") -> tuple[int, ...]:
+    """The byte sum of each tensor of a trial (inputs and official output), summed where it lives.
+
+    One read of the trial: cheap enough to take when a kill is found. A stray write that changes a
+    trial changes its byte sum, except by a coincidence no fault pattern makes.
+    """
+    import torch
+
+    tensors = [x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)]
+    return tuple(int(x.detach().contiguous().reshape(-1).view(torch.uint8).sum(dtype=torch.int64)) for x in tensors)
+
+
 def trial_bytes(trial: "Trial") -> int:
     """What a trial moves: the bytes of its tensor inputs and of the official output."""
     import torch
@@ -197,6 +209,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
 
     costs = [trial_bytes(trial) for trial in trials]
+    checksums = [trial_checksum(trial) for trial in trials]
 
     def run_trial(kernel, i: int) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs)
@@ -223,21 +236,22 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool]:
         """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker).
 
-        A kill stands only if the unmutated kernel passes the trial again. An atomic kernel may sum in
-        another order (its trial is then skipped); any other kernel failing it means the worker's copy
-        of the trial was damaged by a stray write: status None, the worker must end.
+        A kill stands only if the worker's copy of the trial is intact (its byte sums are those it was
+        built with; a stray write of this or an earlier mutant may have changed it: status None, the
+        worker must end), and, for an atomic kernel, which may sum in another order, only if the
+        unmutated kernel passes the trial again (else the trial is skipped).
         """
         for i in trial_order(kills, costs):
             trial = trials[i]
             conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
                 failure = run_trial(kernel, i)
-                if failure:
+                if failure and trial_checksum(trial) != checksums[i]:
+                    return None, f"{trial.where}: {failure}", True
+                if failure and entry.accumulates:
                     conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
                     if run_trial(original(), i):
-                        if entry.accumulates:
-                            continue
-                        return None, f"{trial.where}: {failure}", True
+                        continue
             except KernelFault as fault:
                 return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context
             except RuntimeError as error:  # torch meeting a context the mutant broke
@@ -304,12 +318,11 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             status, detail, end_worker = judge(kernel, mutant_id)
             if status is None and started_here > 1:
                 # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
-                conn.send(("retry", mutant_id, f"{detail}; the unmutated kernel now fails that trial too"))
+                conn.send(("retry", mutant_id, f"{detail}; the worker's copy of that trial has changed"))
                 return
             if status is None:
                 status, detail = MutantStatus.KILLED, (
-                    f"{detail} (and the unmutated kernel fails the trial after it: the mutant's stray writes "
-                    f"damaged the worker's copy of the trial)")
+                    f"{detail} (and its stray writes changed the worker's copy of the trial)")
             report(status, detail, digest)
             if end_worker:
                 return  # the parent starts a fresh worker for the rest

@@ -237,35 +237,56 @@ def _template_job(admitted, operator: str, count: int):
     return CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=ids, run_baseline=False)
 
 
-def test_a_kill_the_unmutated_kernel_shares_is_the_mutants_own_when_it_ran_first(admitted, monkeypatch):
-    # Every trial fails, for the mutant and for the unmutated kernel after it: the worker's copy of the
-    # trial is damaged, and in a fresh worker only this mutant can have done it.
+def _damaging(monkeypatch, campaign_worker, when):
+    """first_failure fails every run once when() holds, and then, like a stray write, changes every trial."""
+    built = []
+    real_prepare = campaign_worker.prepare_trials
+    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+
+    def first_failure(run, expected, entry):
+        if not when():
+            return ""
+        for trial in built:
+            trial.inputs[0].add_(1.0)
+        return "output_matches: damaged"
+
+    monkeypatch.setattr(campaign_worker, "first_failure", first_failure)
+
+
+def test_a_kill_on_a_trial_its_run_damaged_is_the_mutants_own_when_it_ran_first(admitted, monkeypatch):
     from harness import campaign_worker
 
-    monkeypatch.setattr(campaign_worker, "first_failure", lambda run, expected, entry: "output_matches: damaged")
+    _damaging(monkeypatch, campaign_worker, lambda: True)
     conn = _Messages()
     campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), conn)
     results = [m[1] for m in conn.sent if m[0] == "result"]
     assert len(results) == 1  # the worker ends: its trials are damaged
     assert results[0]["status"] == "killed"
-    assert results[0]["detail"].endswith("(and the unmutated kernel fails the trial after it: the mutant's stray "
-                                         "writes damaged the worker's copy of the trial)")
+    assert results[0]["detail"].endswith("output_matches: damaged (and its stray writes changed the worker's copy "
+                                         "of the trial)")
 
 
-def test_a_kill_the_unmutated_kernel_shares_after_other_mutants_is_judged_again_in_a_fresh_worker(
-        admitted, monkeypatch):
+def test_a_kill_on_a_damaged_trial_after_other_mutants_is_judged_again_in_a_fresh_worker(admitted, monkeypatch):
     from harness import campaign_worker
 
     conn = _Messages()
     job = _template_job(admitted, "narrow_long_long", 2)
-    second_started = lambda: ("mutant", job.mutant_ids[1]) in conn.sent
-    monkeypatch.setattr(campaign_worker, "first_failure",
-                        lambda run, expected, entry: "output_matches: damaged" if second_started() else "")
+    _damaging(monkeypatch, campaign_worker, lambda: ("mutant", job.mutant_ids[1]) in conn.sent)
     campaign_worker.run_campaign_job(job, conn)
     assert [m[1]["status"] for m in conn.sent if m[0] == "result"] == ["survived"]
     (retry,) = [m for m in conn.sent if m[0] == "retry"]
     assert retry[1] == job.mutant_ids[1]
-    assert retry[2].endswith("output_matches: damaged; the unmutated kernel now fails that trial too")
+    assert retry[2].endswith("output_matches: damaged; the worker's copy of that trial has changed")
+
+
+def test_a_kill_on_an_intact_trial_stands_without_running_the_unmutated_kernel_again(admitted, monkeypatch):
+    from harness import campaign_worker
+
+    monkeypatch.setattr(campaign_worker, "first_failure", lambda run, expected, entry: "output_matches: wrong")
+    conn = _Messages()
+    campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), conn)
+    assert [m[1]["status"] for m in conn.sent if m[0] == "result"] == ["killed", "killed"]
+    assert not any(m[0] == "step" and "unmutated kernel again" in m[1] for m in conn.sent)
 
 
 def test_a_kernelbench_root_without_problems_is_a_usage_error_from_the_flag_or_the_environment(
