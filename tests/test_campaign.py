@@ -298,3 +298,19 @@ def test_a_kernelbench_root_without_problems_is_a_usage_error_from_the_flag_or_t
     monkeypatch.setenv("KERNELBENCH_ROOT", str(tmp_path))
     assert _campaign(admitted) == 2
     assert capsys.readouterr().err == expected
+
+
+def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
+    import torch
+
+    from harness.campaign_worker import Trial, trial_checksum
+
+    x = torch.arange(1001, dtype=torch.float32)  # 4004 bytes: 500 words and 4 bytes left over
+    trial = Trial("s", 0, [x, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))
+    before = trial_checksum(trial)
+    assert trial_checksum(Trial("s", 0, [x.clone(), 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))) == before
+    for damage in (lambda: x.__setitem__(0, -1.0), lambda: x.__setitem__(1000, 5.0),
+                   lambda: trial.inputs[2].fill_(3.0), lambda: trial.expected.__setitem__(6, 1.0)):
+        damage()
+        assert trial_checksum(trial) != before
+        before = trial_checksum(trial)
