@@ -105,6 +105,8 @@ def trial_checksum(trial: "Trial") -> tuple[int, ...]:
     for x in (*trial.inputs, trial.expected):
         if isinstance(x, torch.Tensor):
             raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
+            if raw.storage_offset() % 8:  # a misaligned suite's view: words need an aligned copy
+                raw = raw.clone()
             whole = raw.numel() // 8 * 8
             sums.append(int(raw[:whole].view(torch.int64).sum()) + int(raw[whole:].sum(dtype=torch.int64)))
     return tuple(sums)

@@ -309,6 +309,10 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
     trial = Trial("s", 0, [x, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))
     before = trial_checksum(trial)
     assert trial_checksum(Trial("s", 0, [x.clone(), 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))) == before
+    # A misaligned suite's tensor is a view 4 bytes into its storage: it has sums too.
+    misaligned = torch.arange(20, dtype=torch.float32)[1:]
+    assert trial_checksum(Trial("s", 0, [misaligned], misaligned)) == trial_checksum(
+        Trial("s", 0, [misaligned.clone()], misaligned.clone()))
     for damage in (lambda: x.__setitem__(0, -1.0), lambda: x.__setitem__(1000, 5.0),
                    lambda: trial.inputs[2].fill_(3.0), lambda: trial.expected.__setitem__(6, 1.0)):
         damage()
