@@ -18,16 +18,14 @@ from pathlib import Path
 
 
 def classes(original: str, digests: list[str | None]) -> list[str]:
-    """How a campaign worker would class each mutant from its code digest, in order."""
-    seen, out = {original: None}, []
-    for digest in digests:
-        if digest is None:
-            out.append("run")  # not comparable: compiled alone, run without comparison
-        elif digest in seen:
-            out.append("equivalent" if seen[digest] is None else "duplicate")
-        else:
-            seen[digest] = True
-            out.append("run")
+    """How a campaign worker classes each mutant from its code digest, in order (`code_status`)."""
+    from harness.campaign_worker import code_status
+
+    seen: dict[str, str | None] = {original: None}
+    out = []
+    for i, digest in enumerate(digests):
+        status = None if digest is None else code_status(seen, digest, str(i))  # None: not comparable, runs
+        out.append("run" if status is None else status.value)
     return out
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
 from harness.campaign_store import DEFAULT_STORE, ResultKey, ResultStore
-from harness.campaign_worker import BATCH_SIZE, CampaignJob, run_campaign_job
+from harness.campaign_worker import BATCH_SIZE, PHASES, CampaignJob, run_campaign_job
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
@@ -137,10 +137,8 @@ class WorkerTime:
     (starting the process, importing torch, and whatever a worker that died had not reported yet)
     as their wall time less those; safe across threads."""
 
-    PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
-
     def __init__(self):
-        self.phases = {name: 0.0 for name in self.PHASES}
+        self.phases = {name: 0.0 for name in PHASES}
         self.wall = 0.0
         self.workers = 0
         self.lock = threading.Lock()

@@ -80,6 +80,17 @@ def prepare_trials(entry, official, device) -> list[Trial]:
     return trials
 
 
+def code_status(digests: dict[str, str | None], digest: str, mutant_id: str):
+    """Equivalent or Duplicate when `digest` is known (None stands for the unmutated source), else
+    None, and the mutant's code is recorded as `mutant_id`'s for those that come after it."""
+    from harness.mutation_report import MutantStatus
+
+    if digest not in digests:
+        digests[digest] = mutant_id
+        return None
+    return MutantStatus.EQUIVALENT if digests[digest] is None else MutantStatus.DUPLICATE
+
+
 def trial_order(kills: dict[int, int], costs: list[int]) -> list[int]:
     """Trials in the order that kills soonest: most kills per byte of the trial first.
 
@@ -159,10 +170,15 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
         conn.send(("timings", dict(phases)))
 
 
+# Where a worker's time goes, in the order the campaign prints them.
+PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
+
+
 class _Phase:
     """Adds the seconds spent inside a `with` block to phases[name]."""
 
     def __init__(self, phases: Counter, name: str):
+        assert name in PHASES, name
         self.phases, self.name = phases, name
 
     def __enter__(self):
@@ -203,7 +219,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     def original():
         if "kernel" not in loaded:
             conn.send(("step", "compiling the unmutated source"))
-            loaded["kernel"] = backend.load(entry.cuda, entry.kernel_name, program)
+            # Batch form when the worker batches: the digest's compile is the one that runs.
+            loaded["kernel"] = backend.load(entry.cuda, entry.kernel_name, program,
+                                            compiled=original_variant.kernel if original_variant else None)
         return loaded["kernel"]
 
     # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
@@ -304,15 +322,12 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                     if not batching:
                         conn.send(("step", f"compiling {mutant_id}"))
                     digest = variant.digest if variant else compile_digest(source)
-                    if digest in digests:
+                    same_code = code_status(digests, digest, mutant_id)
+                    if same_code is not None:
                         twin = digests[digest]
-                        if twin is None:
-                            report(MutantStatus.EQUIVALENT, "compiled code identical to the unmutated source's",
-                                   digest)
-                        else:
-                            report(MutantStatus.DUPLICATE, f"compiled code identical to {twin}'s", digest)
+                        report(same_code, "compiled code identical to the unmutated source's" if twin is None
+                               else f"compiled code identical to {twin}'s", digest)
                         continue
-                    digests[digest] = mutant_id
                 conn.send(("step", f"loading {mutant_id}"))
                 kernel = backend.load(source, entry.kernel_name, program,
                                       compiled=variant.kernel if variant else None)

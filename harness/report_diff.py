@@ -38,7 +38,10 @@ def statuses(report: dict) -> dict[tuple[str, str], str]:
 
 
 def status_differences(first: dict, second: dict) -> list[StatusDifference]:
-    a, b = statuses(first), statuses(second)
+    return _differences(statuses(first), statuses(second))
+
+
+def _differences(a: dict, b: dict) -> list[StatusDifference]:
     return [StatusDifference(key[0], key[1], a.get(key, "absent"), b.get(key, "absent"))
             for key in sorted(a.keys() | b.keys()) if a.get(key) != b.get(key)]
 
@@ -59,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the differences as JSON")
     args = parser.parse_args(argv)
     try:
-        first, second = _read(args.first), _read(args.second)
-        differences = status_differences(first, second)
-        compared = len(statuses(first).keys() | statuses(second).keys())
+        first, second = statuses(_read(args.first)), statuses(_read(args.second))
+        differences = _differences(first, second)
+        compared = len(first.keys() | second.keys())
     except ValueError as error:
         print(f"report_diff: error: {error}", file=sys.stderr)
         return 2
