@@ -14,13 +14,22 @@
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
 #   NAIVE=1        the naive mode (a process and a compile per mutant) against the campaign, on the
-#                  guard_deletion mutants of every admitted substrate, same workers, cold caches
+#                  guard_deletion mutants of every admitted substrate, same workers, cold caches;
+#                  NAIVE=whole: the same on every mutant of three whole substrates (the CPU set)
 #   EXAMPLES=1     a campaign over examples/substrates on every GPU
 #   SCALING=1      campaigns over four substrates on the first GPU with 1, 2 and 4 workers, and with 4
 #                  workers and --batch-size 1
+#   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
+#   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
 set -uo pipefail
-out=${OUT:-/tmp/gpu-session}
-mkdir -p "$out"
+# The device tool brings back at most 8 files from $OUT: everything is written to a work folder,
+# and after each step the folder is packed into $OUT/session.tar.gz, so a run cut off by its time
+# limit still brings back all it had done.
+out=/tmp/gpu-session
+results=${OUT:-/tmp/gpu-session-out}
+mkdir -p "$out" "$results"
+pack() { tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null; }
+trap pack EXIT
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -33,6 +42,7 @@ if [ "${GATE:-1}" != 0 ]; then
 python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
 echo "gate exit: ${PIPESTATUS[0]}"
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
+pack
 
 python3 gate.py --no-progress --jobs 4 --json "$out/examples.json" examples/substrates/candidate_*.py 2>&1 \
   | tee "$out/examples.log"
@@ -52,6 +62,7 @@ marker=()
 if [ "${TESTS:-all}" != none ]; then
   python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
   echo "pytest exit: ${PIPESTATUS[0]}"
+  pack
 fi
 
 
@@ -76,22 +87,30 @@ campaign() {
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) b[$1]++}
     END {for (g in n) printf "  GPU %s: mean utilisation %.0f%%, busy in %.0f%% of %d samples\n", g, s[g]/n[g], 100*b[g]/n[g], n[g]}' \
     "$out/$name.smi"
+  pack
 }
 per_gpu=${WORKERS_PER_GPU:-4}
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 if [ "${NAIVE:-0}" = 1 ]; then
   campaign naive --workers $((per_gpu * gpus)) --operator guard_deletion --naive
   campaign warm --workers $((per_gpu * gpus)) --operator guard_deletion
+elif [ "${NAIVE:-0}" = whole ]; then
+  three="pad_const_b4 masked_fill_b4 pad_backward_reflect_f32"
+  campaign naive --workers $((per_gpu * gpus)) --naive $three
+  campaign warm --workers $((per_gpu * gpus)) $three
 fi
 if [ "${EXAMPLES:-0}" = 1 ]; then
   campaign examples --workers $((per_gpu * gpus)) --substrates-dir examples/substrates
 fi
 if [ "${SCALING:-0}" = 1 ]; then
   four="pad_const_b1 pad_const_b4 pad_reflect_b2 pad_replicate_b8"
-  for n in 1 2 4; do
+  for n in ${SCALING_WORKERS:-1 2 4}; do
     CUDA_VISIBLE_DEVICES=0 campaign "workers-$n" --workers "$n" $four
   done
   CUDA_VISIBLE_DEVICES=0 campaign unbatched --workers 4 --batch-size 1 $four
+fi
+if [ "${CAMPAIGN:-}" = one ]; then
+  campaign all-gpus --workers $((per_gpu * gpus))
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
