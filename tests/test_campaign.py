@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from harness.campaign import main
+from harness.campaign import default_workers, main
 from harness.batches import ptx_digest
 from harness.cli import main as gate_main
 from harness.report_diff import status_differences, statuses
@@ -318,3 +318,14 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
         damage()
         assert trial_checksum(trial) != before
         before = trial_checksum(trial)
+
+
+@pytest.mark.parametrize("gpus, cores, expected", [
+    (0, 16, 1),   # the CPU backend: one worker unless asked
+    (1, 16, 4),   # four per GPU, the fastest count measured on an H200
+    (2, 32, 8),
+    (2, 6, 6),    # never more workers than cores to run their Python
+    (1, 1, 1),
+])
+def test_default_workers_are_four_per_gpu_and_at_most_one_per_core(gpus, cores, expected):
+    assert default_workers(gpus, cores) == expected
