@@ -227,6 +227,46 @@ def test_a_mutant_that_kills_its_worker_is_blamed_only_after_dying_first_in_a_fr
     assert wild.endswith("(the first mutant of a fresh worker)")
 
 
+def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged_only_there(
+        admitted, tmp_path, monkeypatch, capsys):
+    # The parent's side of a trial damaged by a stray write (the worker's side is tested below): workers are
+    # played by a script, since no real kernel here damages a worker's trial reproducibly.
+    from harness import campaign
+
+    jobs = []
+
+    def scripted_worker(worker_time, job, handle, env):
+        jobs.append(job)
+        first, *rest = job.mutant_ids
+        script = ([("mutant", first), ("result", _result(first, "killed", "a")), ("mutant", rest[0]),
+                   ("retry", rest[0], "misaligned trial 0: output_matches: damaged; the worker's copy of that "
+                                      "trial has changed")]
+                  if len(jobs) == 1 else
+                  [("mutant", m) for m in job.mutant_ids[:1]] + [("result", _result(job.mutant_ids[0], "killed", "b")),
+                                                                  ("done",)])
+        for message in script:
+            if handle(message):
+                return
+
+    monkeypatch.setattr(campaign, "_timed_converse", scripted_worker)
+    report = tmp_path / "report.json"
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
+                 "rule_compliant"]) == 0
+    capsys.readouterr()
+    first, handed_back = jobs[0].mutant_ids
+    assert jobs[1].mutant_ids == (handed_back,)
+    assert (jobs[0].run_baseline, jobs[1].run_baseline) == (True, False)
+    outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
+    assert {m: o["status"] for m, o in outcomes.items()} == {first: "killed", handed_back: "killed"}
+    assert outcomes[handed_back]["detail"] == "detail b"
+
+
+def _result(mutant_id: str, status: str, digest: str) -> dict:
+    return {"mutant_id": mutant_id, "status": status, "detail": f"detail {digest}", "seconds": 0.1,
+            "ptx_sha256": digest}
+
+
 def _template_job(admitted, operator: str, count: int):
     from harness.campaign_worker import CampaignJob, _load_entry
     from harness.mutants import generate
