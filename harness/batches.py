@@ -34,10 +34,14 @@ _MODULE_HEADER = re.compile(r"^\.(version|target|address_size)\b")
 _PER_FUNCTION = re.compile(r"(\$L__BB|__local_depot)\d+")
 
 
+def _code_lines(ptx: str) -> list[str]:
+    """The PTX's lines, stripped, without blank lines, line-info directives and comments."""
+    return [line.strip() for line in ptx.splitlines() if line.strip() and not _NOT_CODE.match(line)]
+
+
 def ptx_digest(ptx: str) -> str:
     """A digest of what a whole program's PTX executes: line-info directives and comments left out."""
-    lines = [line.strip() for line in ptx.splitlines() if line.strip() and not _NOT_CODE.match(line)]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return hashlib.sha256("\n".join(_code_lines(ptx)).encode()).hexdigest()
 
 
 def tag(index: int) -> str:
@@ -66,10 +70,7 @@ def batch_program(sources: list[str], kernel_name: str, program_name: str) -> Ba
 def _top_level_statements(ptx: str) -> list[str]:
     """PTX cut at depth 0: each entry or function with its body, each declaration ending in ';'."""
     statements, current, depth = [], [], 0
-    for line in ptx.splitlines():
-        stripped = line.strip()
-        if not stripped or _NOT_CODE.match(stripped):
-            continue
+    for stripped in _code_lines(ptx):
         if depth == 0 and _MODULE_HEADER.match(stripped):
             statements.append(stripped)
             continue

@@ -30,7 +30,7 @@ from harness.campaign_worker import BATCH_SIZE, PHASES, CampaignJob, run_campaig
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
-from harness.problems import KB_ROOT_ENV, ProblemError, kb_root_from_env, kernelbench_dir
+from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.worker import WorkerLost, _converse, discover
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
@@ -208,8 +208,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 progress.done(result["status"])
                 state["current"] = None
             elif kind == "retry":  # the worker ends; its next one starts with this mutant
-                remaining.remove(message[1])
-                remaining.insert(0, message[1])
+                _move_to_front(remaining, message[1])
                 state["current"] = None
             elif kind == "step_timeout":
                 plan.step_timeout = float(message[1])
@@ -233,13 +232,12 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
-            status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
+            status = _lost_status(lost)
             if status is MutantStatus.RUNTIME_ERROR and state["started"] > 1:
                 # A worker that dies may have been broken by an earlier mutant (on the CPU backend a stray
                 # write can corrupt the worker's heap, and the crash comes later): the mutant is run again,
                 # first in a fresh worker, and only a death there is its own.
-                remaining.remove(current)
-                remaining.insert(0, current)
+                _move_to_front(remaining, current)
                 baseline_needed = False
                 continue
             detail = str(lost) + (" (the first mutant of a fresh worker)" if state["started"] == 1 else "")
@@ -251,6 +249,15 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         if plan.failure:
             return
         baseline_needed = False
+
+
+def _lost_status(lost: WorkerLost) -> MutantStatus:
+    return MutantStatus.TIMEOUT if lost.timed_out else MutantStatus.RUNTIME_ERROR
+
+
+def _move_to_front(remaining: list[str], mutant_id: str) -> None:
+    remaining.remove(mutant_id)
+    remaining.insert(0, mutant_id)
 
 
 def _remember_digest(known: dict[str, str], result: dict) -> None:
@@ -283,7 +290,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
             try:
                 _timed_converse(worker_time, job, handle, env)
             except WorkerLost as lost:
-                status = MutantStatus.TIMEOUT if str(lost).startswith("timed out") else MutantStatus.RUNTIME_ERROR
+                status = _lost_status(lost)
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
         results[mutant_id] = outcome
         progress.done(outcome.get("status", ""))
@@ -386,11 +393,8 @@ def _run(args) -> int:
         raise UsageError("--workers must be at least 1")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    if args.kb_root is not None:
-        try:
-            kernelbench_dir(args.kb_root)
-        except ProblemError as error:
-            raise UsageError(f"--kb-root (or ${KB_ROOT_ENV}): {error}")
+    if kb_root_error := kb_root_usage_error(args.kb_root):
+        raise UsageError(kb_root_error)
     try:
         plans, refused = _plans(args, backend)
     except ValueError as error:  # an unreadable admission record

@@ -9,12 +9,12 @@ never runs), then runs the trials, most kills per byte first (`trial_order`), un
 one fails. A fault that poisons the CUDA context ends the worker; the parent starts a fresh one
 for the mutants left.
 
-Messages to the parent, ("timings", {phase: seconds so far}) after the baseline, after each result and
-last however the job ends: ("step_timeout", s) once the unmutated run is timed, ("baseline", ok,
-why, seconds), ("retry", id, why) when a mutant must be judged again in a fresh worker (the
-worker's copy of a trial was damaged, perhaps by an earlier mutant), ("batch", ids) before a batch compiles (a timeout then blames no mutant),
-("mutant", id) as each mutant starts, ("step", what) before each compile and trial, ("result",
-{...}) per mutant.
+Messages to the parent: ("timings", {phase: seconds so far}) after the baseline, after each
+result and last however the job ends; ("step_timeout", s) once the unmutated run is timed;
+("baseline", ok, why, seconds); ("retry", id, why) when a mutant must be judged again in a fresh
+worker (the worker's copy of a trial was damaged, perhaps by an earlier mutant); ("batch", ids)
+before a batch compiles (a timeout then blames no mutant); ("mutant", id) as each mutant starts;
+("step", what) before each compile and trial; ("result", {...}) per mutant.
 """
 
 from __future__ import annotations
@@ -293,8 +293,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
-    for first in range(0, len(job.mutant_ids), job.batch_size if batching else 1):
-        chunk = job.mutant_ids[first:first + (job.batch_size if batching else 1)]
+    per_compile = job.batch_size if batching else 1
+    for first in range(0, len(job.mutant_ids), per_compile):
+        chunk = job.mutant_ids[first:first + per_compile]
         sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
         variants = [None] * len(chunk)
         if batching:

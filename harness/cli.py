@@ -16,7 +16,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
-from harness.problems import KB_ROOT_ENV, ProblemError, kb_root_from_env, kernelbench_dir
+from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -166,11 +166,8 @@ def _run(args) -> int:
             raise UsageError(f"cannot read candidate file {file}")
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs must be at least 1 and --timeout positive")
-    if args.kb_root is not None:
-        try:
-            kernelbench_dir(args.kb_root)
-        except ProblemError as error:
-            raise UsageError(f"--kb-root (or ${KB_ROOT_ENV}): {error}")
+    if kb_root_error := kb_root_usage_error(args.kb_root):
+        raise UsageError(kb_root_error)
     records = RecordBook(args.record)
 
     files = list(dict.fromkeys(candidate_files() + [f.resolve() for f in explicit_files]))

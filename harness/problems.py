@@ -46,6 +46,17 @@ def kernelbench_dir(kb_root: Path) -> Path:
                        f"and {kb_root / 'level1'})")
 
 
+def kb_root_usage_error(kb_root: Path | None) -> str:
+    """'' when kb_root is unset or a KernelBench checkout, else the error for the --kb-root option."""
+    if kb_root is None:
+        return ""
+    try:
+        kernelbench_dir(kb_root)
+    except ProblemError as error:
+        return f"--kb-root (or ${KB_ROOT_ENV}): {error}"
+    return ""
+
+
 def kb_root_from_env() -> Path | None:
     value = os.environ.get(KB_ROOT_ENV, "").strip()
     return Path(value) if value else None

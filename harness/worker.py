@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,7 +183,11 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
 
 
 class WorkerLost(Exception):
-    """The worker stopped without a result: it died, or it made no progress in time."""
+    """The worker stopped without a result: it died, or it made no progress in time (timed_out)."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def _exit_description(code: int | None) -> str:
@@ -206,7 +211,7 @@ def _run_watched(target, parent_pid: int, *args) -> None:
     """
     def watch() -> None:
         while True:
-            threading.Event().wait(PARENT_CHECK_SECONDS)
+            time.sleep(PARENT_CHECK_SECONDS)
             if os.getppid() != parent_pid:
                 os._exit(3)
 
@@ -241,7 +246,7 @@ def _converse(target, args, step_timeout: float, on_message, env: dict[str, str]
     try:
         while True:
             if not receiver.poll(timeout):
-                raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)")
+                raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)", timed_out=True)
             timeout = step_timeout
             try:
                 message = receiver.recv()
