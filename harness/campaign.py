@@ -14,6 +14,7 @@ unmutated source failed a trial, or its worker could not start), 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -31,10 +32,13 @@ from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.worker import WorkerLost, _converse, discover
+from harness.worker import WorkerLost, WorkerStarter, _converse, discover
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
+
+
+SPARE_MODES = ("auto", "always", "never")
 
 
 class UsageError(Exception):
@@ -70,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="for comparison: a fresh process, a fresh compile cache and freshly built references "
                              "for every mutant, the way KernelBench-style tools evaluate a kernel (results are "
                              "not stored)")
+    parser.add_argument("--spare-workers", choices=SPARE_MODES, default="auto",
+                        help="keep a worker started ahead for each worker slot, so a new worker (for the next "
+                             "substrate, or after a fault) has already imported torch; auto: when each worker "
+                             "and its spare can have a CPU core (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -157,7 +165,7 @@ class WorkerTime:
                 + f", process start, imports and unreported {rest:.1f}")
 
 
-def _timed_converse(worker_time: WorkerTime, job, handle, env: dict) -> None:
+def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter) -> None:
     """_converse with the worker's wall time and reported phases added to worker_time, however it ends."""
     reported = {}
 
@@ -168,12 +176,12 @@ def _timed_converse(worker_time: WorkerTime, job, handle, env: dict) -> None:
 
     started = time.perf_counter()
     try:
-        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, env=env)
+        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=starter.take())
     finally:
         worker_time.add(reported, time.perf_counter() - started)
 
 
-def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, env: dict,
+def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
              worker_time: WorkerTime) -> None:
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
     remaining = list(plan.to_run)
@@ -222,7 +230,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         try:
-            _timed_converse(worker_time, job, handle, env)
+            _timed_converse(worker_time, job, handle, starter)
         except WorkerLost as lost:
             current = state["current"]
             if state["compiling_batch"]:
@@ -267,7 +275,7 @@ def _remember_digest(known: dict[str, str], result: dict) -> None:
         known.setdefault(result["ptx_sha256"], result["mutant_id"])
 
 
-def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, env: dict,
+def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, starter: WorkerStarter,
                      worker_time: WorkerTime) -> None:
     """Each mutant alone: a fresh worker, an empty compile cache, the trials and references built again."""
     import tempfile
@@ -288,7 +296,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                               check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None)
             try:
-                _timed_converse(worker_time, job, handle, env)
+                _timed_converse(worker_time, job, handle, starter)
             except WorkerLost as lost:
                 status = _lost_status(lost)
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
@@ -312,11 +320,27 @@ def worker_environment(slot: int, gpus: int, visible: str | None) -> dict[str, s
     return {"CUDA_VISIBLE_DEVICES": names[slot % gpus]}
 
 
+def prepare_campaign_worker(backend: str, stderr_log: str) -> None:
+    """What every campaign worker does before its job: the imports, which take seconds (torch above all)."""
+    import importlib
+
+    _send_stderr_to(stderr_log)
+    # cuda.bindings' modules load NVRTC and the driver library; none of them initialises CUDA.
+    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.cache", "harness.pipeline",
+                   "harness.compare", "harness.candidates", "harness.problems", f"harness.backends.{backend}",
+                   *(("cuda.bindings.driver",) if backend == "cuda" else ())):
+        importlib.import_module(module)
+
+
+def _send_stderr_to(path: str) -> None:
+    log = open(path, "a", buffering=1)
+    os.dup2(log.fileno(), 2)
+    sys.stderr = log
+
+
 def _campaign_worker_main(job: CampaignJob, conn) -> None:
     if job.stderr_log:
-        log = open(job.stderr_log, "a", buffering=1)
-        os.dup2(log.fileno(), 2)
-        sys.stderr = log
+        _send_stderr_to(job.stderr_log)
     run_campaign_job(job, conn)
     conn.send(("done",))
 
@@ -374,6 +398,18 @@ def main(argv: list[str] | None = None) -> int:
 WORKERS_PER_GPU = 4  # MEASUREMENTS.md: on an H200 with 16 cores, 1, 2 and 4 workers ran 1.20, 2.74 and 5.10 mutants/s
 
 
+def spares_wanted(mode: str, workers: int, cpu_cores: int) -> bool:
+    """Whether each worker slot keeps a worker started ahead.
+
+    A spare's imports take CPU time: on a machine whose cores the workers already fill they only
+    slow the workers (measured in MEASUREMENTS.md), so auto starts spares only where each worker
+    and its spare can have a core.
+    """
+    if mode == "auto":
+        return 2 * workers <= cpu_cores
+    return mode == "always"
+
+
 def default_workers(gpus: int, cpu_cores: int) -> int:
     """Workers when --workers is not given: several per GPU, since a worker leaves its GPU idle while its
     Python compiles, builds references and compares; but no more than the cores that run that Python."""
@@ -422,24 +458,32 @@ def _run(args) -> int:
     devices_lock = threading.Lock()
     # Read once, before any worker starts: starting one sets the variable for a moment, under a lock.
     environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
+    # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
+    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)))
+    ahead = not args.naive and spares_wanted(args.spare_workers, workers, os.cpu_count() or 1)
+    starters = [WorkerStarter(env, prepare, ahead=ahead) for env in environments]
 
     def run_one(plan: Plan) -> None:
         with slots:
             with devices_lock:
                 slot = free_devices.pop()
             try:
-                env = environments[slot]
+                starter = starters[slot]
                 if plan.to_run and args.naive:
-                    run_plan_naively(plan, args, backend, naive_results, progress, env, worker_time)
+                    run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
-                    run_plan(plan, args, backend, store, progress, env, worker_time)
+                    run_plan(plan, args, backend, store, progress, starter, worker_time)
             finally:
                 with devices_lock:
                     free_devices.append(slot)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
-        list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
+            list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
+    finally:
+        for starter in starters:
+            starter.close()
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:

@@ -5,9 +5,11 @@ proof starts from a process with no CUDA state; a fault that poisons the CUDA co
 or a hang takes down only that substrate; and the parent, which never touches CUDA, can always
 kill a worker that stops making progress (a GPU without a watchdog runs a stuck kernel forever).
 
-The worker reports over a pipe: ("step", what), ("plan", n_steps), ("device", text),
-("checks", [...]) and finally ("report", {...}) or ("entries", ...) for discovery; a worker
-whose pipeline raises sends ("crash", why) before it dies.
+A worker gets its job over its pipe, as (function, arguments), so that it can be started before
+the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`); it is
+never given a second job. The worker reports over the same pipe: ("step", what), ("plan",
+n_steps), ("device", text), ("checks", [...]) and finally ("report", {...}) or ("entries", ...)
+for discovery; a worker whose pipeline raises sends ("crash", why) before it dies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
@@ -219,17 +222,29 @@ def _run_watched(target, parent_pid: int, *args) -> None:
     target(*args)
 
 
-def _converse(target, args, step_timeout: float, on_message, env: dict[str, str] | None = None):
-    """Run `target(*args, conn)` in a spawned process; hand each message to on_message until it returns True.
+@dataclass
+class StartedWorker:
+    """A spawned worker process, waiting for its job on `connection` (the parent's end of its pipe)."""
 
-    Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
-    A ("step_timeout", s) message from the worker sets step_timeout from then on. `env` adds to
-    the environment the worker starts with (CUDA_VISIBLE_DEVICES, say).
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(10)
+        self.connection.close()
+
+
+def start_worker(env: dict[str, str] | None = None, prepare=None) -> StartedWorker:
+    """Spawn a worker that runs prepare() (imports, say) and then waits for its job.
+
+    `env` adds to the environment the worker starts with (CUDA_VISIBLE_DEVICES, say).
     """
     context = multiprocessing.get_context("spawn")
     quiet_openmp()
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_run_watched, args=(target, os.getpid(), *args, sender), daemon=True)
+    parent_end, child_end = context.Pipe()
+    process = context.Process(target=_run_watched, args=(_serve, os.getpid(), prepare, child_end), daemon=True)
     with _STARTING:
         saved = {name: os.environ.get(name) for name in env or {}}
         os.environ.update(env or {})
@@ -241,18 +256,73 @@ def _converse(target, args, step_timeout: float, on_message, env: dict[str, str]
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-    sender.close()
+    child_end.close()  # else the parent would never see the pipe close when the worker dies
+    return StartedWorker(process, parent_end)
+
+
+def _serve(prepare, conn) -> None:
+    if prepare is not None:
+        prepare()
+    target, args = conn.recv()
+    target(*args, conn)
+
+
+class WorkerStarter:
+    """Starts a worker slot's workers; with `ahead`, keeps one started ahead of need.
+
+    Starting Python and importing torch take seconds, and a campaign starts a worker for every
+    substrate and again after every fault; a worker started ahead does that while the slot's
+    current worker runs. One that died while it waited is replaced by a fresh start.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True):
+        self.env, self.prepare, self.ahead = env, prepare, ahead
+        self._spare: StartedWorker | None = None
+
+    def take(self) -> StartedWorker:
+        worker, self._spare = self._spare, None
+        if worker is not None and not worker.process.is_alive():
+            worker.stop()
+            worker = None
+        worker = worker or start_worker(self.env, self.prepare)
+        if self.ahead:
+            self._spare = start_worker(self.env, self.prepare)
+        return worker
+
+    def close(self) -> None:
+        """Stop the worker started ahead, if any."""
+        if self._spare is not None:
+            self._spare.stop()
+            self._spare = None
+
+
+def _converse(target, args, step_timeout: float, on_message, env: dict[str, str] | None = None,
+              worker: StartedWorker | None = None):
+    """Run `target(*args, conn)` in a worker; hand each message to on_message until it returns True.
+
+    `worker` is one already started (`WorkerStarter`); without one a worker is started now with `env`.
+    Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
+    A ("step_timeout", s) message from the worker sets step_timeout from then on. The worker is
+    stopped however this ends.
+    """
+    worker = worker or start_worker(env)
+    connection = worker.connection
     step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
     try:
+        try:
+            connection.send((target, args))
+        except OSError:  # a spare that died after it was taken
+            worker.process.join(10)
+            raise WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
         while True:
-            if not receiver.poll(timeout):
+            if not connection.poll(timeout):
                 raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)", timed_out=True)
             timeout = step_timeout
             try:
-                message = receiver.recv()
+                message = connection.recv()
             except EOFError:
-                process.join(10)
-                raise WorkerLost(f"the worker process died during {step} ({_exit_description(process.exitcode)})")
+                worker.process.join(10)
+                raise WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
             if message[0] == "step":
                 step = message[1]
             elif message[0] == "step_timeout":
@@ -260,10 +330,7 @@ def _converse(target, args, step_timeout: float, on_message, env: dict[str, str]
             if on_message(message):
                 return
     finally:
-        if process.is_alive():
-            process.kill()
-        process.join(10)
-        receiver.close()
+        worker.stop()
 
 
 def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None):

@@ -21,6 +21,8 @@
 #                  workers and --batch-size 1
 #   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
+#   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
+#                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
 # The device tool brings back at most 8 files from $OUT: everything is written to a work folder,
 # and after each step the folder is packed into $OUT/session.tar.gz, so a run cut off by its time
@@ -109,6 +111,15 @@ if [ "${SCALING:-0}" = 1 ]; then
   done
   CUDA_VISIBLE_DEVICES=0 campaign unbatched --workers 4 --batch-size 1 $four
 fi
+if [ "${SPARES:-0}" = 1 ]; then
+  four="pad_const_b1 pad_const_b4 pad_reflect_b2 pad_replicate_b8"
+  for round in 1 2; do
+    for mode in never always; do
+      CUDA_VISIBLE_DEVICES=0 campaign "spares-$mode-$round" --workers 4 --spare-workers "$mode" $four
+    done
+  done
+  python3 -m harness.report_diff "$out/campaign-spares-never-1.json" "$out/campaign-spares-always-1.json" | tail -n 5
+fi
 if [ "${CAMPAIGN:-}" = one ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
 fi
@@ -120,7 +131,8 @@ fi
 
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 unbatched; do
+for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 unbatched \
+    spares-never-1 spares-always-1 spares-never-2 spares-always-2; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done
 true

@@ -6,10 +6,11 @@ makes the second run skip every mutant; a substrate not admitted is refused with
 """
 
 import json
+import multiprocessing
 
 import pytest
 
-from harness.campaign import default_workers, main
+from harness.campaign import default_workers, main, spares_wanted
 from harness.batches import ptx_digest
 from harness.cli import main as gate_main
 from harness.report_diff import status_differences, statuses
@@ -56,6 +57,18 @@ def test_a_campaign_gives_every_mutant_a_status_and_resumes_from_its_store(admit
 
     assert _campaign(admitted, "rule_compliant") == 0
     assert "2 mutants, 0 to run (2 stored)" in capsys.readouterr().out
+    assert multiprocessing.active_children() == []  # the workers started ahead are stopped too
+
+
+def test_workers_started_only_when_needed_give_the_same_statuses(admitted, tmp_path, capsys):
+    report = tmp_path / "report.json"
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--spare-workers", "never",
+                 "--json", str(report), "rule_compliant"]) == 0
+    capsys.readouterr()
+    mutants = json.loads(report.read_text())["files"]["rule_compliant.cu"]["mutants"]
+    assert {m["mutatorName"]: m["status"] for m in mutants} == {"relational_boundary": "Killed",
+                                                                "guard_deletion": "Killed"}
 
 
 def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
@@ -235,7 +248,7 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
 
     jobs = []
 
-    def scripted_worker(worker_time, job, handle, env):
+    def scripted_worker(worker_time, job, handle, starter):
         jobs.append(job)
         first, *rest = job.mutant_ids
         script = ([("mutant", first), ("result", _result(first, "killed", "a")), ("mutant", rest[0]),
@@ -369,3 +382,10 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
 ])
 def test_default_workers_are_four_per_gpu_and_at_most_one_per_core(gpus, cores, expected):
     assert default_workers(gpus, cores) == expected
+
+
+@pytest.mark.parametrize("mode, workers, cores, expected", [
+    ("auto", 4, 16, True), ("auto", 8, 16, True), ("auto", 9, 16, False), ("auto", 2, 2, False),
+    ("auto", 1, 2, True), ("always", 2, 2, True), ("never", 1, 16, False)])
+def test_spare_workers_are_kept_where_each_worker_and_its_spare_can_have_a_core(mode, workers, cores, expected):
+    assert spares_wanted(mode, workers, cores) is expected

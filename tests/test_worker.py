@@ -1,12 +1,17 @@
 """harness.worker: a worker that hangs, dies or fails to import takes down only itself."""
 
+import functools
+import multiprocessing
+import os
+import signal
 import textwrap
+import time
 
 import pytest
 
 from harness.backends import BackendUnavailable
 from harness.records import CheckName, CheckStatus
-from harness.worker import GateJob, WorkerLost, _converse, discover, run_gate_job
+from harness.worker import GateJob, WorkerLost, WorkerStarter, _converse, discover, run_gate_job, start_worker
 from tests import worker_targets
 
 
@@ -33,6 +38,60 @@ def test_a_worker_that_exits_is_reported_with_its_exit_code():
 def test_a_worker_that_crashes_is_reported_with_its_signal():
     with pytest.raises(WorkerLost, match=r"^the worker process died during reading address 0 \(killed by signal SIGSEGV\)$"):
         _collect(worker_targets.segfaults)
+
+
+def _pid_of(worker) -> int:
+    seen = []
+    _converse(worker_targets.reports_pid, (), 30.0, lambda message: seen.append(message) or True, worker=worker)
+    return seen[0][1]
+
+
+def _ready_pids(directory, count: int) -> set[int]:
+    """The pids of the workers that have finished their preparation, once there are `count` of them."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pids = {int(p.stem) for p in directory.glob("*.ready")}
+        if len(pids) >= count:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} workers got ready in 60 s")
+
+
+def test_the_worker_started_ahead_is_the_next_one_taken_and_none_is_left_after_close(tmp_path):
+    starter = WorkerStarter(prepare=functools.partial(worker_targets.marks_ready, str(tmp_path)))
+    try:
+        first = _pid_of(starter.take())
+        (spare,) = _ready_pids(tmp_path, 2) - {first}  # prepared while the first worker ran
+        assert _pid_of(starter.take()) == spare
+    finally:
+        starter.close()
+    assert multiprocessing.active_children() == []
+
+
+def test_a_spare_that_died_while_waiting_is_replaced_by_a_fresh_worker(tmp_path):
+    starter = WorkerStarter(prepare=functools.partial(worker_targets.marks_ready, str(tmp_path)))
+    try:
+        first = _pid_of(starter.take())
+        (spare,) = _ready_pids(tmp_path, 2) - {first}
+        os.kill(spare, signal.SIGKILL)
+        time.sleep(0.5)
+        assert _pid_of(starter.take()) not in (first, spare)
+    finally:
+        starter.close()
+
+
+def test_without_starting_ahead_no_worker_waits():
+    starter = WorkerStarter(ahead=False)
+    _pid_of(starter.take())
+    assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_died_before_its_job_is_reported_at_start_up():
+    worker = start_worker()
+    os.kill(worker.process.pid, signal.SIGKILL)
+    worker.process.join(10)
+    with pytest.raises(WorkerLost, match=r"^the worker process died during start-up \(killed by signal SIGKILL\)$"):
+        _pid_of(worker)
 
 
 def _candidate(tmp_path, name, body):

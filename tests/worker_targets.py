@@ -23,3 +23,14 @@ def segfaults(conn):
 def answers(conn):
     conn.send(("step", "answering"))
     conn.send(("done", 42))
+
+
+def marks_ready(directory):
+    """A worker's preparation: leaves <pid>.ready in directory."""
+    from pathlib import Path
+
+    Path(directory, f"{os.getpid()}.ready").write_text("")
+
+
+def reports_pid(conn):
+    conn.send(("done", os.getpid()))
