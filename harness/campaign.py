@@ -27,7 +27,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
 from harness.campaign_store import DEFAULT_STORE, ResultKey, ResultStore
-from harness.campaign_worker import BATCH_SIZE, PHASES, CampaignJob, run_campaign_job
+from harness.campaign_worker import BATCH_SIZE, PHASES, CampaignJob, import_ahead, run_campaign_job
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
@@ -321,15 +321,9 @@ def worker_environment(slot: int, gpus: int, visible: str | None) -> dict[str, s
 
 
 def prepare_campaign_worker(backend: str, stderr_log: str) -> None:
-    """What every campaign worker does before its job: the imports, which take seconds (torch above all)."""
-    import importlib
-
+    """What every campaign worker does before its job: its stderr to the log, and the imports."""
     _send_stderr_to(stderr_log)
-    # cuda.bindings' modules load NVRTC and the driver library; none of them initialises CUDA.
-    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.cache", "harness.pipeline",
-                   "harness.compare", "harness.candidates", "harness.problems", f"harness.backends.{backend}",
-                   *(("cuda.bindings.driver",) if backend == "cuda" else ())):
-        importlib.import_module(module)
+    import_ahead(backend)
 
 
 def _send_stderr_to(path: str) -> None:
@@ -424,7 +418,8 @@ def _run(args) -> int:
     if backend == "cuda" and not gpu_visible():
         raise UsageError("backend cuda: no GPU is visible")
     gpus = gpu_count() if backend == "cuda" else 0
-    workers = args.workers or default_workers(gpus, os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    workers = args.workers or default_workers(gpus, cores)
     if workers < 1:
         raise UsageError("--workers must be at least 1")
     if args.batch_size < 1:
@@ -460,7 +455,7 @@ def _run(args) -> int:
     environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
     prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)))
-    ahead = not args.naive and spares_wanted(args.spare_workers, workers, os.cpu_count() or 1)
+    ahead = not args.naive and spares_wanted(args.spare_workers, workers, cores)
     starters = [WorkerStarter(env, prepare, ahead=ahead) for env in environments]
 
     def run_one(plan: Plan) -> None:

@@ -188,6 +188,19 @@ class _Phase:
         self.phases[self.name] += time.perf_counter() - self.started
 
 
+def import_ahead(backend: str) -> None:
+    """Import what _run_campaign_job needs, which takes seconds (torch above all), before the job is known.
+
+    cuda.bindings' modules load NVRTC and the driver library; none of them initialises CUDA.
+    """
+    import importlib
+
+    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.cache", "harness.pipeline",
+                   "harness.compare", "harness.candidates", "harness.problems", "harness.mutants",
+                   f"harness.backends.{backend}", *(("cuda.bindings.driver",) if backend == "cuda" else ())):
+        importlib.import_module(module)
+
+
 def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.batches import ptx_digest

@@ -281,10 +281,10 @@ class WorkerStarter:
 
     def take(self) -> StartedWorker:
         worker, self._spare = self._spare, None
-        if worker is not None and not worker.process.is_alive():
-            worker.stop()
-            worker = None
-        worker = worker or start_worker(self.env, self.prepare)
+        if worker is None or not worker.process.is_alive():
+            if worker is not None:
+                worker.stop()
+            worker = start_worker(self.env, self.prepare)
         if self.ahead:
             self._spare = start_worker(self.env, self.prepare)
         return worker
@@ -296,24 +296,27 @@ class WorkerStarter:
             self._spare = None
 
 
-def _converse(target, args, step_timeout: float, on_message, env: dict[str, str] | None = None,
-              worker: StartedWorker | None = None):
+def _died(worker: StartedWorker, step: str) -> WorkerLost:
+    worker.process.join(10)
+    return WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
+
+
+def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):
     """Run `target(*args, conn)` in a worker; hand each message to on_message until it returns True.
 
-    `worker` is one already started (`WorkerStarter`); without one a worker is started now with `env`.
+    `worker` is one already started (`WorkerStarter`); without one a worker is started now.
     Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
     A ("step_timeout", s) message from the worker sets step_timeout from then on. The worker is
     stopped however this ends.
     """
-    worker = worker or start_worker(env)
+    worker = worker or start_worker()
     connection = worker.connection
     step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
     try:
         try:
             connection.send((target, args))
         except OSError:  # a spare that died after it was taken
-            worker.process.join(10)
-            raise WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
+            raise _died(worker, step)
         while True:
             if not connection.poll(timeout):
                 raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)", timed_out=True)
@@ -321,8 +324,7 @@ def _converse(target, args, step_timeout: float, on_message, env: dict[str, str]
             try:
                 message = connection.recv()
             except EOFError:
-                worker.process.join(10)
-                raise WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
+                raise _died(worker, step)
             if message[0] == "step":
                 step = message[1]
             elif message[0] == "step_timeout":
