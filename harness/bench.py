@@ -55,10 +55,11 @@ def time_entry(entry, backend, warmup: int, repeats: int) -> Timing:
     import torch
 
     from harness import signature
+    from harness.candidates import call_builder
 
     kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
     builder = dict((name, b) for name, _n, b in entry.suites())["T0_original"]
-    inputs = [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in builder(0, backend.device)]
+    inputs = call_builder(builder, 0, backend.device)
     out, grid, block, args = entry.launch(inputs, torch)
     objects = signature.to_ctypes(args)
     moved = out.numel() * out.element_size() + sum(

@@ -70,10 +70,12 @@ def prepare_trials(entry, official, device) -> list[Trial]:
     """Every suite trial's inputs (on the device) and official output, computed once."""
     import torch
 
+    from harness.candidates import call_builder
+
     trials = []
     for suite, n_trials, builder in entry.suites():
         for t in range(n_trials):
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)]
+            inputs = call_builder(builder, t, device)
             with torch.no_grad():
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             trials.append(Trial(suite, t, inputs, expected))

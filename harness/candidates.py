@@ -7,6 +7,7 @@ sets `K.PROBLEMS[name] = dict(...)` with the spec's seven keys for each substrat
 from __future__ import annotations
 
 import ctypes
+import enum
 import hashlib
 import importlib.util
 import inspect
@@ -72,6 +73,38 @@ class Entry:
         wanted = text.strip()
         hits = [i for i, line in enumerate(self.file.read_text().splitlines(), 1) if line.strip() == wanted]
         return f"{self.file.name}:{hits[0]}" if len(hits) == 1 else None
+
+
+class BuilderForm(str, enum.Enum):
+    """How a suite builder is called: the spec never fixes it, so both forms an author may write are taken."""
+
+    TRIAL = "builder(t)"
+    TRIAL_DEVICE = "builder(t, device)"
+
+
+def builder_form(builder) -> BuilderForm:
+    """builder(t, device) when the builder can take a second positional argument, else builder(t).
+
+    Decided from the signature, never by trying a call: a builder that raises a TypeError of its own
+    must be reported as raising, not retried another way. A callable whose signature Python cannot
+    read (a builtin) is given the device.
+    """
+    try:
+        parameters = list(inspect.signature(builder).parameters.values())
+    except (TypeError, ValueError):
+        return BuilderForm.TRIAL_DEVICE
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters) or len(positional) >= 2:
+        return BuilderForm.TRIAL_DEVICE
+    return BuilderForm.TRIAL
+
+
+def call_builder(builder, t: int, device) -> list:
+    """The trial's inputs as the builder returns them, each tensor moved to `device` if it is elsewhere."""
+    import torch
+
+    raw = builder(t, device) if builder_form(builder) is BuilderForm.TRIAL_DEVICE else builder(t)
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
 
 
 def candidate_files(directory: Path = SUBSTRATES_DIR) -> list[Path]:

@@ -17,7 +17,7 @@ import torch
 
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.candidates import Entry, where_defined
+from harness.candidates import Entry, call_builder, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, unwritten_mask
 from harness.nvrtc import CompileError
@@ -227,7 +227,7 @@ def _build(builder, t: int, device, seed: int) -> list:
     """The trial's inputs, built under global RNG state `seed` (restored afterwards), on `device`."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in builder(t, device)]
+        return call_builder(builder, t, device)
 
 
 def _cases(entry: Entry, device, book: CheckBook, problem, progress):
@@ -520,4 +520,5 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report.checks = book.results()
     report.suites = list(suites.values())
     report.seconds = time.perf_counter() - started
+    report.peak_device_bytes = backend.peak_memory_bytes()
     return report

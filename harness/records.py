@@ -92,6 +92,7 @@ class SubstrateReport:
     source_sha256: str = ""
     kb_file: str = ""
     compile_options: list[str] = field(default_factory=list)
+    peak_device_bytes: int | None = None  # the worker's peak device memory, where the backend can tell
 
     @property
     def verdict(self) -> Verdict:
@@ -118,6 +119,7 @@ class SubstrateReport:
             "checks": [c.to_json() for c in self.checks],
             "suites": [s.to_json() for s in self.suites],
             "seconds": round(self.seconds, 3),
+            "peak_device_bytes": self.peak_device_bytes,
         }
 
     @classmethod
@@ -133,6 +135,7 @@ class SubstrateReport:
             ],
             suites=[SuiteResult(**s) for s in data["suites"]],
             seconds=data["seconds"],
+            peak_device_bytes=data.get("peak_device_bytes"),
         )
 
 

@@ -113,3 +113,56 @@ def test_the_source_hash_changes_with_the_file(tmp_path):
     before = entry.source_sha256()
     path.write_text("A = 2\n")
     assert entry.source_sha256() != before
+
+
+# ------------------------------------------------------------------ builder forms
+
+from harness.candidates import BuilderForm, builder_form, call_builder  # noqa: E402
+
+
+def _one(t):
+    return [t]
+
+
+def _two(t, device):
+    return [t, device]
+
+
+def _defaulted(t, device=None):
+    return [t, device]
+
+
+def _star(*args):
+    return list(args)
+
+
+@pytest.mark.parametrize("builder, form", [
+    (_one, BuilderForm.TRIAL),
+    (_two, BuilderForm.TRIAL_DEVICE),
+    (_defaulted, BuilderForm.TRIAL_DEVICE),
+    (_star, BuilderForm.TRIAL_DEVICE),
+    (lambda t: [t], BuilderForm.TRIAL),
+    (lambda t, *, seed=0: [t], BuilderForm.TRIAL),  # a keyword-only parameter is never given the device
+])
+def test_builder_form_is_read_from_the_signature(builder, form):
+    assert builder_form(builder) is form
+
+
+def test_call_builder_moves_tensors_and_keeps_other_values():
+    import torch
+
+    inputs = call_builder(lambda t: [torch.ones(2, dtype=torch.float64), 3.5, t], 4, torch.device("meta"))
+    assert inputs[0].device.type == "meta" and inputs[0].dtype == torch.float64
+    assert inputs[1:] == [3.5, 4]
+
+
+def test_a_builder_raising_type_error_is_not_called_a_second_way():
+    calls = []
+
+    def builder(t):
+        calls.append(t)
+        raise TypeError("my own bug")
+
+    with pytest.raises(TypeError, match="my own bug"):
+        call_builder(builder, 0, "cpu")
+    assert calls == [0]

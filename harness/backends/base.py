@@ -71,3 +71,7 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for launched work; raises KernelFault if it failed."""
         raise NotImplementedError("a backend needs synchronize")
+
+    def peak_memory_bytes(self) -> int | None:
+        """The most device memory this process has held (bytes), or None where the backend cannot tell."""
+        return None

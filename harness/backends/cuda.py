@@ -104,6 +104,10 @@ class CudaBackend(Backend):
             "cuLaunchKernel",
         )
 
+    def peak_memory_bytes(self) -> int | None:
+        # Reserved, not allocated: what the process took from the device, its allocator's cache included.
+        return int(torch.cuda.max_memory_reserved(self._device))
+
     def synchronize(self) -> None:
         driver = _driver()
         _check(driver.cuCtxSynchronize(), "kernel run")
