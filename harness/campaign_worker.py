@@ -114,15 +114,9 @@ def trial_checksum(trial: "Trial") -> tuple[int, ...]:
     """
     import torch
 
-    sums = []
-    for x in (*trial.inputs, trial.expected):
-        if isinstance(x, torch.Tensor):
-            raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
-            if raw.storage_offset() % 8:  # a misaligned suite's view: words need an aligned copy
-                raw = raw.clone()
-            whole = raw.numel() // 8 * 8
-            sums.append(int(raw[:whole].view(torch.int64).sum()) + int(raw[whole:].sum(dtype=torch.int64)))
-    return tuple(sums)
+    from harness.guards import tensor_checksum
+
+    return tuple(tensor_checksum(x) for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor))
 
 
 def trial_bytes(trial: "Trial") -> int:
@@ -135,8 +129,6 @@ def trial_bytes(trial: "Trial") -> int:
 
 def first_failure(run, expected, entry) -> str:
     """'' when the run passes every check the gate makes of a kernel, else the first check it fails."""
-    from harness.compare import compare
-
     if run.argument_problems:
         return "launch_arguments: " + run.argument_problems[0]
     if run.guard_damage:
@@ -145,8 +137,7 @@ def first_failure(run, expected, entry) -> str:
         return "inputs_unchanged: " + run.changed_inputs[0]
     if run.unwritten:
         return f"output_fully_written: {run.unwritten} output elements never written"
-    for output in run.outputs:
-        comparison = compare(output, expected, entry.tolerance)
+    for comparison in run.comparisons:
         if not comparison.ok:
             return "output_matches: " + comparison.describe()
     return ""
@@ -254,7 +245,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     checksums = [trial_checksum(trial) for trial in trials]
 
     def run_trial(kernel, i: int) -> str:
-        run = run_kernel(entry, kernel, backend, trials[i].inputs)
+        run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected)
         return first_failure(run, trials[i].expected, entry)
 
     # The unmutated source goes through the same trials and must survive every one.

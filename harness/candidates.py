@@ -45,11 +45,14 @@ class RegistrationTarget:
 
 @dataclass(frozen=True)
 class Entry:
+    """One registered substrate. A key that is missing or of the wrong type is None in a partial entry
+    (`make_entry(..., partial=True)`), so the gate can still check every rule that does not need it."""
+
     name: str
     file: Path
-    kb_file: str
-    cuda: str
-    kernel_name: str
+    kb_file: str | None
+    cuda: str | None
+    kernel_name: str | None
     ref: object
     launch: object
     suites: object
@@ -61,9 +64,10 @@ class Entry:
         """Hash of everything that decides the verdict: the candidate file, its CUDA source, its problem."""
         digest = hashlib.sha256()
         digest.update(self.file.read_bytes())
-        digest.update(self.cuda.encode())
+        digest.update((self.cuda or "").encode())
         try:
-            digest.update((search or ProblemSearch.for_candidate(self.file)).resolve(self.kb_file).read_bytes())
+            if self.kb_file is not None:
+                digest.update((search or ProblemSearch.for_candidate(self.file)).resolve(self.kb_file).read_bytes())
         except ProblemError:
             pass  # no problem file: the gate rejects the entry, and the hash still names this source
         return digest.hexdigest()
@@ -99,12 +103,16 @@ def builder_form(builder) -> BuilderForm:
     return BuilderForm.TRIAL
 
 
+def builder_output(builder, t: int, device) -> list:
+    """The trial's inputs exactly as the builder returns them (each tensor wherever it put it)."""
+    return list(builder(t, device) if builder_form(builder) is BuilderForm.TRIAL_DEVICE else builder(t))
+
+
 def call_builder(builder, t: int, device) -> list:
     """The trial's inputs as the builder returns them, each tensor moved to `device` if it is elsewhere."""
     import torch
 
-    raw = builder(t, device) if builder_form(builder) is BuilderForm.TRIAL_DEVICE else builder(t)
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in builder_output(builder, t, device)]
 
 
 def candidate_files(directory: Path = SUBSTRATES_DIR) -> list[Path]:
@@ -190,8 +198,12 @@ def _tolerance(name: str, raw: dict, problems: list[str]) -> Tolerance:
     return Tolerance(exact=exact, **bounds)
 
 
-def make_entry(name: str, raw, path: Path) -> tuple[Entry | None, list[str]]:
-    """Check one K.PROBLEMS value against the spec; returns the entry or the list of what is wrong."""
+def make_entry(name: str, raw, path: Path, partial: bool = False) -> tuple[Entry | None, list[str]]:
+    """Check one K.PROBLEMS value against the spec; returns (the entry, []) or (None, what is wrong).
+
+    With `partial`, an entry comes back whenever `raw` is a dict, its bad keys None, beside the list
+    of what is wrong: the gate then checks every rule the good keys allow.
+    """
     if not isinstance(raw, dict):
         return None, [f"{name}: K.PROBLEMS[{name!r}] is a {type(raw).__name__}, not a dict"]
     problems = []
@@ -214,7 +226,11 @@ def make_entry(name: str, raw, path: Path) -> tuple[Entry | None, list[str]]:
     accumulates = raw.get("accumulates", False)
     if not isinstance(accumulates, bool):
         problems.append(f"{name}: 'accumulates' must be True or False, got {accumulates!r}")
-    if problems:
+    if problems and not partial:
         return None, problems
-    return Entry(name=name, file=path, tolerance=tolerance, accumulates=accumulates,
-                 **{k: raw[k] for k in REQUIRED_KEYS}), []
+    valid = {}
+    for key in REQUIRED_KEYS:
+        value = raw.get(key)
+        good = (isinstance(value, str) and value.strip()) if key in ("kb_file", "cuda", "kernel_name") else callable(value)
+        valid[key] = value if good else None
+    return Entry(name=name, file=path, tolerance=tolerance, accumulates=accumulates is True, **valid), problems

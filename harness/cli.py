@@ -17,6 +17,7 @@ from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
+from harness.scheduling import MemoryBudget, device_memory_bytes, estimate_bytes
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, metavar="S",
                         help=f"kill a worker that makes no progress for S seconds: one import, compile or trial "
                              f"(default: {DEFAULT_STEP_TIMEOUT:g})")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="substrates gated at once (default: 1)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="substrates gated at once, as many as the device's memory holds (default: 1)")
     parser.add_argument("--record", type=Path, metavar="PATH",
                         help="admission record to update (default: admissions.json in each candidate's folder, "
                              "substrates/admissions.json for the family)")
@@ -78,6 +80,17 @@ def _resolve_targets(targets: list[str], entries: dict, errors: dict) -> list[tu
 def _import_failure(file: str, name: str, error: str) -> SubstrateReport:
     checks = [CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, error)]
     return SubstrateReport(name=name, file=file, checks=with_not_run(checks, "not run: the file did not import"))
+
+
+def _ran_out_of_memory(report: SubstrateReport) -> bool:
+    return any(c.check is CheckName.FITS_DEVICE_MEMORY and c.status is CheckStatus.FAILED for c in report.checks)
+
+
+def _note_rerun(report: SubstrateReport) -> None:
+    for i, c in enumerate(report.checks):
+        if c.check is CheckName.FITS_DEVICE_MEMORY:
+            report.checks[i] = CheckResult(c.check, c.status, c.detail + " (run again alone: beside other jobs it "
+                                                                          "ran out of device memory)")
 
 
 def _suite_summary(report: SubstrateReport) -> str:
@@ -208,6 +221,9 @@ def _run(args) -> int:
                 report.device = message[1]
         return handle
 
+    budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 else None)
+    t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
+
     def gate_one(job: tuple[str, str]) -> SubstrateReport:
         file, name = job
         if file in errors:
@@ -215,7 +231,15 @@ def _run(args) -> int:
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
                        kb_root=str(args.kb_root) if args.kb_root else None)
-        return run_gate_job(work, args.timeout, on_message(name))
+        with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
+            result = run_gate_job(work, args.timeout, on_message(name))
+            beside_others = shared()
+        if beside_others and _ran_out_of_memory(result):
+            # Other jobs held part of the memory: the candidate is judged on the device to itself.
+            with budget.alone():
+                result = run_gate_job(work, args.timeout, on_message(name))
+            _note_rerun(result)
+        return result
 
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:

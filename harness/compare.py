@@ -12,7 +12,7 @@ import torch
 
 DEFAULT_TOLERANCE = 1e-2  # the spec's atol = rtol for arithmetic kernels
 SHOWN_MISMATCHES = 3
-COMPARE_CHUNK = 1 << 24  # elements compared at once: 128 MiB per float64 temporary
+COMPARE_CHUNK = 1 << 22  # elements compared at once: 32 MiB per float64 temporary, a few of them
 
 _BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 

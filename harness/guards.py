@@ -81,12 +81,74 @@ def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> tor
     return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
 
 
+def poison_mask(t: torch.Tensor, pattern_byte: int) -> torch.Tensor | None:
+    """True where an element of `t` holds the poison pattern, or None when none does (no mask is kept then)."""
+    flat = bits(t).reshape(-1)
+    held = flat == _poison_element(pattern_byte, t.element_size(), flat.dtype).to(flat.device)
+    if not bool(held.any()):  # the common case: every element was written
+        return None
+    return held.reshape(t.shape)
+
+
+def unwritten_after(second_run: torch.Tensor, still_first: torch.Tensor | None) -> torch.Tensor:
+    """True where run two left pattern two and run one had left pattern one (`still_first`, from poison_mask).
+
+    One output buffer serves both runs: run one's mask is all that is kept of it.
+    """
+    if still_first is None:
+        return torch.zeros(second_run.shape, dtype=torch.bool, device=second_run.device)
+    still_second = poison_mask(second_run, POISON_BYTES[1])
+    if still_second is None:
+        return torch.zeros(second_run.shape, dtype=torch.bool, device=second_run.device)
+    return still_first & still_second
+
+
 def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
     """True where the output still held poison pattern one after run one and pattern two after run two."""
-    itemsize = first_run.element_size()
-    a, b = bits(first_run).reshape(-1), bits(second_run).reshape(-1)
-    view = a.dtype
-    still_first = a == _poison_element(POISON_BYTES[0], itemsize, view).to(a.device)
-    if not bool(still_first.any()):  # the common case: every element was written in run one
-        return torch.zeros(first_run.shape, dtype=torch.bool, device=first_run.device)
-    return (still_first & (b == _poison_element(POISON_BYTES[1], itemsize, view).to(b.device))).reshape(first_run.shape)
+    return unwritten_after(second_run, poison_mask(first_run, POISON_BYTES[0]))
+
+
+def fill_bytes(t: torch.Tensor, pattern_byte: int) -> None:
+    """Fill every byte of `t`'s storage with `pattern_byte`, whatever its dtype and strides."""
+    storage = t.untyped_storage()
+    if storage.nbytes():
+        torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage).fill_(pattern_byte)
+
+
+def tensor_checksum(x: torch.Tensor) -> int:
+    """A sum of the tensor's bytes, read as 64-bit words (wrapping) and the last few as bytes, where it lives.
+
+    One read of the tensor: cheap enough to take for every input before and after every run, so that
+    no second copy of a gigabyte input is needed to see whether it changed. A change that keeps the
+    sum is a coincidence no fault pattern makes.
+    """
+    raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
+    if raw.storage_offset() % 8:  # a misaligned view: words need an aligned copy
+        raw = raw.clone()
+    whole = raw.numel() // 8 * 8
+    return int(raw[:whole].view(torch.int64).sum()) + int(raw[whole:].sum(dtype=torch.int64))
+
+
+# Allocations whose contents are whatever the memory held: a launch that returns one of these as out
+# without writing it has not initialised out.
+_UNINITIALISED = ("empty.memory_format", "empty_like.default", "empty_strided.default", "new_empty.default",
+                  "new_empty_strided.default")
+
+
+def poisoned_allocations(pattern_byte: int):
+    """A context in which every uninitialised torch allocation (torch.empty and kin) is filled with the pattern.
+
+    Two `launch` calls under two patterns give `out` the same bytes exactly when launch initialises
+    out itself (zeros for an atomic reduction, a constant), whatever memory the allocator hands back;
+    a `torch.empty` out that launch leaves alone comes back holding the pattern.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PoisonAllocations(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if str(func).removeprefix("aten.") in _UNINITIALISED:
+                fill_bytes(out, pattern_byte)
+            return out
+
+    return PoisonAllocations()

@@ -1,15 +1,19 @@
 """The checks of one substrate, run in order inside a worker: compile, probe, every trial of every suite.
 
-Each trial: build the inputs, compute the official reference and the candidate's own `ref`,
-put the inputs in guarded buffers, call `launch`, check its argument list against the
-kernel's parameters, run the kernel twice over two poison patterns, then check the output,
-the guard bands and the inputs. Every failure is kept; only a CUDA fault (which leaves the
-context unusable) stops the run early.
+Each trial is a table of checks (`TRIAL_CHECKS`), one function each, run in order on a
+`TrialState`: the official output, the candidate's own `ref`, the second legitimate references
+(on the CPU, beside the device work), the do-nothing kernels, then the kernel itself (`launch`,
+its argument list against the kernel's parameters, two runs over poisoned or launch-initialised
+guarded buffers) and the checks of what it did: guard bands, inputs, unwritten output, values.
+A new check is a new function and a line in the table.
+
+Every failure is kept. Only a CUDA fault (which leaves the context unusable) stops the run early;
+a check whose subject never existed (no probe key, a kb_file naming nothing, a kernel that did
+not compile) is not run, with the reason, never failed with claims about it.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 
@@ -17,17 +21,20 @@ import torch
 
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.candidates import Entry, call_builder, where_defined
+from harness.candidates import Entry, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
-from harness.guards import INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, unwritten_mask
+from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, poison_mask, poisoned_allocations,
+                            tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.problems import ProblemError, ProblemSearch, load_problem
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
+from harness.trial_inputs import TrialInputs, build_here
 
 MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 SHOWN_FAILURES = 3
+PENDING = "not run: the worker stopped before this check was decided"
 
 
 class CheckBook:
@@ -55,7 +62,10 @@ class CheckBook:
         if check not in self._passes and check not in self._failures:
             self._not_run.setdefault(check, why)
 
-    def results(self) -> list[CheckResult]:
+    def decided(self, check: CheckName) -> bool:
+        return check in self._passes or check in self._failures or check in self._not_run
+
+    def results(self, undecided: str = "not reached") -> list[CheckResult]:
         results = []
         for check in CheckName:
             if check in self._failures:
@@ -69,24 +79,22 @@ class CheckBook:
                 note = self._notes.get(check) or f"held in {count} trial{'s' if count != 1 else ''}"
                 results.append(CheckResult(check, CheckStatus.PASSED, note))
             else:
-                results.append(CheckResult(check, CheckStatus.NOT_RUN, self._not_run.get(check, "not reached")))
+                results.append(CheckResult(check, CheckStatus.NOT_RUN, self._not_run.get(check, undecided)))
         return results
 
 
 @dataclass
 class KernelRun:
-    """What one trial's kernel did: its two outputs (one per poison pattern) and any harm done."""
+    """What one trial's kernel did: each run's comparison with the expected output, and any harm done."""
 
-    outputs: list = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
     argument_problems: list[str] = field(default_factory=list)
     guard_damage: list[str] = field(default_factory=list)
     changed_inputs: list[str] = field(default_factory=list)
     unwritten: int = 0
     first_unwritten: tuple = ()
-
-
-def _clone_all(inputs: list) -> list:
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    out_elements: int = 0
+    initialised_by_launch: bool = False  # launch fills out itself: the kernel runs on that, not on poison
 
 
 def _geometry_problems(label: str, dims, limits) -> list[str]:
@@ -124,84 +132,133 @@ def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, 
     return redirected, problems
 
 
-def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list) -> KernelRun:
-    """Launch the kernel on guarded copies of `inputs`, twice, and report what it did."""
-    device = backend.device
-    guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
-               if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
-    views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
-    result = KernelRun()
+def _launch(entry: Entry, views: list, pattern_byte: int):
+    """launch(views, torch), every uninitialised allocation it makes filled with `pattern_byte`."""
+    with poisoned_allocations(pattern_byte):
+        return entry.launch(views, torch)
 
-    try:
-        returned = entry.launch(views, torch)
-    except Exception as error:
-        result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
-        return result
+
+def _launch_problems(returned, views: list, device) -> list[str]:
     if not (isinstance(returned, (tuple, list)) and len(returned) == 4):
-        result.argument_problems.append(f"launch returned {type(returned).__name__}, not (out, grid, block, args)")
-        return result
-    out, grid, block, args = returned
+        return [f"launch returned {type(returned).__name__}, not (out, grid, block, args)"]
+    out, grid, block, _args = returned
     if not isinstance(out, torch.Tensor):
-        result.argument_problems.append(f"launch's out is a {type(out).__name__}, not a tensor")
-        return result
+        return [f"launch's out is a {type(out).__name__}, not a tensor"]
     if out.device != torch.device(device) or not out.is_contiguous():
-        result.argument_problems.append(f"launch's out must be a contiguous tensor on {device}, got one on "
-                                        f"{out.device} (contiguous: {out.is_contiguous()})")
-        return result
+        return [f"launch's out must be a contiguous tensor on {device}, got one on {out.device} "
+                f"(contiguous: {out.is_contiguous()})"]
+    problems = []
     for i, view in enumerate(views):
         if isinstance(view, torch.Tensor) and out.numel() and view.numel():
             (a, b), (c, d) = _byte_range(out), _byte_range(view)
             if a < d and c < b:
-                result.argument_problems.append(f"launch's out shares memory with input {i}: it must be a fresh tensor")
-    result.argument_problems += _geometry_problems("grid", grid, MAX_GRID)
-    result.argument_problems += _geometry_problems("block", block, MAX_BLOCK)
-    if not result.argument_problems and block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
-        result.argument_problems.append(f"block {tuple(block)} has {block[0] * block[1] * block[2]} threads, "
-                                        f"more than {MAX_BLOCK_THREADS}")
-    result.argument_problems += signature.check_arguments(kernel.params, args)
-    if result.argument_problems:
+                problems.append(f"launch's out shares memory with input {i}: it must be a fresh tensor")
+    problems += _geometry_problems("grid", grid, MAX_GRID)
+    problems += _geometry_problems("block", block, MAX_BLOCK)
+    if not problems and block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
+        problems.append(f"block {tuple(block)} has {block[0] * block[1] * block[2]} threads, more than "
+                        f"{MAX_BLOCK_THREADS}")
+    return problems
+
+
+def _launch_initialises_out(entry: Entry, views: list, out: torch.Tensor, first_sum: int) -> bool:
+    """Does launch fill out itself? Called again under the second pattern: the same bytes mean yes.
+
+    `first_sum` is out's checksum from the first call, made under the first pattern, so no second
+    copy of a gigabyte output is held to compare.
+    """
+    again = _launch(entry, views, POISON_BYTES[1])
+    other = again[0] if isinstance(again, (tuple, list)) and again else None
+    same = (isinstance(other, torch.Tensor) and other.shape == out.shape and other.dtype == out.dtype
+            and tensor_checksum(other) == first_sum)
+    del again, other
+    return same
+
+
+def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
+    """How `view` differs from `original` (which may live on another device), compared chunk by chunk."""
+    if view.numel() <= 1 << 24:
+        return compare_bitwise(view, original.to(view.device))
+    flat_view, flat_original = view.reshape(-1), original.reshape(-1)
+    for start in range(0, flat_view.numel(), 1 << 24):
+        piece = compare_bitwise(flat_view[start:start + (1 << 24)],
+                                flat_original[start:start + (1 << 24)].to(view.device))
+        if not piece.ok:
+            return piece
+    return Comparison(ok=True, total=view.numel())
+
+
+def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
+               guarded: list | None = None) -> KernelRun:
+    """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
+
+    `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
+    references on them first); otherwise they are made here. One guarded output serves both runs:
+    run one starts from poison pattern one, run two from pattern two (or both from what launch put
+    in out, when launch initialises it), and an element still holding its run's pattern after both
+    was never written.
+    """
+    device = backend.device
+    if guarded is None:
+        guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
+                   if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
+    views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
+    sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
+    result = KernelRun()
+
+    try:
+        returned = _launch(entry, views, POISON_BYTES[0])
+        result.argument_problems += _launch_problems(returned, views, device)
+        if result.argument_problems:
+            return result
+        out, grid, block, args = returned
+        result.argument_problems += signature.check_arguments(kernel.params, args)
+        if result.argument_problems:
+            return result
+        result.out_elements = out.numel()
+        result.initialised_by_launch = entry.accumulates or (
+            out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+    except Exception as error:
+        result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
 
-    # One guarded output per run, so neither run's result has to be copied out before the next.
-    guarded_outs = [GuardedTensor(out.shape, out.dtype, device) for _ in POISON_BYTES]
-    for run_number, (pattern, guarded_out) in enumerate(zip(POISON_BYTES, guarded_outs), 1):
-        run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
-        if pointer_problems:
-            result.argument_problems += pointer_problems
-            return result
-        if entry.accumulates:
+    guarded_out = GuardedTensor(out.shape, out.dtype, device)
+    run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
+    if pointer_problems:
+        result.argument_problems += pointer_problems
+        return result
+    still_first = None
+    for run_number, pattern in enumerate(POISON_BYTES, 1):
+        if result.initialised_by_launch:
             guarded_out.tensor.copy_(out)  # what launch put there (zeros) is what the kernel adds to
         else:
             guarded_out.poison(pattern)
         backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
         backend.synchronize()
-        result.outputs.append(guarded_out.tensor)
+        result.comparisons.append(compare(guarded_out.tensor, expected, entry.tolerance))
+        result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
+        if not result.initialised_by_launch:
+            if run_number == 1:
+                still_first = poison_mask(guarded_out.tensor, pattern)
+            else:
+                unwritten = unwritten_after(guarded_out.tensor, still_first)
+                result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
+                if result.unwritten:
+                    flat = int(torch.nonzero(unwritten.reshape(-1))[0])
+                    result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat),
+                                                                                       tuple(out.shape)))
+                del unwritten
         # Inputs are checked after each run: a change the second run undoes still counts.
         for i, (view, original) in enumerate(zip(views, inputs)):
-            if isinstance(view, torch.Tensor) and not result.changed_inputs:
-                change = compare_bitwise(view, original.to(device))
+            if isinstance(view, torch.Tensor) and not result.changed_inputs and tensor_checksum(view) != sums[i]:
+                change = _changed_input(view, original)
                 if not change.ok:
                     result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
-
-    labelled = [("out", g) for g in guarded_outs] + [(f"input {i}", g) for i, g in enumerate(guarded) if g is not None]
-    for label, g in labelled:
-        result.guard_damage += [damage.describe(label) for damage in g.damage()]
-    result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both outputs usually show the same damage
-    if entry.accumulates:
-        return result
-    unwritten = unwritten_mask(*result.outputs)
-    result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
-    if result.unwritten:
-        flat = int(torch.nonzero(unwritten.reshape(-1))[0])
-        result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat), tuple(out.shape)))
+    for i, g in enumerate(guarded):
+        if g is not None:
+            result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
+    result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result
-
-
-def _record_comparison(suite: SuiteResult, comparison: Comparison) -> None:
-    suite.mismatched_elements = max(suite.mismatched_elements, comparison.mismatches)
-    if comparison.max_abs_error is not None:
-        suite.worst_abs_error = max(suite.worst_abs_error or 0.0, comparison.max_abs_error)
-        suite.worst_rel_error = max(suite.worst_rel_error or 0.0, comparison.max_rel_error)
 
 
 @dataclass
@@ -219,48 +276,50 @@ class Case:
         return f"{self.suite} trial {self.t}"
 
 
-# Two global RNG states a builder is run under: a deterministic builder ignores them.
-_DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
-
-
-def _build(builder, t: int, device, seed: int) -> list:
-    """The trial's inputs, built under global RNG state `seed` (restored afterwards), on `device`."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return call_builder(builder, t, device)
-
-
-def _cases(entry: Entry, device, book: CheckBook, problem, progress):
+def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None):
     """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
 
-    `progress` hears of each trial before it is built, so a worker lost while building names it.
+    Inputs are yielded on the host; the trial puts them on the device. `progress` hears of each
+    trial before it is built, so a worker lost while building names it.
     """
-    try:
-        probe = entry.probe(torch)
-    except Exception as error:
-        book.fail(CheckName.SUITES_BUILD, f"probe(torch) raised {type(error).__name__}: {error}")
-        probe = []
+    probe = []
+    if entry.probe is None:
+        book.skip(CheckName.PROBE_RULES, "not run: the entry has no valid probe")
     else:
-        if problem is not None:
-            problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem))
-            where = where_defined(entry.probe, 'probe')
-            for text in problems:
-                book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
-            if not problems:
-                book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, one misaligned")
+        try:
+            probe = entry.probe(torch)
+        except Exception as error:
+            book.fail(CheckName.SUITES_BUILD, f"probe(torch) raised {type(error).__name__}: {error}")
+            book.skip(CheckName.PROBE_RULES, "not run: probe(torch) raised")
+        else:
+            if problem is not None:
+                problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem))
+                where = where_defined(entry.probe, 'probe')
+                for text in problems:
+                    book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
+                if not problems:
+                    book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, "
+                                                    "one misaligned")
+            else:
+                book.skip(CheckName.PROBE_RULES, "not run: the official reference did not load")
     probe = probe if isinstance(probe, (list, tuple)) else []
     for t, item in enumerate(probe):
         progress(f"probe trial {t}")
         try:
             _label, tensors = item
-            yield Case("probe", t, len(probe), [x.to(device) if isinstance(x, torch.Tensor) else x for x in tensors])
+            yield Case("probe", t, len(probe), list(tensors))
         except Exception as error:
             yield Case("probe", t, len(probe), error=error)
+
+    if entry.suites is None:
+        book.skip(CheckName.SUITE_RULES, "not run: the entry has no valid suites")
+        return
     try:
         suites = list(entry.suites())
     except Exception as error:
         book.fail(CheckName.SUITES_BUILD, f"suites() raised {type(error).__name__}: {error}")
-        suites = []
+        book.skip(CheckName.SUITE_RULES, "not run: suites() raised")
+        return
     well_formed = []
     for i, suite in enumerate(suites):
         if (isinstance(suite, (tuple, list)) and len(suite) == 3 and isinstance(suite[0], str)
@@ -271,46 +330,54 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress):
     suites_where = where_defined(entry.suites, 'suites')
     for text in suite_rules.suite_list_problems(well_formed):
         book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
+    t0_notes = []
     for suite_name, n_trials, builder in well_formed:
+        is_t0 = suite_name == suite_rules.T0_NAME
+        ahead = is_t0 and trial_inputs is not None and problem is not None
+        if ahead:
+            trial_inputs.start(problem, builder, n_trials)
         for t in range(n_trials):
             case = Case(suite_name, t, n_trials)
             progress(case.where)
-            try:
-                case.inputs = _build(builder, t, device, _DETERMINISM_SEEDS[0])
-                t0_problems = []
-                if suite_name == suite_rules.T0_NAME and problem is not None:
-                    official = suite_rules.official_inputs(problem, t)
-                    t0_problems = suite_rules.t0_trial_problems(
-                        t, [x.cpu() if isinstance(x, torch.Tensor) else x for x in case.inputs], official)
-                    del official
-                # A T0 trial equal to get_inputs() under its seed is deterministic already; every other
-                # trial is built again under another global RNG state (KernelBench-sized T0s are gigabytes).
-                difference = ""
-                if suite_name != suite_rules.T0_NAME or problem is None or t0_problems:
-                    difference = suite_rules.first_difference(
-                        case.inputs, _build(builder, t, device, _DETERMINISM_SEEDS[1]))
-            except Exception as error:
-                case.error = error
+            built = (trial_inputs.t0(t) if ahead
+                     else build_here(builder, t, device, problem if is_t0 else None))
+            if built.error is not None:
+                case.error = built.error
                 yield case
                 continue
-            if difference:
-                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {case.where} is not deterministic: "
-                                                 f"built twice, {difference}")
-            for text in t0_problems:
-                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {text}")
+            case.inputs = built.inputs
+            where = where_defined(builder, 'the builder')
+            if built.difference:
+                book.fail(CheckName.SUITE_RULES, f"{where}: {case.where} is not deterministic: built twice, "
+                                                 f"{built.difference}")
+            if built.official_error is not None:
+                book.fail(CheckName.OFFICIAL_REFERENCE, f"{case.where}: get_inputs() raised "
+                                                        f"{type(built.official_error).__name__}: {built.official_error}")
+            if is_t0 and built.official is not None:
+                match = suite_rules.t0_trial_match(t, built.inputs, built.official)
+                for text in match.problems:
+                    book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
+                t0_notes.append(match.how)
+            del built
             yield case
     if well_formed and problem is not None:
-        book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} is get_inputs() seeded {suite_rules.T0_SEED_BASE} + t "
-                                        f"in all {suite_rules.T0_TRIALS} trials; "
+        how = suite_rules.summarise_t0(t0_notes)
+        book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} has get_inputs()'s shapes and dtypes in all "
+                                        f"{suite_rules.T0_TRIALS} trials, its values {how}; "
                                         f"{len(well_formed) - 1} targeted suites; every builder deterministic")
 
 
 def count_cases(entry: Entry) -> int:
     """How many trials the gate will run (probe entries included), for the progress bar."""
-    try:
-        return len(entry.probe(torch)) + sum(n for _name, n, _builder in entry.suites())
-    except Exception:
-        return 0
+    total = 0
+    for key, count in ((entry.probe, lambda: len(entry.probe(torch))),
+                       (entry.suites, lambda: sum(n for _name, n, _builder in entry.suites()))):
+        if key is not None:
+            try:
+                total += count()
+            except Exception:
+                pass
+    return total
 
 
 def cuda_source_check(cuda: str, kernel_name: str, program_name: str, locate=lambda text: None) -> CheckResult:
@@ -329,42 +396,313 @@ def cuda_source_check(cuda: str, kernel_name: str, program_name: str, locate=lam
     return CheckResult(CheckName.CUDA_SOURCE, CheckStatus.FAILED, "; ".join(lines))
 
 
-def _official_alternatives(official, device) -> list[tuple[str, object]]:
-    """Second legitimate ways of computing the official output, as (label, (inputs, expected) -> output or None):
-    float64, and on a GPU, the CPU."""
-    model64 = suite_safety.widened_model(official)
-    alternatives = [("in float64", lambda inputs, expected: suite_safety.float64_reference(model64, inputs, expected))]
-    if torch.device(device).type != "cpu":
-        model_cpu = copy.deepcopy(official).cpu()
-        alternatives.append(("on the CPU", lambda inputs, _expected: suite_safety.cpu_reference(model_cpu, inputs)))
-    return alternatives
+# ---------------------------------------------------------------- one trial, as a table of checks
 
 
-def _check_no_false_kill(alternatives, case: Case, expected, entry: Entry, book: CheckBook,
-                         unavailable: dict[str, str]) -> None:
-    for label, compute in alternatives:
-        if label in unavailable:
-            continue
-        try:
-            other = compute(case.inputs, expected)
-        except Exception as error:
-            unavailable[label] = f"{type(error).__name__}: {error}"
-            continue
-        if other is None:  # nothing floating-point: the float64 route is the official one
-            continue
-        agreement = suite_safety.agreement(other, expected, entry.tolerance)
-        if agreement.ok:
-            book.ran(CheckName.NO_FALSE_KILL)
-        else:
-            book.fail(CheckName.NO_FALSE_KILL,
-                      f"{case.where}: the official Model {label} disagrees with it beyond the tolerance "
-                      f"({entry.tolerance.describe()}): {agreement.describe()}; two correct implementations can "
-                      f"differ here, so this suite would reject a correct kernel")
+@dataclass
+class GateContext:
+    """What every trial of one substrate shares."""
+
+    entry: Entry
+    backend: Backend
+    book: CheckBook
+    official: object = None  # the official Model, on the device
+    kernel: LoadedKernel | None = None
+    second: suite_safety.SecondReferences | None = None
+    trivial: suite_safety.TrivialKernels | None = None
+    fault: str = ""  # a CUDA fault that lost the context: nothing more runs
+
+
+@dataclass
+class TrialState:
+    """One trial in flight: its host inputs, their guarded device copies, what has been found."""
+
+    case: Case
+    suite: SuiteResult
+    guarded: list = field(default_factory=list)  # GuardedTensor or None per input
+    views: list = field(default_factory=list)  # what the references and the kernel see
+    sums: list = field(default_factory=list)  # checksum of each input as built
+    expected: object = None
+    run: KernelRun | None = None
+    ok: bool = True
+
+    def fail(self, ctx: GateContext, check: CheckName, detail: str, why: str = "") -> None:
+        ctx.book.fail(check, f"{self.case.where}{why}: {detail}")
+        self.ok = False
+
+
+def _restore_inputs(state: TrialState) -> None:
+    """Put back any input a reference changed in place (the kernel must see the trial as built)."""
+    for g, original, expected_sum in zip(state.guarded, state.case.inputs, state.sums):
+        if g is not None and tensor_checksum(g.tensor) != expected_sum:
+            g.tensor.copy_(original)
+
+
+def _official_output(ctx: GateContext, state: TrialState) -> bool:
+    try:
+        with torch.no_grad():
+            expected = ctx.official(*state.views)
+    except Exception as error:
+        ctx.book.fail(CheckName.OFFICIAL_REFERENCE, f"{state.case.where}: the official Model raised "
+                                                    f"{type(error).__name__}: {error}")
+        state.suite.failures.append(f"trial {state.case.t}: official reference failed")
+        state.ok = False
+        return False
+    if isinstance(expected, torch.Tensor) and any(
+            g is not None and _byte_range(g.tensor)[0] <= expected.data_ptr() < max(_byte_range(g.tensor)[1],
+                                                                                  g.tensor.data_ptr() + 1)
+            for g in state.guarded):
+        expected = expected.clone()  # a Model that returns (a view of) its input: keep it apart from the input
+    state.expected = expected
+    _restore_inputs(state)
+    return True
+
+
+def _own_ref(ctx: GateContext, state: TrialState) -> bool:
+    if ctx.entry.ref is None:
+        return True
+    try:
+        with torch.no_grad():
+            own = compare(ctx.entry.ref(*state.views), state.expected, ctx.entry.tolerance)
+    except Exception as error:
+        state.fail(ctx, CheckName.REF_MATCHES_OFFICIAL, f"ref raised {type(error).__name__}: {error}")
+        _restore_inputs(state)
+        return True
+    _restore_inputs(state)
+    if own.ok:
+        ctx.book.ran(CheckName.REF_MATCHES_OFFICIAL)
+    else:
+        state.fail(ctx, CheckName.REF_MATCHES_OFFICIAL, own.describe())
+    return True
+
+
+def _second_references(ctx: GateContext, state: TrialState) -> bool:
+    if ctx.second is not None and isinstance(state.expected, torch.Tensor):
+        ctx.second.submit(state.case.where, state.case.inputs, state.expected)
+    return True
+
+
+def _trivial_kernels(ctx: GateContext, state: TrialState) -> bool:
+    if state.case.suite != "probe":
+        ctx.trivial.observe(state.case.suite, state.case.t, state.views, state.expected)
+    return True
+
+
+def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
+    if ctx.kernel is None or ctx.entry.launch is None:
+        state.ok = None  # the trial says nothing of a kernel that did not run: neither passed nor failed
+        return False
+    where = state.case.where
+    try:
+        state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.case.inputs, state.expected, state.guarded)
+    except KernelFault as error:
+        if not error.poisons_context:
+            ctx.book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
+            state.suite.failures.append(f"trial {state.case.t}: kernel fault")
+            state.ok = None  # counted as a failure already
+            return False
+        ctx.fault = f"{where}: {error}"
+    except RuntimeError as error:
+        # Launch's own errors are caught in run_kernel; a RuntimeError naming CUDA after the kernel
+        # started is torch meeting a context the kernel broke.
+        if "CUDA" not in str(error) or isinstance(error, torch.OutOfMemoryError):
+            raise
+        ctx.fault = f"{where}: {error}"
+    if ctx.fault:
+        ctx.book.fail(CheckName.RUNS_TO_COMPLETION, ctx.fault + " (the CUDA context is lost: no further trials run)")
+        state.suite.failures.append(f"trial {state.case.t}: kernel fault")
+        state.ok = None
+        return False
+    if state.run.argument_problems:
+        ctx.book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: " + "; ".join(state.run.argument_problems))
+        state.suite.failures.append(f"trial {state.case.t}: launch arguments do not fit the kernel")
+        state.ok = None
+        return False
+    ctx.book.ran(CheckName.LAUNCH_ARGUMENTS)
+    ctx.book.ran(CheckName.RUNS_TO_COMPLETION)
+    return True
+
+
+def _writes_in_bounds(ctx: GateContext, state: TrialState) -> bool:
+    if state.run.guard_damage:
+        state.fail(ctx, CheckName.WRITES_IN_BOUNDS, "; ".join(state.run.guard_damage))
+    else:
+        ctx.book.ran(CheckName.WRITES_IN_BOUNDS)
+    return True
+
+
+def _inputs_unchanged(ctx: GateContext, state: TrialState) -> bool:
+    if state.run.changed_inputs:
+        state.fail(ctx, CheckName.INPUTS_UNCHANGED, "; ".join(state.run.changed_inputs))
+    else:
+        ctx.book.ran(CheckName.INPUTS_UNCHANGED)
+    return True
+
+
+def _output_fully_written(ctx: GateContext, state: TrialState) -> bool:
+    run = state.run
+    if run.unwritten:
+        state.fail(ctx, CheckName.OUTPUT_FULLY_WRITTEN, f"{run.unwritten} of {run.out_elements} output elements "
+                                                        f"never written (first at {run.first_unwritten})")
+    elif run.initialised_by_launch:
+        how = ("launch initialises out ('accumulates')" if ctx.entry.accumulates else
+               "launch initialises out itself (two launch calls over differently poisoned memory gave it the "
+               "same bytes)")
+        ctx.book.ran(CheckName.OUTPUT_FULLY_WRITTEN, f"not applicable: {how}; the kernel runs on that content, so a "
+                                                     f"slot it misses keeps it and fails output_matches")
+    else:
+        ctx.book.ran(CheckName.OUTPUT_FULLY_WRITTEN)
+    return True
+
+
+def _output_matches(ctx: GateContext, state: TrialState) -> bool:
+    for comparison in state.run.comparisons:
+        _record_comparison(state.suite, comparison)
+        if not comparison.ok:
+            state.fail(ctx, CheckName.OUTPUT_MATCHES, comparison.describe(), f" ({ctx.entry.tolerance.describe()})")
+            return True
+    ctx.book.ran(CheckName.OUTPUT_MATCHES)
+    return True
+
+
+@dataclass(frozen=True)
+class TrialCheck:
+    name: str
+    run: object  # (GateContext, TrialState) -> bool: False ends the trial's checks here
+
+
+# In order. Each returns False when the checks after it have nothing to look at.
+TRIAL_CHECKS = (
+    TrialCheck("the official output", _official_output),
+    TrialCheck("the candidate's ref", _own_ref),
+    TrialCheck("second references", _second_references),
+    TrialCheck("kernels that compute nothing", _trivial_kernels),
+    TrialCheck("the kernel's two runs", _kernel_runs),
+    TrialCheck("guard bands", _writes_in_bounds),
+    TrialCheck("inputs", _inputs_unchanged),
+    TrialCheck("unwritten output", _output_fully_written),
+    TrialCheck("output values", _output_matches),
+)
+
+
+def _record_comparison(suite: SuiteResult, comparison: Comparison) -> None:
+    suite.mismatched_elements = max(suite.mismatched_elements, comparison.mismatches)
+    if comparison.max_abs_error is not None:
+        suite.worst_abs_error = max(suite.worst_abs_error or 0.0, comparison.max_abs_error)
+        suite.worst_rel_error = max(suite.worst_rel_error or 0.0, comparison.max_rel_error)
+
+
+def _device_memory_failure(ctx: GateContext, where: str, error: Exception) -> None:
+    free, total = ctx.backend.memory_info()
+    state = f"; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB free afterwards" if total else ""
+    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    ctx.book.fail(CheckName.FITS_DEVICE_MEMORY, f"{where}: {first}{state} (a limit of this machine, not a fault "
+                                                f"of the kernel)")
+
+
+def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
+    state = TrialState(case, suite)
+    try:
+        device = ctx.backend.device
+        state.guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
+                         if isinstance(x, torch.Tensor) else None for i, x in enumerate(case.inputs)]
+        state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, case.inputs)]
+        state.sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in state.views]
+        for check in TRIAL_CHECKS:
+            if not check.run(ctx, state):
+                break
+    except torch.OutOfMemoryError as error:
+        del state.guarded, state.views, state.expected, state.run
+        _device_memory_failure(ctx, case.where, error)
+        suite.failures.append(f"trial {case.t}: out of device memory")
+        return
+    if state.ok:
+        suite.passed += 1
+    elif state.ok is False:
+        suite.failures.append(f"trial {case.t}")
+
+
+def _load_official(entry: Entry, search: ProblemSearch, device, book: CheckBook):
+    if entry.kb_file is None:
+        book.skip(CheckName.OFFICIAL_REFERENCE, "not run: the entry has no valid kb_file")
+        return None, None
+    try:
+        problem = load_problem(entry.kb_file, search)
+        official = problem.build_model(device)
+    except ProblemError as error:
+        book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
+        return None, None
+    except Exception as error:
+        book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
+        return None, None
+    book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path} loaded KernelBench-style; its Model ran on every trial")
+    return problem, official
+
+
+def _compile(entry: Entry, backend: Backend, book: CheckBook, report: SubstrateReport):
+    if entry.cuda is None or entry.kernel_name is None:
+        book.skip(CheckName.CUDA_SOURCE, "not run: the entry has no valid cuda and kernel_name")
+        book.skip(CheckName.COMPILE, "not run: the entry has no valid cuda and kernel_name")
+        return None
+    source = cuda_source_check(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
+    (book.ran if source.ok else book.fail)(source.check, source.detail)
+    try:
+        kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
+    except CompileError as error:
+        book.fail(CheckName.COMPILE, str(error))
+        return None
+    except KernelFault as error:
+        book.fail(CheckName.COMPILE, f"loading the compiled kernel failed: {error}")
+        return None
+    report.compile_options = list(kernel.options)
+    book.ran(CheckName.COMPILE, f"{kernel.compiler} for {kernel.target}{' (from the compile cache)' if kernel.from_cache else ''}")
+    return kernel
+
+
+def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
+    """The checks of the suites as a whole: no false kill and can fail, once every trial has been seen."""
+    book = ctx.book
+    if ctx.second is not None:
+        seen = 0
+        for result in ctx.second.collect():
+            seen += 1
+            if result.agreement.ok:
+                book.ran(CheckName.NO_FALSE_KILL)
+            else:
+                book.fail(CheckName.NO_FALSE_KILL,
+                          f"{result.where}: the official Model {result.label} disagrees with it beyond the tolerance "
+                          f"({entry.tolerance.describe()}): {result.agreement.describe()}; two correct "
+                          f"implementations can differ here, so this suite would reject a correct kernel")
+        if ctx.fault:
+            book.skip(CheckName.NO_FALSE_KILL, "not run: " + ctx.fault)
+        elif seen or ctx.second.unavailable:
+            checked = [label for label in ctx.second.labels() if label not in ctx.second.unavailable]
+            note = (f"the official Model {' and '.join(checked)} agrees with it within {entry.tolerance.describe()} "
+                    f"on every trial" if checked else "no second way of computing the official output could run")
+            note += "".join(f"; {label} it could not run ({why})" for label, why in ctx.second.unavailable.items())
+            book.ran(CheckName.NO_FALSE_KILL, note)
+    if ctx.fault:
+        book.skip(CheckName.SUITES_CAN_FAIL, "not run: " + ctx.fault)
+    elif ctx.trivial is not None and ctx.trivial.observed:
+        problems = ctx.trivial.problems()
+        for text in problems:
+            book.fail(CheckName.SUITES_CAN_FAIL, text)
+        if not problems:
+            book.ran(CheckName.SUITES_CAN_FAIL, ctx.trivial.summary())
+    for check in (CheckName.NO_FALSE_KILL, CheckName.SUITES_CAN_FAIL):
+        book.skip(check, "not run: no suite trial had an official output" if ctx.official is not None
+                  else "not run: the official reference did not load")
 
 
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
-               search: ProblemSearch | None = None) -> SubstrateReport:
-    """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks."""
+               search: ProblemSearch | None = None, publish=lambda report: None,
+               trial_inputs: TrialInputs | None = None) -> SubstrateReport:
+    """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks.
+
+    `publish` is handed the report as it stands after each trial (undecided checks marked PENDING),
+    so a worker that dies mid-suite loses nothing it found. `trial_inputs` builds T0's trials ahead
+    of need in processes of their own (KernelBench-sized get_inputs() take seconds each on the CPU).
+    """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
     book = CheckBook()
@@ -375,146 +713,55 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             book.ran(result.check, result.detail)
         else:
             book.skip(result.check, result.detail)
-    report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file,
+    report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file or "",
                              source_sha256=entry.source_sha256(search))
     device = backend.device
-
-    problem = official = None
-    try:
-        problem = load_problem(entry.kb_file, search)
-        official = problem.build_model(device)
-        book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path} loaded KernelBench-style; its Model ran on every trial")
-    except ProblemError as error:
-        book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
-    except Exception as error:
-        book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
-
-    source = cuda_source_check(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
-    (book.ran if source.ok else book.fail)(source.check, source.detail)
-
+    ctx = GateContext(entry, backend, book)
+    problem, ctx.official = _load_official(entry, search, device, book)
     progress("compile")
-    kernel = None
-    try:
-        kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu", entry.locate_cuda_line)
-        report.compile_options = list(kernel.options)
-        book.ran(CheckName.COMPILE, f"{kernel.compiler} for {kernel.target}"
-                                    f"{' (from the compile cache)' if kernel.from_cache else ''}")
-    except CompileError as error:
-        book.fail(CheckName.COMPILE, str(error))
-    except KernelFault as error:
-        book.fail(CheckName.COMPILE, f"loading the compiled kernel failed: {error}")
+    ctx.kernel = _compile(entry, backend, book, report)
+    if ctx.official is not None:
+        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance)
+        ctx.trivial = suite_safety.TrivialKernels(entry.tolerance)
+    if entry.ref is None:
+        book.skip(CheckName.REF_MATCHES_OFFICIAL, "not run: the entry has no valid ref")
+    if entry.launch is None:
+        for check in (CheckName.LAUNCH_ARGUMENTS, CheckName.RUNS_TO_COMPLETION, *KERNEL_OUTPUT_CHECKS):
+            book.skip(check, "not run: the entry has no valid launch")
 
-    alternatives = _official_alternatives(official, device) if official is not None else []
-    unavailable_routes: dict[str, str] = {}
-    trivial = suite_safety.TrivialKernels(entry.tolerance)
     suites: dict[str, SuiteResult] = {}
-    fault = None
-    for case in _cases(entry, device, book, problem, progress):
-        suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
-        where = case.where
-        if case.error is not None:
-            book.fail(CheckName.SUITES_BUILD, f"{where}: building inputs raised {type(case.error).__name__}: {case.error}")
-            suite.failures.append(f"trial {case.t}: inputs could not be built")
-            continue
-        book.ran(CheckName.SUITES_BUILD)
-        inputs = case.inputs
-        if official is None:
-            continue
-        trial_ok = True
-        try:
-            with torch.no_grad():
-                expected = official(*_clone_all(inputs))
-        except Exception as error:
-            book.fail(CheckName.OFFICIAL_REFERENCE, f"{where}: the official Model raised {type(error).__name__}: {error}")
-            suite.failures.append(f"trial {case.t}: official reference failed")
-            continue
-        try:
-            own = compare(entry.ref(*_clone_all(inputs)), expected, entry.tolerance)
-            if own.ok:
-                book.ran(CheckName.REF_MATCHES_OFFICIAL)
-            else:
-                book.fail(CheckName.REF_MATCHES_OFFICIAL, f"{where}: {own.describe()}")
-                trial_ok = False
-        except Exception as error:
-            book.fail(CheckName.REF_MATCHES_OFFICIAL, f"{where}: ref raised {type(error).__name__}: {error}")
-            trial_ok = False
-        _check_no_false_kill(alternatives, case, expected, entry, book, unavailable_routes)
-        if case.suite != "probe":
-            trivial.observe(case.suite, case.t, inputs, expected)
-        if kernel is None:
-            continue
 
-        try:
-            run = run_kernel(entry, kernel, backend, inputs)
-        except KernelFault as error:
-            if not error.poisons_context:
-                book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
-                suite.failures.append(f"trial {case.t}: kernel fault")
+    def snapshot() -> SubstrateReport:
+        report.checks = book.results(undecided=PENDING)
+        report.suites = list(suites.values())
+        report.seconds = time.perf_counter() - started
+        return report
+
+    try:
+        for case in _cases(entry, device, book, problem, progress, trial_inputs):
+            suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
+            if case.error is not None:
+                book.fail(CheckName.SUITES_BUILD, f"{case.where}: building inputs raised "
+                                                  f"{type(case.error).__name__}: {case.error}")
+                suite.failures.append(f"trial {case.t}: inputs could not be built")
                 continue
-            fault = f"{where}: {error}"
-        except RuntimeError as error:
-            # Launch's own errors are caught in run_kernel; a RuntimeError naming CUDA after the kernel
-            # started is torch meeting a context the kernel broke.
-            if "CUDA" not in str(error):
-                raise
-            fault = f"{where}: {error}"
-        if fault:
-            book.fail(CheckName.RUNS_TO_COMPLETION, fault + " (the CUDA context is lost: no further trials run)")
-            suite.failures.append(f"trial {case.t}: kernel fault")
-            break
-
-        if run.argument_problems:
-            book.fail(CheckName.LAUNCH_ARGUMENTS, f"{where}: " + "; ".join(run.argument_problems))
-            suite.failures.append(f"trial {case.t}: launch arguments do not fit the kernel")
-            continue
-        book.ran(CheckName.LAUNCH_ARGUMENTS)
-        book.ran(CheckName.RUNS_TO_COMPLETION)
-        for check, problems in ((CheckName.WRITES_IN_BOUNDS, run.guard_damage),
-                                (CheckName.INPUTS_UNCHANGED, run.changed_inputs)):
-            if problems:
-                book.fail(check, f"{where}: " + "; ".join(problems))
-                trial_ok = False
-            else:
-                book.ran(check)
-        if run.unwritten:
-            book.fail(CheckName.OUTPUT_FULLY_WRITTEN,
-                      f"{where}: {run.unwritten} of {run.outputs[0].numel()} output elements never written "
-                      f"(first at {run.first_unwritten})")
-            trial_ok = False
-        elif entry.accumulates:
-            book.ran(CheckName.OUTPUT_FULLY_WRITTEN, "not applicable: the kernel adds into out, which launch "
-                                                     "initialises; a slot it misses keeps that value and fails "
-                                                     "output_matches")
-        else:
-            book.ran(CheckName.OUTPUT_FULLY_WRITTEN)
-        for output in run.outputs:
-            comparison = compare(output, expected, entry.tolerance)
-            _record_comparison(suite, comparison)
-            if not comparison.ok:
-                book.fail(CheckName.OUTPUT_MATCHES, f"{where} ({entry.tolerance.describe()}): {comparison.describe()}")
-                trial_ok = False
+            book.ran(CheckName.SUITES_BUILD)
+            if ctx.official is not None:
+                _run_trial(ctx, case, suite)
+            del case
+            publish(snapshot())
+            if ctx.fault:
                 break
-        else:
-            book.ran(CheckName.OUTPUT_MATCHES)
-        if trial_ok:
-            suite.passed += 1
-        else:
-            suite.failures.append(f"trial {case.t}")
-
-    if fault is None and official is not None and suites:
-        checked = [label for label, _compute in alternatives if label not in unavailable_routes]
-        note = (f"the official Model {' and '.join(checked)} agrees with it within {entry.tolerance.describe()} on "
-                f"every trial" if checked else "no second way of computing the official output could run")
-        note += "".join(f"; {label} it could not run ({why})" for label, why in unavailable_routes.items())
-        book.ran(CheckName.NO_FALSE_KILL, note)
-        problems = trivial.problems()
-        for text in problems:
-            book.fail(CheckName.SUITES_CAN_FAIL, text)
-        if not problems:
-            book.ran(CheckName.SUITES_CAN_FAIL, trivial.summary())
-    why = "not run: " + (fault or ("the kernel did not compile" if kernel is None and official is not None
-                                   else "the official reference did not load" if official is None
-                                   else "no trial reached it"))
+    finally:
+        if trial_inputs is not None:
+            trial_inputs.close()
+    if ctx.official is not None:
+        _conclude_suites(ctx, entry, suites)
+    if not book.decided(CheckName.FITS_DEVICE_MEMORY) and suites:
+        book.ran(CheckName.FITS_DEVICE_MEMORY, "every trial fit the device's memory")
+    why = "not run: " + (ctx.fault or ("the kernel did not compile" if ctx.kernel is None and ctx.official is not None
+                                       else "the official reference did not load" if ctx.official is None
+                                       else "no trial reached it"))
     for check in CheckName:
         book.skip(check, why)
     report.checks = book.results()
@@ -522,3 +769,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report.seconds = time.perf_counter() - started
     report.peak_device_bytes = backend.peak_memory_bytes()
     return report
+
+
+KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.WRITES_IN_BOUNDS,
+                        CheckName.INPUTS_UNCHANGED)

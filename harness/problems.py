@@ -105,7 +105,11 @@ class ProblemSearch:
 def load_problem(kb_file: str, search: ProblemSearch | Path = PROBLEMS_DIR) -> Problem:
     if isinstance(search, Path):
         search = ProblemSearch((search,))
-    path = search.resolve(kb_file)
+    return load_problem_file(kb_file, search.resolve(kb_file))
+
+
+def load_problem_file(kb_file: str, path: Path) -> Problem:
+    """The problem in `path`, executed KernelBench-style in a fresh namespace."""
     namespace: dict = {"__name__": f"kb_problem_{path.stem}", "__file__": str(path)}
     try:
         exec(compile(path.read_text(), str(path), "exec"), namespace)

@@ -29,6 +29,7 @@ class CheckName(str, enum.Enum):
     WRITES_IN_BOUNDS = "writes_in_bounds"
     INPUTS_UNCHANGED = "inputs_unchanged"
     RUNS_TO_COMPLETION = "runs_to_completion"
+    FITS_DEVICE_MEMORY = "fits_device_memory"
     NO_FALSE_KILL = "no_false_kill"
     SUITES_CAN_FAIL = "suites_can_fail"
 

@@ -2,9 +2,11 @@
 
 No false kill: a suite must not be able to reject a correct kernel. For every trial, the official
 Model is run a second legitimate way, in float64 (floating inputs and parameters widened, the
-output rounded back) and, on a GPU, on the CPU, and must agree with the official output within
-the tolerance the kernel is held to. Where it does not (catastrophic cancellation in a long signed
-sum, say), two correct implementations can disagree, so the suite would reject a correct kernel.
+output rounded back) and, on a GPU, in float32 on the CPU, and must agree with the official output
+within the tolerance the kernel is held to. Where it does not (catastrophic cancellation in a long
+signed sum, say), two correct implementations can disagree, so the suite would reject a correct
+kernel. Both run on the CPU, in a thread beside the device work (`SecondReferences`): they need no
+GPU, and a KernelBench-sized float64 copy would double the device memory a trial takes.
 
 Can fail: a suite whose reference outputs are all (nearly) zero, or all (nearly) the same, lets a
 kernel that computes nothing pass (KernelBench's zeros pass its Softmax, FrobeniusNorm and L2Norm
@@ -15,6 +17,8 @@ one writing a constant, must each be rejected by some trial of some suite.
 from __future__ import annotations
 
 import copy
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -60,21 +64,92 @@ def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tole
     return compare(alternative, expected, tolerance) if not bitwise else compare_bitwise(alternative, expected)
 
 
+# ---------------------------------------------------------------- second references, beside the device work
+
+
+@dataclass
+class SecondReference:
+    """One second computation of one trial's official output: its comparison, or why it could not run."""
+
+    where: str
+    label: str
+    agreement: Comparison | None = None
+    error: str = ""
+
+
+class SecondReferences:
+    """The official Model in float64 and (when the device is not the CPU) in float32 on the CPU, per trial.
+
+    `submit` hands a trial over and returns at once; the work runs in one background thread, at most
+    PENDING trials behind (their host copies are the memory this costs). `collect` waits for the rest.
+    A route that raises once (a problem whose Model cannot run in float64, say) is not tried again.
+    """
+
+    PENDING = 2
+
+    def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance):
+        self.tolerance = tolerance
+        self.routes = [("in float64", widened_model(copy.deepcopy(official).cpu()), True)]
+        if torch.device(device).type != "cpu":
+            self.routes.append(("on the CPU", copy.deepcopy(official).cpu(), False))
+        self.unavailable: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
+        self._futures: list[Future] = []
+        self._done: list[SecondReference] = []
+
+    def labels(self) -> list[str]:
+        return [label for label, _model, _widen in self.routes]
+
+    def submit(self, where: str, inputs: list, expected: torch.Tensor) -> None:
+        """`inputs` as the trial built them (any device); `expected` is copied to the host here."""
+        while len([f for f in self._futures if not f.done()]) >= self.PENDING:
+            self._futures[[f.done() for f in self._futures].index(False)].result()
+        host_inputs = [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+        host_expected = expected.detach().cpu()
+        self._futures.append(self._pool.submit(self._run, where, host_inputs, host_expected))
+
+    def _run(self, where: str, inputs: list, expected: torch.Tensor) -> None:
+        for label, model, widen in self.routes:
+            with self._lock:
+                if label in self.unavailable:
+                    continue
+            try:
+                other = float64_reference(model, inputs, expected) if widen else cpu_reference(model, inputs)
+            except Exception as error:
+                with self._lock:
+                    self.unavailable[label] = f"{type(error).__name__}: {error}"
+                continue
+            if other is None:  # nothing floating-point: the float64 route is the official one
+                continue
+            result = SecondReference(where, label, agreement(other, expected, self.tolerance))
+            del other
+            with self._lock:
+                self._done.append(result)
+
+    def collect(self) -> list[SecondReference]:
+        """Every comparison made, in trial order, after waiting for those still running."""
+        for future in self._futures:
+            future.result()
+        self._pool.shutdown(wait=True)
+        return list(self._done)
+
+
 # ---------------------------------------------------------------- kernels that compute nothing
 
 
-def _copy_of_first_input(inputs: list, like: torch.Tensor) -> torch.Tensor:
-    first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
-    flat = torch.zeros(like.numel(), dtype=like.dtype, device=like.device)
-    if first is not None:
-        values = first.reshape(-1)[: like.numel()].to(device=like.device, dtype=like.dtype)
-        flat[: values.numel()] = values
-    return flat.reshape(like.shape)
+TYPICAL_SAMPLE = 1 << 20  # values of an output the constant is the median of
 
 
 def _typical_value(output: torch.Tensor):
-    """The median of a reference output (NaNs ignored): the constant a lazy kernel would write."""
+    """The median of a reference output (NaNs ignored): the constant a lazy kernel would write.
+
+    Taken over at most TYPICAL_SAMPLE evenly spaced values: a median sorts, and sorting a
+    KernelBench-sized output (billions of values) on the device would take more memory than the trial.
+    """
     values = output.detach().reshape(-1)
+    if values.numel() > TYPICAL_SAMPLE:
+        values = values[:: -(-values.numel() // TYPICAL_SAMPLE)]
     if values.dtype == torch.bool:
         return bool(values.float().mean() >= 0.5)
     if values.dtype.is_floating_point:
@@ -84,6 +159,32 @@ def _typical_value(output: torch.Tensor):
 
 
 _WHAT_IT_MATCHES = ("zero", "its input", "the same value")
+WRITER_CHUNK = 1 << 22  # elements of a do-nothing kernel's output made at once
+
+
+def _first_input_chunk(inputs: list, like: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """Elements start..stop of input 0 flattened, cast to `like`'s dtype, zero past its end."""
+    first = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+    chunk = torch.zeros(stop - start, dtype=like.dtype, device=like.device)
+    if first is not None:
+        values = first.reshape(-1)[start:stop].to(device=like.device, dtype=like.dtype)
+        chunk[: values.numel()] = values
+    return chunk
+
+
+def passes_everywhere(write_chunk, expected: torch.Tensor, tolerance: Tolerance) -> bool:
+    """Does the output `write_chunk(start, stop)` describes match `expected` (chunk by chunk, never whole)?"""
+    from harness.compare import _scalar_as_expected  # the scalar rule of compare(), for a (1,) vs 0-dim output
+
+    flat = expected.detach().reshape(-1)
+    if flat.numel() <= WRITER_CHUNK:
+        return compare(_scalar_as_expected(write_chunk(0, flat.numel()).reshape(expected.shape), expected),
+                       expected, tolerance).ok
+    for start in range(0, flat.numel(), WRITER_CHUNK):
+        stop = min(start + WRITER_CHUNK, flat.numel())
+        if not compare(write_chunk(start, stop), flat[start:stop], tolerance).ok:
+            return False
+    return True
 
 
 @dataclass
@@ -94,6 +195,7 @@ class TrivialKernels:
     constant: object = None
     caught_by: dict[str, str] = field(default_factory=dict)  # kernel -> the trial that first rejected it
     suites_catching: dict[str, set] = field(default_factory=dict)  # suite -> kernels it rejects
+    observed: int = 0  # trials seen: with none, nothing can be said about the suites
 
     def kernels(self) -> list[str]:
         return ["writes zeros", "copies input 0", f"writes the constant {self.constant!r:.12}"]
@@ -101,26 +203,23 @@ class TrivialKernels:
     def observe(self, suite: str, t: int, inputs: list, expected: torch.Tensor) -> None:
         if not isinstance(expected, torch.Tensor):
             return
+        self.observed += 1
         if self.constant is None and expected.numel():
             self.constant = _typical_value(expected)
         catching = self.suites_catching.setdefault(suite, set())
-        writers = [lambda: torch.zeros_like(expected), lambda: _copy_of_first_input(inputs, expected)]
+        writers = [lambda a, b: torch.zeros(b - a, dtype=expected.dtype, device=expected.device),
+                   lambda a, b: _first_input_chunk(inputs, expected, a, b)]
         if self.constant is not None:  # the third kernel writes a constant seen in an output
-            writers.append(lambda: self._constant_like(expected))
+            # Through a tensor, not full: a constant found in a uint8 trial wraps into an int8 one.
+            value = torch.tensor(self.constant).to(device=expected.device, dtype=expected.dtype)
+            writers.append(lambda a, b: value.expand(b - a).contiguous())
         for kernel, write in zip(self.kernels(), writers):
             # Enough is known once the kernel is caught somewhere and this suite is known not to be idle.
             if kernel in catching or (kernel in self.caught_by and catching):
                 continue
-            output = write()  # one output at a time: a KernelBench-sized output is gigabytes
-            if not compare(output, expected, self.tolerance).ok:
+            if not passes_everywhere(write, expected, self.tolerance):
                 catching.add(kernel)
                 self.caught_by.setdefault(kernel, f"{suite} trial {t}")
-            del output
-
-    def _constant_like(self, expected: torch.Tensor) -> torch.Tensor:
-        # Through a tensor, not full_like: a constant found in a uint8 trial wraps into an int8 one.
-        constant = torch.tensor(self.constant).to(device=expected.device, dtype=expected.dtype)
-        return constant.expand(expected.shape).contiguous()
 
     def problems(self) -> list[str]:
         return [f"a kernel that {kernel} passes every trial of every suite ({self.tolerance.describe()}), so the "

@@ -51,6 +51,7 @@ class EntrySummary:
     source_sha256: str = ""
     problems: list[str] = field(default_factory=list)
     cuda: str = ""  # the CUDA source, from which a campaign's parent makes the mutants
+    t0_bytes: int = 0  # the bytes of get_inputs()'s tensors, for scheduling by memory
 
 
 # ---------------------------------------------------------------- in the worker process
@@ -97,7 +98,7 @@ def _import_checks(path: Path, name: str):
         why = error or f"{path.name} registers {sorted(registered)}, not {name!r}"
         checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED, why))
         return None, checks, None
-    entry, problems = make_entry(name, registered[name], path)
+    entry, problems = make_entry(name, registered[name], path, partial=True)
     where = where_defined(module.register, path.name)
     checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED if problems else CheckStatus.PASSED,
                               "; ".join(f"{where}: {p}" for p in problems)
@@ -122,6 +123,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.problems import ProblemSearch
+    from harness.trial_inputs import TrialInputs
 
     path = Path(job.file)
     search = ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root else None)
@@ -143,8 +145,11 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device()))
+    trial_inputs = TrialInputs(job.file, job.name, backend.device)
     try:
-        report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search)
+        report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
+                            publish=lambda partial: conn.send(("partial", partial.to_json())),
+                            trial_inputs=trial_inputs)
     except BaseException as error:
         # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
@@ -154,7 +159,8 @@ def _gate_in_worker(job: GateJob, conn) -> None:
 
 def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
-    from harness.problems import ProblemSearch
+    from harness.problems import ProblemSearch, load_problem
+    from harness.trial_inputs import t0_bytes
 
     for file in files:
         path = Path(file)
@@ -178,6 +184,10 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
                 summary.kb_file, summary.kernel_name, summary.cuda = entry.kb_file, entry.kernel_name, entry.cuda
                 search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
                 summary.source_sha256 = entry.source_sha256(search)
+                try:
+                    summary.t0_bytes = t0_bytes(load_problem(entry.kb_file, search))
+                except Exception:
+                    pass  # no problem: the gate says why; nothing to schedule by
             summaries.append(summary)
         conn.send(("entries", file, summaries))
 
@@ -335,6 +345,27 @@ def _converse(target, args, step_timeout: float, on_message, worker: StartedWork
         worker.stop()
 
 
+def lost_mid_suite(partial: SubstrateReport, why: str) -> SubstrateReport:
+    """The report a worker published after its last trial, completed with its death.
+
+    Every failure found before the death stays; the death is a runs_to_completion failure; the
+    checks still undecided then (suites_can_fail, say) are not run, for that reason.
+    """
+    from harness.pipeline import PENDING
+
+    checks = []
+    for check in partial.checks:
+        if check.check is CheckName.RUNS_TO_COMPLETION:
+            detail = "; ".join(d for d in (check.detail if check.status is CheckStatus.FAILED else "", why) if d)
+            checks.append(CheckResult(check.check, CheckStatus.FAILED, detail))
+        elif check.status is CheckStatus.NOT_RUN and check.detail == PENDING:
+            checks.append(CheckResult(check.check, CheckStatus.NOT_RUN, f"not run: {why}"))
+        else:
+            checks.append(check)
+    partial.checks = checks
+    return partial
+
+
 def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None):
     """Gate one substrate in its own process. Returns a SubstrateReport, or raises BackendUnavailable."""
     from harness.backends import BackendUnavailable
@@ -353,12 +384,16 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             outcome["unavailable"] = message[1]
         elif kind == "crash":
             outcome["crash"] = message[1]
+        elif kind == "partial":
+            outcome["partial"] = message[1]
         return kind in ("report", "unavailable")
 
     try:
         _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
         why = f"{lost}: {outcome['crash']}" if "crash" in outcome else str(lost)
+        if "partial" in outcome:
+            return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why)
         checks = outcome["checks"] + [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, why)]
         return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {why}"))
     if "unavailable" in outcome:

@@ -138,8 +138,12 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                               [("if (i >= n) return;", "__syncthreads();\n    __syncthreads();\n    if (i >= n) return;")]),
     "rule_t0_trial_count": ("suite_rules", "T0_original has 4 trial(s); the spec asks for exactly 5",
                             [('("T0_original", 5,', '("T0_original", 4,')]),
-    "rule_t0_not_get_inputs": ("suite_rules", "not its values under torch.manual_seed(1000)",
-                               [("torch.manual_seed(1000 + t)", "torch.manual_seed(7 + t)")]),
+    # randn for rand: another distribution, so neither get_inputs()'s values nor its distribution.
+    "rule_t0_not_get_inputs": ("suite_rules", "has get_inputs()'s shape and dtype but neither its values under "
+                                              "torch.manual_seed(1000) nor its distribution: two-sample "
+                                              "Kolmogorov-Smirnov test: statistic",
+                               [("torch.manual_seed(1000 + t)\n        x = torch.randn(64, 256)",
+                                 "torch.manual_seed(7 + t)\n        x = torch.rand(64, 256)")]),
     "rule_t0_shape": ("suite_rules", "T0_original trial 0 input 0 is float32[64, 128]; get_inputs() gives "
                                      "float32[64, 256]", [("x = torch.randn(64, 256)", "x = torch.randn(64, 128)")]),
     "rule_one_targeted_suite": ("suite_rules", "1 targeted suite(s) besides T0_original (signed_large); the spec "

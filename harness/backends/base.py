@@ -72,6 +72,10 @@ class Backend:
         """Wait for launched work; raises KernelFault if it failed."""
         raise NotImplementedError("a backend needs synchronize")
 
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory, or (0, 0) where the backend cannot tell."""
+        return 0, 0
+
     def peak_memory_bytes(self) -> int | None:
         """The most device memory this process has held (bytes), or None where the backend cannot tell."""
         return None

@@ -104,6 +104,10 @@ class CudaBackend(Backend):
             "cuLaunchKernel",
         )
 
+    def memory_info(self) -> tuple[int, int]:
+        free, total = torch.cuda.mem_get_info(self._device)
+        return int(free), int(total)
+
     def peak_memory_bytes(self) -> int | None:
         # Reserved, not allocated: what the process took from the device, its allocator's cache included.
         return int(torch.cuda.max_memory_reserved(self._device))

@@ -1,0 +1,96 @@
+"""Which substrates `gate.py --jobs N` gates at once: as many as the device's memory holds.
+
+Each job reserves an estimate of the device memory it needs (`estimate_bytes`: a few times its
+largest T0 trial, which KernelBench sizes to gigabytes) before its worker starts, and waits while
+the reservations of the jobs running would exceed the device's memory. A job whose estimate
+exceeds the whole device runs alone. A job that still runs out of memory beside others is run
+again alone (`MemoryBudget.alone`), so no candidate is rejected because other jobs held the memory;
+one that runs out alone has met a limit of the machine, and its report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from contextlib import contextmanager
+
+# A trial holds its inputs, the official output, launch's out and the guarded output on the device;
+# for the level-1 problems whose output is as large as their input that is four times the input.
+TRIAL_COPIES = 4
+HEADROOM_BYTES = 2 * 2**30  # the CUDA context, the allocator's rounding, small suites
+
+
+def estimate_bytes(t0_bytes: int) -> int:
+    return TRIAL_COPIES * t0_bytes + HEADROOM_BYTES
+
+
+def device_memory_bytes(backend: str) -> int | None:
+    """The memory of the device jobs share: the first visible GPU's (nvidia-smi, no CUDA context in this
+    process), or this machine's RAM for the CPU backend; None when it cannot be read (no limit then)."""
+    if backend == "cpu":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    command = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    if visible:
+        command += ["-i", visible]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=20, check=True).stdout
+        return int(out.split()[0]) * 2**20
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+class MemoryBudget:
+    """Reservations of device memory by concurrent jobs; thread-safe."""
+
+    def __init__(self, capacity: int | None):
+        self.capacity = capacity
+        self._used = 0
+        self._running = 0
+        self._exclusive = False
+        self._starts = 0
+        self._condition = threading.Condition()
+
+    def _fits(self, need: int) -> bool:
+        if self._exclusive:
+            return False
+        if self._running == 0 or self.capacity is None:
+            return True
+        return self._used + need <= self.capacity
+
+    @contextmanager
+    def reserve(self, need: int):
+        """Hold `need` bytes while the block runs; yields a function telling whether another job ran meanwhile."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._fits(need))
+            self._used += need
+            self._running += 1
+            self._starts += 1
+            mine, company = self._starts, self._running > 1
+        try:
+            # Jobs that start later are counted by _starts: they shared the device too.
+            yield lambda: company or self._starts > mine
+        finally:
+            with self._condition:
+                self._used -= need
+                self._running -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def alone(self):
+        """Run the block with no other job on the device (waiting for those running to end)."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._running == 0 and not self._exclusive)
+            self._exclusive = True
+            self._running = 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._exclusive = False
+                self._running = 0
+                self._condition.notify_all()

@@ -1,0 +1,240 @@
+"""Where a trial's inputs come from: built in the worker, or, for KernelBench-sized T0s, ahead of need elsewhere.
+
+Every trial is built by its builder under a fixed global RNG state (`DETERMINISM_SEEDS[0]`); a
+builder must not depend on that state, so a trial that is not T0 bit-identical to get_inputs() is
+built a second time under another state and must come out the same. T0 trial t is also set
+beside get_inputs() under `torch.manual_seed(1000 + t)` (harness.suite_rules compares them).
+
+A KernelBench level-1 get_inputs() draws gigabytes with the CPU generator, one value after
+another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the candidate's and the
+official one. Both use the process's one global generator, so they cannot share a process's
+threads; `TrialInputs` draws them in spawned helper processes, TRIALS_AHEAD trials ahead of the
+trial the worker runs, and hands them back through shared memory while the worker's GPU work and
+the CPU references go on. Helpers start only for a T0 of at least HELPERS_FROM_BYTES; a helper
+that cannot start or hand a trial back (no shared memory, a crash) makes the worker build that
+trial itself, and the report is the same either way. A builder of the form builder(t, device)
+is given device cpu in a helper (a helper holds no CUDA state): the trial is the same tensors.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from harness.candidates import builder_output
+from harness.guards import tensor_checksum
+
+DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
+HELPERS_FROM_BYTES = 256 * 2**20
+TRIALS_AHEAD = 2
+HELPER_PROCESSES = 3
+
+
+@dataclass
+class BuiltTrial:
+    """One trial's inputs (on whatever device the builder chose), or the error building them raised."""
+
+    inputs: list | None = None
+    error: Exception | None = None
+    official: list | None = None  # T0 only: get_inputs() under torch.manual_seed(1000 + t)
+    official_error: Exception | None = None
+    difference: str = ""  # not deterministic: how the second build differed
+
+
+def _build(builder, t: int, device, seed: int) -> list:
+    """The trial's inputs, built under global RNG state `seed` (restored afterwards)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return builder_output(builder, t, device)
+
+
+def _same_values(first: list, second: list) -> bool:
+    from harness.suite_rules import _same
+
+    return len(first) == len(second) and all(_same(a, b) for a, b in zip(first, second))
+
+
+def _sums(inputs: list) -> list:
+    return [tensor_checksum(x) if isinstance(x, torch.Tensor) else repr(x) for x in inputs]
+
+
+def _sum_difference(first_sums: list, second_sums: list) -> str:
+    if len(first_sums) != len(second_sums):
+        return f"{len(first_sums)} inputs, then {len(second_sums)}"
+    for i, (a, b) in enumerate(zip(first_sums, second_sums)):
+        if a != b:
+            return f"input {i} has other contents the second time (byte sums {a} and {b})"
+    return ""
+
+
+def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
+    """Build trial t in this process; with `problem`, it is a T0 trial and get_inputs() is drawn beside it."""
+    from harness.suite_rules import first_difference, official_inputs
+
+    try:
+        inputs = _build(builder, t, device, DETERMINISM_SEEDS[0])
+    except Exception as error:
+        return BuiltTrial(error=error)
+    built = BuiltTrial(inputs)
+    if problem is not None:
+        try:
+            built.official = official_inputs(problem, t)
+        except Exception as error:
+            built.official_error = error
+    # A T0 trial equal to get_inputs() under its seed is deterministic already.
+    if built.official is None or not _same_values(inputs, built.official):
+        try:
+            again = _build(builder, t, device, DETERMINISM_SEEDS[1])
+        except Exception as error:
+            return BuiltTrial(error=error)
+        big = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) >= HELPERS_FROM_BYTES
+        # A gigabyte trial is compared by its byte sums; a small one element by element, to say where.
+        built.difference = _sum_difference(_sums(inputs), _sums(again)) if big else first_difference(inputs, again)
+        del again
+    return built
+
+
+def t0_bytes(problem) -> int:
+    from harness.suite_rules import official_signature
+
+    try:
+        inputs = official_signature(problem)
+    except Exception:
+        return 0
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+# ---------------------------------------------------------------- in a helper process
+
+_helper: dict = {}
+
+
+def _helper_start(candidate_file: str, name: str, kb_file: str, problem_path: str) -> None:
+    from harness.candidates import import_candidate, make_entry, register_candidate
+    from harness.problems import load_problem_file
+
+    torch.set_num_threads(1)  # a helper draws with one generator: its threads would only compete
+    path = Path(candidate_file)
+    registered = register_candidate(import_candidate(path), path)
+    entry, _problems = make_entry(name, registered[name], path)
+    suites = registered[name]["suites"]()
+    _helper["builder"] = dict((n, b) for n, _count, b in suites)["T0_original"]
+    _helper["problem"] = load_problem_file(kb_file, Path(problem_path))
+
+
+def _plain_error(error: Exception) -> Exception:
+    # A candidate's own exception class may not unpickle in the worker: hand back its words.
+    return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+def _official_task(t: int):
+    from harness.suite_rules import official_inputs
+
+    try:
+        return official_inputs(_helper["problem"], t), None
+    except Exception as error:
+        return None, _plain_error(error)
+
+
+def _builder_task(t: int, seed: int, sums_only: bool):
+    try:
+        inputs = _build(_helper["builder"], t, torch.device("cpu"), seed)
+    except Exception as error:
+        return None, _plain_error(error)
+    return (_sums(inputs) if sums_only else inputs), None
+
+
+# ---------------------------------------------------------------- in the worker
+
+
+class TrialInputs:
+    """T0's trials, built ahead of need in helper processes when T0 is large (else in the worker)."""
+
+    def __init__(self, candidate_file: str, name: str, builder_device, processes: int = HELPER_PROCESSES,
+                 ahead: int = TRIALS_AHEAD, from_bytes: int = HELPERS_FROM_BYTES):
+        self.candidate_file, self.name, self.device = candidate_file, name, builder_device
+        self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
+        self.problem = None
+        self.builder = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._pending: dict[tuple, Future] = {}
+        self._rebuild_eagerly = False
+        self.fallback = ""  # why the helpers stopped, when they did
+
+    def start(self, problem, builder, n_trials: int) -> None:
+        """Start the helpers for a T0 of `n_trials` trials by `builder`, if its size calls for them."""
+        self.problem, self.builder, self.n_trials = problem, builder, n_trials
+        if self.processes < 1 or t0_bytes(problem) < self.from_bytes:
+            return
+        try:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_helper_start,
+                initargs=(self.candidate_file, self.name, problem.kb_file, str(problem.path)))
+        except Exception as error:
+            self._stop(f"the helper processes could not start ({type(error).__name__}: {error})")
+            return
+        for t in range(min(self.ahead, n_trials)):
+            self._submit(t)
+
+    def _submit(self, t: int) -> None:
+        if self._pool is None or t >= self.n_trials:
+            return
+        try:
+            self._pending[("official", t)] = self._pool.submit(_official_task, t)
+            self._pending[("built", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[0], False)
+            if self._rebuild_eagerly:
+                self._pending[("again", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[1], True)
+        except Exception as error:
+            self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
+
+    def _result(self, key: tuple, submit):
+        future = self._pending.pop(key, None)
+        if future is None and self._pool is not None:
+            future = submit()
+        return future.result()
+
+    def t0(self, t: int) -> BuiltTrial:
+        """T0 trial t with get_inputs() beside it, as build_here would give it."""
+        if self._pool is None:
+            return build_here(self.builder, t, self.device, self.problem)
+        self._submit(t + self.ahead)
+        try:
+            inputs, error = self._result(("built", t), lambda: self._pool.submit(
+                _builder_task, t, DETERMINISM_SEEDS[0], False))
+            official, official_error = self._result(("official", t), lambda: self._pool.submit(_official_task, t))
+            built = BuiltTrial(inputs, error, official, official_error)
+            if error is None and (official is None or not _same_values(inputs, official)):
+                self._rebuild_eagerly = True
+                again, error = self._result(("again", t), lambda: self._pool.submit(
+                    _builder_task, t, DETERMINISM_SEEDS[1], True))
+                if error is not None:
+                    return BuiltTrial(error=error)
+                built.difference = _sum_difference(_sums(inputs), again)
+            return built
+        except Exception as error:  # the pool broke, or a trial could not be handed back: build it here
+            self._stop(f"trial {t} could not come from a helper ({type(error).__name__}: {error}); built in the "
+                       f"worker from then on")
+            return build_here(self.builder, t, self.device, self.problem)
+
+    def _stop(self, why: str) -> None:
+        self.fallback = why
+        print(f"gate: {why}", file=sys.stderr, flush=True)
+        self.close()
+
+    def close(self) -> None:
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in list(getattr(pool, "_processes", {}).values()):
+                if process.is_alive():
+                    os.kill(process.pid, 9)

@@ -1,0 +1,135 @@
+"""harness.bench_gate: the gate beside a KernelBench-style check, on the CPU backend, and its table."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.bench_gate import GIB, BaselineResult, Row, format_table, main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SILU = EXAMPLES / "substrates" / "candidate_example_silu.py"
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The table's rows by substrate, each split into its cells (two spaces or more apart)."""
+    import re
+
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("substrate "))
+    rows = {}
+    for line in lines[header + 1:]:
+        if line.startswith("columns:"):
+            break
+        if not line.startswith(" "):
+            cells = re.split(r"\s{2,}", line.strip())
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_silu_is_admitted_by_the_gate_and_passes_the_baseline(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    code = main(["--backend", "cpu", "--cache-dir", str(tmp_path / "cache"), "--json", str(report), str(SILU)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    row = _rows(captured.out)["example_silu"]
+    assert row[1] == "admitted"
+    assert row[4] == "n/a" and row[7] == "n/a"  # no device memory on the CPU backend
+    assert row[8] == "passed 5/5"
+    assert row[9].endswith("x") and row[10].endswith("x") and row[11] == "n/a"
+    # A fresh cache: the baseline (first by default) compiles, and the gate finds its kernel.
+    assert "    compile: baseline compiled, gate from the cache" in captured.out
+    assert "columns: gate = verdict of harness.worker.run_gate_job" in captured.out
+    assert "example_silu: baseline passed 5/5 in" in captured.err
+    assert "example_silu: gate admitted in" in captured.err
+
+    data = json.loads(report.read_text())
+    assert data["backend"] == "cpu" and data["device"].startswith("CPU: ")
+    assert {"date", "commit", "worktree_dirty", "tolerance", "trials", "seed", "order", "precision"} <= set(data)
+    assert data["tolerance"] == 0.01 and data["trials"] == 5 and data["order"] == "baseline-first"
+    (only,) = data["rows"]
+    assert only["substrate"] == "example_silu" and only["file"] == str(SILU)
+    assert only["gate_verdict"] == "admitted" and only["gate_reasons"] == []
+    assert only["gate_wall_seconds"] >= only["gate_pipeline_seconds"] > 0
+    assert only["gate_peak_reserved_bytes"] is None and only["memory_ratio"] is None
+    baseline = only["baseline"]
+    assert baseline["passed"] and baseline["trials_passed"] == baseline["trials_run"] == 5
+    assert baseline["wall_seconds"] > baseline["check_seconds"] >= baseline["setup_seconds"] > 0
+    assert baseline["peak_reserved_bytes"] is None and baseline["peak_allocated_bytes"] is None
+    # eval.py's trial seeds: torch.manual_seed(42), then one randint(0, 2**32 - 1) per trial.
+    import torch
+
+    torch.manual_seed(42)
+    assert baseline["trial_seeds"] == [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
+    assert only["wall_ratio"] == pytest.approx(only["gate_wall_seconds"] / baseline["wall_seconds"])
+    assert only["inner_ratio"] == pytest.approx(only["gate_pipeline_seconds"] / baseline["check_seconds"])
+
+
+def test_a_wrong_kernel_fails_the_baseline(tmp_path, capsys):
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "problems").mkdir()
+    shutil.copy(EXAMPLES / "problems" / "example_silu.py", tmp_path / "problems")
+    source = SILU.read_text()
+    assert "out[i] = v / (1.0f + expf(-v));" in source
+    broken = tmp_path / "cands" / SILU.name
+    broken.write_text(source.replace("out[i] = v / (1.0f + expf(-v));", "out[i] = v / (2.0f + expf(-v));"))
+    report = tmp_path / "bench.json"
+    code = main(["--backend", "cpu", "--no-gate", "--json", str(report), str(broken)])
+    out = capsys.readouterr().out
+    assert code == 1
+    row = _rows(out)["example_silu"]
+    assert row[1] == "not run" and row[8] == "FAILED 0/5"
+    assert "    baseline: trial 0: output mismatch (max difference " in out
+    baseline = json.loads(report.read_text())["rows"][0]["baseline"]
+    assert not baseline["passed"] and baseline["trials_run"] == 5 and baseline["trials_passed"] == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--no-gate", "--no-baseline", str(SILU)], "--no-gate and --no-baseline leave nothing to run"),
+    (["missing/candidate_x.py"], "cannot read candidate file missing/candidate_x.py"),
+    (["--trials", "0", str(SILU)], "--trials must be at least 1"),
+])
+def test_usage_errors_exit_2(argv, message, capsys):
+    assert main(["--backend", "cpu", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def _baseline(**fields) -> BaselineResult:
+    values = dict(passed=True, trials=5, trials_run=5, trials_passed=5, check_seconds=2.0, wall_seconds=4.0)
+    values.update(fields)
+    return BaselineResult(**values)
+
+
+def test_the_table_gives_ratios_and_n_a():
+    gpu = Row("on_gpu", "f.py", gate_verdict="admitted", gate_wall_seconds=12.0, gate_pipeline_seconds=5.0,
+              gate_peak_reserved_bytes=3 * GIB, gate_compile_from_cache=True,
+              baseline=_baseline(peak_reserved_bytes=2 * GIB, compile_from_cache=False))
+    cpu = Row("on_cpu", "f.py", gate_verdict="admitted", gate_wall_seconds=3.0, gate_pipeline_seconds=1.0,
+              baseline=_baseline(check_seconds=0.5, wall_seconds=2.0))
+    failed = Row("early_end", "f.py", gate_verdict="rejected", gate_wall_seconds=3.0, gate_pipeline_seconds=1.0,
+                 gate_peak_reserved_bytes=GIB, gate_reasons=["output_matches: trial 0", "b", "c", "d"],
+                 baseline=_baseline(passed=False, trials_run=1, trials_passed=0, peak_reserved_bytes=GIB,
+                                    first_failure="trial 0: output shape mismatch: expected (), got (1,)"))
+    gate_only = Row("gate_only", "f.py", gate_verdict="admitted", gate_wall_seconds=3.0, gate_pipeline_seconds=1.0)
+    assert (gpu.wall_ratio, gpu.inner_ratio, gpu.memory_ratio) == (3.0, 2.5, 1.5)
+    assert (cpu.wall_ratio, cpu.inner_ratio, cpu.memory_ratio) == (1.5, 2.0, None)
+    assert (failed.wall_ratio, failed.inner_ratio, failed.memory_ratio) == (None, None, None)
+    assert not failed.baseline_ok and not failed.gate_ok and gate_only.baseline_ok
+
+    lines = format_table([gpu, cpu, failed, gate_only]).splitlines()
+    assert lines[0].split("  ")[0] == "substrate"
+    assert _rows("\n".join(lines)) == {
+        "on_gpu": ["on_gpu", "admitted", "12.0", "5.0", "3.0", "4.0", "2.0", "2.0", "passed 5/5",
+                   "3.00x", "2.50x", "1.50x"],
+        "on_cpu": ["on_cpu", "admitted", "3.0", "1.0", "n/a", "2.0", "0.5", "n/a", "passed 5/5",
+                   "1.50x", "2.00x", "n/a"],
+        "early_end": ["early_end", "rejected", "3.0", "1.0", "1.0", "4.0", "2.0", "1.0", "FAILED 0/5",
+                      "n/a", "n/a", "n/a"],
+        "gate_only": ["gate_only", "admitted", "3.0", "1.0", "n/a", "-", "-", "-", "not run", "n/a", "n/a", "n/a"],
+    }
+    assert "    compile: baseline compiled, gate from the cache" in lines
+    assert "    baseline: trial 0: output shape mismatch: expected (), got (1,)" in lines
+    assert "    gate: output_matches: trial 0" in lines and "    gate: (and 1 more)" in lines
+    # Every row's cells line up under the header's columns.
+    assert len({line.index("admitted") for line in lines if "admitted" in line}) == 1
