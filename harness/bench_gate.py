@@ -53,6 +53,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness import admissions
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TOLERANCE = 1e-2  # the harness's (harness.compare.DEFAULT_TOLERANCE); eval.py's fp32 is 1e-4
 EVAL_PY_FP32_TOLERANCE = 1e-4
@@ -427,6 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compiled-kernel cache for both sides (default: $SUBSTRATE_CACHE_DIR or "
                              "~/.cache/substrate-harness)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the rows as JSON to PATH")
+    parser.add_argument("--record", action="store_true",
+                        help="record each gate verdict in the candidate folder's admissions.json, as gate.py does")
     return parser
 
 
@@ -568,6 +572,11 @@ def _run(args) -> int:
         finally:
             bar.close()
         row.gate_wall_seconds = time.perf_counter() - started
+        if args.record and report.source_sha256:
+            # The gate's own verdict, recorded as gate.py records it: a benchmarked admission is an admission.
+            path = admissions.record_path_for(Path(row.file))
+            admissions.save_record(path, admissions.with_result(admissions.load_record(path), report, backend,
+                                                                run["device"]))
         row.gate_verdict = report.verdict.value
         row.gate_pipeline_seconds = report.seconds
         row.gate_peak_reserved_bytes = report.peak_device_bytes

@@ -21,7 +21,7 @@ import torch
 
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.candidates import Entry, where_defined
+from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, poison_mask, poisoned_allocations,
                             tensor_checksum, unwritten_after)
@@ -354,12 +354,18 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
                 book.fail(CheckName.OFFICIAL_REFERENCE, f"{case.where}: get_inputs() raised "
                                                         f"{type(built.official_error).__name__}: {built.official_error}")
             if is_t0 and built.official is not None:
-                match = suite_rules.t0_trial_match(t, built.inputs, built.official)
+                match = suite_rules.t0_trial_match(t, built.inputs, built.official, built.identical)
                 for text in match.problems:
                     book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
                 t0_notes.append(match.how)
             del built
             yield case
+    if well_formed:
+        forms = {}
+        for suite_name, _n, builder in well_formed:
+            forms.setdefault(builder_form(builder).value, []).append(suite_name)
+        book.ran(CheckName.SUITES_BUILD, "every trial built; builders called as " + "; ".join(
+            f"{form} ({', '.join(names)})" for form, names in forms.items()))
     if well_formed and problem is not None:
         how = suite_rules.summarise_t0(t0_notes)
         book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} has get_inputs()'s shapes and dtypes in all "

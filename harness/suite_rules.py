@@ -108,13 +108,15 @@ class T0Match:
 IDENTICAL = "identical"
 
 
-def t0_trial_match(t: int, built: list, official: list) -> T0Match:
+def t0_trial_match(t: int, built: list, official: list, identical: bool = False) -> T0Match:
     """T0 trial t against get_inputs() under torch.manual_seed(1000 + t).
 
     Shapes, dtypes and non-tensor values must be get_inputs()'s exactly. Tensor values are either
     bit-identical, or drawn from the same distribution (harness.distribution, one test per tensor).
     """
     where, seed = f"{T0_NAME} trial {t}", T0_SEED_BASE + t
+    if identical:  # already compared, bit for bit, where the trial was built
+        return T0Match([], IDENTICAL)
     if len(built) != len(official):
         return T0Match([f"{where} has {len(built)} inputs {describe_inputs(built)}; get_inputs() gives "
                         f"{len(official)} {describe_inputs(official)}"], "")

@@ -61,7 +61,34 @@ def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tole
     if bitwise and expected.dtype.is_floating_point and alternative.shape == expected.shape:
         nan = torch.isnan(expected) & torch.isnan(alternative)
         alternative = torch.where(nan, expected, alternative)
-    return compare(alternative, expected, tolerance) if not bitwise else compare_bitwise(alternative, expected)
+    if bitwise:
+        return compare_bitwise(alternative, expected)
+    if _within_quickly(alternative, expected, tolerance):
+        return Comparison(ok=True, total=expected.numel())
+    return compare(alternative, expected, tolerance)  # element by element, in float64, to say where and how much
+
+
+QUICK_CHUNK = 1 << 26
+
+
+def _within_quickly(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> bool:
+    """True when every element is within the tolerance, judged in the tensors' own dtype, in large chunks.
+
+    The second references of a KernelBench-sized trial are compared on the CPU, where compare()'s
+    float64 chunks take seconds per gigabyte. Rounding in float32 moves |got - expected| by about
+    1e-7 of the values, far inside a 1e-2 tolerance, and only a pass is decided here: anything else
+    goes to compare(), which finds and describes the mismatches exactly.
+    """
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return False
+    flat_got, flat_expected = got.reshape(-1), expected.reshape(-1)
+    for start in range(0, flat_expected.numel(), QUICK_CHUNK):
+        g, e = flat_got[start:start + QUICK_CHUNK], flat_expected[start:start + QUICK_CHUNK]
+        if not bool(torch.isfinite(e).all()):
+            return False  # NaN and infinities: compare() knows the rules
+        if not bool(((g - e).abs() <= tolerance.atol + tolerance.rtol * e.abs()).all()):
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- second references, beside the device work

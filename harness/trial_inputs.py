@@ -45,6 +45,7 @@ class BuiltTrial:
     official: list | None = None  # T0 only: get_inputs() under torch.manual_seed(1000 + t)
     official_error: Exception | None = None
     difference: str = ""  # not deterministic: how the second build differed
+    identical: bool = False  # T0: bit-identical to get_inputs() under its seed (found while building)
 
 
 def _build(builder, t: int, device, seed: int) -> list:
@@ -88,7 +89,8 @@ def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
         except Exception as error:
             built.official_error = error
     # A T0 trial equal to get_inputs() under its seed is deterministic already.
-    if built.official is None or not _same_values(inputs, built.official):
+    built.identical = built.official is not None and _same_values(inputs, built.official)
+    if not built.identical:
         try:
             again = _build(builder, t, device, DETERMINISM_SEEDS[1])
         except Exception as error:
@@ -210,7 +212,8 @@ class TrialInputs:
                 _builder_task, t, DETERMINISM_SEEDS[0], False))
             official, official_error = self._result(("official", t), lambda: self._pool.submit(_official_task, t))
             built = BuiltTrial(inputs, error, official, official_error)
-            if error is None and (official is None or not _same_values(inputs, official)):
+            built.identical = error is None and official is not None and _same_values(inputs, official)
+            if error is None and not built.identical:
                 self._rebuild_eagerly = True
                 again, error = self._result(("again", t), lambda: self._pool.submit(
                     _builder_task, t, DETERMINISM_SEEDS[1], True))
@@ -235,6 +238,6 @@ class TrialInputs:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)
-            for process in list(getattr(pool, "_processes", {}).values()):
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
                 if process.is_alive():
                     os.kill(process.pid, 9)

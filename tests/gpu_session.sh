@@ -7,7 +7,8 @@
 #   TESTS=gpu      run only the tests marked gpu (the rest run in CI); default: all tests
 #   REPEATS=N      gate the atomic backward substrates N more times (default 0)
 #   BENCH=0        skip the benchmark
-#   KB_ROOT=DIR    also gate examples/kernelbench/ against the KernelBench checkout at DIR
+#   KB_ROOT=DIR    the KernelBench checkout for KB_GATE and KB_BENCH
+#   KB_GATE=1      also gate examples/kernelbench/ against it (at the problems' real sizes: minutes)
 #   GATE=0         skip the gates (the admission records in the tree are used as they are)
 #   TESTS=none     skip the tests
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
@@ -21,6 +22,9 @@
 #                  workers and --batch-size 1
 #   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
+#   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
+#                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
+#                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -51,12 +55,45 @@ python3 gate.py --no-progress --jobs 4 --json "$out/examples.json" examples/subs
 echo "examples gate exit: ${PIPESTATUS[0]}"
 cp examples/substrates/admissions.json "$out/examples-admissions.json" 2>/dev/null
 
-if [ -n "${KB_ROOT:-}" ]; then
+if [ -n "${KB_ROOT:-}" ] && [ "${KB_GATE:-0}" = 1 ]; then
   python3 gate.py --no-progress --timeout 300 --kb-root "$KB_ROOT" --json "$out/kernelbench.json" \
     examples/kernelbench/candidate_*.py 2>&1 | tee "$out/kernelbench.log"
   echo "kernelbench gate exit: ${PIPESTATUS[0]}"
   cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
 fi
+fi
+
+if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
+  # shellcheck disable=SC2086
+  reversed=$(printf '%s\n' $KB_BENCH | tac | tr '\n' ' ')
+  free -g | head -n 2; df -h /dev/shm | tail -n 1
+  python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 --json "$out/kb-baseline.json" \
+    $KB_BENCH > "$out/kb-baseline.log" 2>&1 &
+  baseline_chain=$!
+  python3 -m harness.bench_gate --no-baseline --record --kb-root "$KB_ROOT" --timeout 300 \
+    --json "$out/kb-gate.json" $reversed > "$out/kb-gate.log" 2>&1
+  echo "kb gate chain exit: $?"
+  wait "$baseline_chain"; echo "kb baseline chain exit: $?"
+  cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
+  python3 - "$out/kb-gate.json" "$out/kb-baseline.json" <<'PY' | tee "$out/kb-table.md"
+import json, sys
+gate = {r["substrate"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+base = {r["substrate"]: r["baseline"] for r in json.load(open(sys.argv[2]))["rows"]}
+gib = lambda b: f"{b / 2**30:.1f}" if b else "n/a"
+print("| substrate | gate | gate s | gate peak GiB | baseline | baseline s | baseline peak GiB | time x | memory x |")
+print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+for name, g in gate.items():
+    b = base.get(name, {})
+    gs, bs = g["gate_wall_seconds"], b.get("wall_seconds")
+    gm, bm = g["gate_peak_reserved_bytes"], b.get("peak_reserved_bytes")
+    result = f"{b.get('trials_passed')}/{b.get('trials')}" if b else "not run"
+    ratio = f"{gs / bs:.2f}" if bs else "n/a"
+    print(f"| {name} | {g['gate_verdict']} | {gs:.1f} | {gib(gm)} | {result} | "
+          f"{bs or float('nan'):.1f} | {gib(bm)} | {ratio} | {(gm / bm) if gm and bm else float('nan'):.2f} |")
+    for reason in g["gate_reasons"]:
+        print(f"|   {reason[:300]} |")
+PY
+  pack
 fi
 
 marker=()
@@ -129,6 +166,7 @@ if [ "${CAMPAIGN:-}" = gpus ]; then
   python3 -m harness.report_diff "$out/campaign-all-gpus.json" "$out/campaign-one-gpu.json" | tail -n 20
 fi
 
+[ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
 for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 unbatched \

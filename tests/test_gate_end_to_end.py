@@ -80,3 +80,82 @@ def test_compile_error_quotes_the_source_line(gated):
     detail = {c["check"]: c["detail"] for c in report["broken_compile_error"]["checks"]}["compile"]
     assert "rest = rest / g.out_shap[d];" in detail
     assert "broken_compile_error.cu:" in detail
+
+
+# ------------------------------------------------------------------ candidates written from the spec alone
+
+FORMS = TEST_CANDIDATES / "candidate_row_sum_forms.py"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def forms(request, tmp_path_factory):
+    backend = request.param
+    out = tmp_path_factory.mktemp(f"forms-{backend}") / "report.json"
+    code = main([str(FORMS), "--backend", backend, "--json", str(out), "--timeout", "60", "--jobs", "2",
+                 "--no-record", "--no-progress"])
+    assert code == 1
+    return backend, {s["name"]: s for s in json.loads(out.read_text())["substrates"]}
+
+
+def _checks(substrate) -> dict:
+    return {c["check"]: (c["status"], c["detail"]) for c in substrate["checks"]}
+
+
+def test_builder_t_same_distribution_t0_and_launch_zeroed_atomic_out_are_admitted(forms):
+    _backend, report = forms
+    substrate = report["forms_row_sum"]
+    checks = _checks(substrate)
+    assert substrate["admitted"], [c for c in substrate["checks"] if c["ok"] is not True]
+    assert checks["suites_build"][1] == ("every trial built; builders called as builder(t) (T0_original, "
+                                         "positive_rows, misaligned)")
+    assert checks["suite_rules"][1].startswith(
+        "T0_original has get_inputs()'s shapes and dtypes in all 5 trials, its values drawn from get_inputs()'s "
+        "distribution (each tensor tested against get_inputs() under its seed, false rejection at most 1e-6 per "
+        "tensor): trial 0 input 0: two-sample Kolmogorov-Smirnov test: statistic ")
+    assert checks["output_fully_written"][1].startswith(
+        "not applicable: launch initialises out itself (two launch calls over differently poisoned memory gave "
+        "it the same bytes)")
+
+
+def test_a_kernel_writing_nothing_into_an_empty_out_is_rejected_as_unwritten(forms):
+    _backend, report = forms
+    checks = _checks(report["forms_empty_out"])
+    assert checks["output_fully_written"][0] == "failed"
+    assert checks["output_fully_written"][1].startswith("probe trial 0: 4 of 4 output elements never written")
+
+
+def test_a_t0_from_another_distribution_is_rejected_with_the_evidence(forms):
+    _backend, report = forms
+    status, detail = _checks(report["forms_wrong_distribution"])["suite_rules"]
+    assert status == "failed"
+    assert ("T0_original trial 0 input 0 has get_inputs()'s shape and dtype but neither its values under "
+            "torch.manual_seed(1000) nor its distribution: two-sample Kolmogorov-Smirnov test: statistic ") in detail
+    assert "the two-sample Kolmogorov-Smirnov test rejects it (p < 2e-07)" in detail
+
+
+def test_a_missing_key_is_reported_beside_every_other_broken_rule(forms):
+    _backend, report = forms
+    checks = _checks(report["forms_missing_probe"])
+    failed = {name for name, (status, _detail) in checks.items() if status == "failed"}
+    assert failed == {"registration", "official_reference", "suite_rules"}
+    assert checks["registration"][1].endswith("forms_missing_probe: missing key(s) probe")
+    assert checks["official_reference"][1].startswith("kb_file 'row_sum_of_nothing.py': no such problem file")
+    assert "T0_original has 3 trial(s); the spec asks for exactly 5" in checks["suite_rules"][1]
+    assert checks["probe_rules"] == ("not_run", "not run: the entry has no valid probe")
+    # Nothing is claimed of suites no official output was computed for.
+    assert checks["suites_can_fail"] == ("not_run", "not run: the official reference did not load")
+    assert checks["no_false_kill"] == ("not_run", "not run: the official reference did not load")
+    assert checks["cuda_source"][0] == "passed" and checks["compile"][0] == "passed"
+
+
+def test_a_crash_at_a_late_trial_keeps_the_failures_found_before_it(forms):
+    backend, report = forms
+    substrate = report["forms_crash_late"]
+    checks = _checks(substrate)
+    assert checks["output_matches"][0] == "failed"
+    assert "misaligned trial 0 (atol=0.01, rtol=0.01): 3 of 3 elements differ" in checks["output_matches"][1]
+    crash = ("the worker process died during misaligned trial 2 (killed by signal SIGSEGV)" if backend == "cpu"
+             else "misaligned trial 2: kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS")
+    assert checks["runs_to_completion"][0] == "failed" and crash in checks["runs_to_completion"][1]
+    assert {s["name"]: (s["trials"], s["passed"]) for s in substrate["suites"]}["T0_original"] == (5, 5)
+    assert checks["suites_can_fail"][0] == "not_run"

@@ -132,7 +132,8 @@ def test_faithful_fake_is_admitted_with_every_check_explained(entry):
     assert results[C.NO_FALSE_KILL].detail == (
         "the official Model in float64 agrees with it within bitwise on every trial")
     assert re.fullmatch(r"NVRTC \d+\.\d+ for sm_\d+", results[C.COMPILE].detail), results[C.COMPILE].detail
-    for check in [C.SUITES_BUILD, C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
+    assert results[C.SUITES_BUILD].detail == "every trial built; builders called as builder(t, device) (misaligned)"
+    for check in [C.REF_MATCHES_OFFICIAL, *KERNEL_CHECKS]:
         assert results[check].detail == f"held in {TRIALS} trials", check
 
     assert suite_table(report) == {"probe": (2, 2), "misaligned": (8, 8)}
@@ -599,3 +600,26 @@ def test_a_not_run_import_check_is_not_turned_into_a_pass(entry):
 
     assert checks(report)[C.IMPORT_SAFE].status is CheckStatus.NOT_RUN
     assert not report.admitted
+
+
+def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monkeypatch):
+    from harness import pipeline
+
+    real = pipeline.GuardedTensor.copy_of
+    calls = []
+
+    def copy_of(source, device, guard_byte=None):
+        calls.append(1)
+        if len(calls) == 1:  # probe trial 0
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total "
+                                         "capacity of 139.80 GiB of which 2.10 GiB is free.")
+        return real(source, device, guard_byte)
+
+    monkeypatch.setattr(pipeline.GuardedTensor, "copy_of", staticmethod(copy_of))
+    report, _backend = gate(entry)
+
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: (
+        "probe trial 0: CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of "
+        "139.80 GiB of which 2.10 GiB is free. (a limit of this machine, not a fault of the kernel)")}
+    assert suite_table(report) == {"probe": (2, 1), "misaligned": (8, 8)}  # the other trials still ran
+    assert report.suites[0].failures == ["trial 0: out of device memory"]

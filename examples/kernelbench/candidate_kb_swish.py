@@ -5,8 +5,9 @@ The problem is not in this repository: point the gate at a KernelBench checkout,
     python gate.py --kb-root ~/KernelBench examples/kernelbench/candidate_kb_swish.py
 
 and `kb_file="25_Swish.py"` resolves in its `level1` folder. T0_original is that file's
-get_inputs() at its full size (4096 x 393216 float32, 6.4 GB: over 2^31 elements, so the index
-must be a long long), so gate it on a GPU with memory to spare.
+get_inputs() at its full size (4096 x 393216 float32, 6.4 GB: 1,610,612,736 elements, past 2^31
+bytes though not 2^31 elements; the index is a long long all the same), so gate it on a GPU with
+memory to spare.
 """
 
 CUDA_SOURCE = r"""
@@ -20,6 +21,11 @@ extern "C" __global__ void swish_f32(const float* __restrict__ x, float* __restr
 """
 
 BLOCK = 256
+
+# 25_Swish.py's size constants (same names, same values); CI (tests/test_kernelbench_examples.py)
+# substitutes a small stand-in's values for them.
+batch_size = 4096
+dim = 393216
 
 
 def ref(x):
@@ -48,7 +54,7 @@ def t0_original(t, device):
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1000 + t)
-        x = torch.rand(4096, 393216)
+        x = torch.rand(batch_size, dim)
     return [x.to(device)]
 
 

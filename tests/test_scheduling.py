@@ -1,0 +1,134 @@
+"""harness.scheduling, and gate.py --jobs: jobs that do not fit the device's memory at once wait their turn,
+and one that runs out of memory beside others is judged again alone."""
+
+import threading
+import time
+
+import pytest
+
+from harness import cli
+from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.scheduling import MemoryBudget, estimate_bytes
+
+
+def _overlaps(budget: MemoryBudget, needs: list[int], seconds: float = 0.2) -> int:
+    """Run one job per need at once; return the most that ran together."""
+    running, most, lock = [0], [0], threading.Lock()
+
+    def job(need):
+        with budget.reserve(need):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(seconds)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in needs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return most[0]
+
+
+def test_jobs_that_fit_together_run_together():
+    assert _overlaps(MemoryBudget(100), [30, 30, 30]) == 3
+
+
+def test_jobs_that_do_not_fit_at_once_run_one_after_another():
+    assert _overlaps(MemoryBudget(100), [60, 60, 60]) == 1
+
+
+def test_a_job_larger_than_the_device_still_runs_alone():
+    assert _overlaps(MemoryBudget(100), [500, 10]) == 1
+
+
+def test_without_a_known_capacity_nothing_waits():
+    assert _overlaps(MemoryBudget(None), [10**15, 10**15]) == 2
+
+
+def test_reserve_says_whether_another_job_shared_the_device():
+    budget = MemoryBudget(100)
+    with budget.reserve(10) as shared:
+        assert not shared()
+        with budget.reserve(10) as other:
+            assert shared() and other()
+    with budget.reserve(10) as shared:
+        assert not shared()
+
+
+def test_the_estimate_grows_with_the_trial():
+    assert estimate_bytes(2**30) > estimate_bytes(0) > 0
+
+
+def _report(name, oom: bool) -> SubstrateReport:
+    status = CheckStatus.FAILED if oom else CheckStatus.PASSED
+    detail = "T0_original trial 0: CUDA out of memory" if oom else "every trial fit the device's memory"
+    checks = [CheckResult(c, CheckStatus.PASSED, "") for c in CheckName if c is not CheckName.FITS_DEVICE_MEMORY]
+    checks.append(CheckResult(CheckName.FITS_DEVICE_MEMORY, status, detail))
+    return SubstrateReport(name=name, file="f.py", checks=checks, source_sha256="x")
+
+
+def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatch, capsys):
+    """Three substrates, each needing most of the device: run one at a time, all admitted.
+
+    The fake job runs out of memory whenever another job is running, as a real one would; the
+    scheduler must never let that happen, and a job that met it anyway would be run again alone.
+    """
+    running, calls, lock = [0], [], threading.Lock()
+
+    def fake_job(job, timeout, on_message):
+        with lock:
+            running[0] += 1
+            crowded = running[0] > 1
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+            calls.append((job.name, crowded))
+        return _report(job.name, oom=crowded)
+
+    names = ["pad_const_b1", "pad_const_b2", "pad_const_b4"]
+    monkeypatch.setattr(cli, "run_gate_job", fake_job)
+    monkeypatch.setattr(cli, "device_memory_bytes", lambda backend: 10 * 2**30)
+    monkeypatch.setattr(cli, "estimate_bytes", lambda t0_bytes: 8 * 2**30)
+    code = cli.main(["--backend", "cpu", "--jobs", "3", "--no-record", "--no-progress", *names])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert sorted(name for name, _crowded in calls) == names
+    assert not any(crowded for _name, crowded in calls)
+    assert "3 admitted, 0 rejected" in out
+
+
+def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, capsys):
+    calls = []
+
+    def fake_job(job, timeout, on_message):
+        calls.append(job.name)
+        first_try = calls.count(job.name) == 1
+        if job.name == "pad_const_b1":
+            time.sleep(0.3)  # so the other job runs beside it
+        return _report(job.name, oom=first_try and job.name == "pad_const_b1")
+
+    monkeypatch.setattr(cli, "run_gate_job", fake_job)
+    monkeypatch.setattr(cli, "device_memory_bytes", lambda backend: 100 * 2**30)
+    code = cli.main(["--backend", "cpu", "--jobs", "2", "--no-record", "--no-progress", "pad_const_b1",
+                     "pad_const_b2", "--json", "/dev/null"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert calls.count("pad_const_b1") == 2 and calls.count("pad_const_b2") == 1
+
+
+def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys):
+    calls = []
+
+    def fake_job(job, timeout, on_message):
+        calls.append(job.name)
+        return _report(job.name, oom=True)
+
+    monkeypatch.setattr(cli, "run_gate_job", fake_job)
+    code = cli.main(["--backend", "cpu", "--jobs", "1", "--no-record", "--no-progress", "pad_const_b1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert calls == ["pad_const_b1"]  # alone from the start: nothing to run again
+    assert "fits_device_memory: T0_original trial 0: CUDA out of memory" in out

@@ -1,0 +1,80 @@
+"""harness.trial_inputs: T0 built ahead in helper processes gives exactly what the worker would build itself."""
+
+from pathlib import Path
+
+import torch
+
+from harness.candidates import import_candidate, make_entry, register_candidate
+from harness.problems import ProblemSearch, load_problem
+from harness.trial_inputs import TrialInputs, build_here
+
+REPO = Path(__file__).resolve().parent.parent
+STANDIN = REPO / "tests" / "kernelbench_standin"
+
+
+def _t0(file: Path):
+    registered = register_candidate(import_candidate(file), file)
+    name = next(iter(registered))
+    entry, problems = make_entry(name, registered[name], file)
+    assert not problems
+    problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(file, STANDIN))
+    return name, problem, dict((n, b) for n, _count, b in entry.suites())["T0_original"]
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b))
+
+
+def test_helpers_build_what_the_worker_would_build():
+    # A T0 drawn from get_inputs()'s distribution (not identical), so the second build runs too.
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, problem, builder = _t0(file)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=2, from_bytes=0)
+    ahead.start(problem, builder, 5)
+    try:
+        for t in range(5):
+            got, want = ahead.t0(t), build_here(builder, t, torch.device("cpu"), problem)
+            assert got.error is None and got.difference == want.difference == ""
+            assert _same(got.inputs, want.inputs) and _same(got.official, want.official)
+    finally:
+        ahead.close()
+    assert ahead.fallback == ""
+
+
+def _stand_in_t0(t):
+    # get_inputs() of the stand-in itself: the candidate's own T0 is KernelBench-sized.
+    from harness.suite_rules import official_inputs
+
+    return official_inputs(load_problem("25_Swish.py", ProblemSearch.for_candidate(None, STANDIN)), t)
+
+
+def test_small_t0s_are_built_in_the_worker():
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_swish.py"
+    name, problem, _builder = _t0(file)
+    builder = _stand_in_t0
+    ahead = TrialInputs(str(file), name, torch.device("cpu"))
+    ahead.start(problem, builder, 5)
+    assert ahead._pool is None  # the stand-in's T0 is far under HELPERS_FROM_BYTES
+    assert _same(ahead.t0(0).inputs, build_here(builder, 0, torch.device("cpu"), problem).inputs)
+
+
+def test_a_helper_that_cannot_start_leaves_the_worker_to_build(tmp_path):
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_swish.py"
+    name, problem, _builder = _t0(file)
+    builder = _stand_in_t0
+    ahead = TrialInputs(str(tmp_path / "candidate_gone.py"), name, torch.device("cpu"), processes=1, from_bytes=0)
+    ahead.start(problem, builder, 5)
+    built = ahead.t0(0)
+    assert built.error is None and _same(built.inputs, build_here(builder, 0, torch.device("cpu"), problem).inputs)
+    assert "built in the worker from then on" in ahead.fallback
+
+
+def test_a_builder_that_is_not_deterministic_is_caught_by_its_byte_sums():
+    calls = []
+
+    def drifting(t):
+        calls.append(t)
+        return [torch.full((4,), float(len(calls)))]
+
+    built = build_here(drifting, 0, torch.device("cpu"))
+    assert built.difference.startswith("input 0 is float32[4], then float32[4] with different contents")
