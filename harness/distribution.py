@@ -150,9 +150,10 @@ class _Chunks:
         return cls(flat, bounds, nonfinite)
 
     def extremes(self):
+        """(min, max) as Python numbers (exact for every dtype tested), so they compare with a tensor anywhere."""
         if not self.bounds:
             return None, None
-        return min(lo for _s, lo, _h in self.bounds), max(hi for _s, _l, hi in self.bounds)
+        return (min(lo for _s, lo, _h in self.bounds).item(), max(hi for _s, _l, hi in self.bounds).item())
 
     def beyond(self, lo, hi) -> tuple[int, int]:
         """How many finite values lie above `hi` and below `lo` (every one when there are no bounds)."""
@@ -160,6 +161,7 @@ class _Chunks:
             return sum(self._finite(start).numel() for start, _l, _h in self.bounds), 0
         above = below = 0
         for start, chunk_lo, chunk_hi in self.bounds:
+            chunk_lo, chunk_hi = chunk_lo.item(), chunk_hi.item()
             if chunk_hi > hi:
                 above += int(torch.count_nonzero(self._finite(start) > hi))
             if chunk_lo < lo:

@@ -124,6 +124,7 @@ class SecondReferences:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
         self._futures: list[Future] = []
         self._done: list[SecondReference] = []
+        self.submitted = 0  # trials handed over
 
     def labels(self) -> list[str]:
         return [label for label, _model, _widen in self.routes]
@@ -134,6 +135,7 @@ class SecondReferences:
             self._futures[[f.done() for f in self._futures].index(False)].result()
         host_inputs = [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
         host_expected = expected.detach().cpu()
+        self.submitted += 1
         self._futures.append(self._pool.submit(self._run, where, host_inputs, host_expected))
 
     def _run(self, where: str, inputs: list, expected: torch.Tensor) -> None:

@@ -117,14 +117,15 @@ def t0_bytes(problem) -> int:
 _helper: dict = {}
 
 
-def _helper_start(candidate_file: str, name: str, kb_file: str, problem_path: str) -> None:
-    from harness.candidates import import_candidate, make_entry, register_candidate
+def _helper_start(worker_pid: int, candidate_file: str, name: str, kb_file: str, problem_path: str) -> None:
+    from harness.candidates import import_candidate, register_candidate
     from harness.problems import load_problem_file
+    from harness.worker import watch_parent
 
+    watch_parent(worker_pid)  # a worker killed for a hang takes its helpers with it
     torch.set_num_threads(1)  # a helper draws with one generator: its threads would only compete
     path = Path(candidate_file)
     registered = register_candidate(import_candidate(path), path)
-    entry, _problems = make_entry(name, registered[name], path)
     suites = registered[name]["suites"]()
     _helper["builder"] = dict((n, b) for n, _count, b in suites)["T0_original"]
     _helper["problem"] = load_problem_file(kb_file, Path(problem_path))
@@ -174,11 +175,14 @@ class TrialInputs:
         self.problem, self.builder, self.n_trials = problem, builder, n_trials
         if self.processes < 1 or t0_bytes(problem) < self.from_bytes:
             return
+        # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers
+        # watch it instead (_helper_start) and exit when it is gone, as it does for its own parent.
+        multiprocessing.current_process().daemon = False
         try:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_helper_start,
-                initargs=(self.candidate_file, self.name, problem.kb_file, str(problem.path)))
+                initargs=(os.getpid(), self.candidate_file, self.name, problem.kb_file, str(problem.path)))
         except Exception as error:
             self._stop(f"the helper processes could not start ({type(error).__name__}: {error})")
             return

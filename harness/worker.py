@@ -38,6 +38,8 @@ class GateJob:
     backend: str
     cache_dir: str | None = None
     kb_root: str | None = None
+    # T0s of at least this many bytes are drawn ahead in helper processes (None: harness.trial_inputs' default).
+    helpers_from_bytes: int | None = None
 
 
 @dataclass
@@ -145,7 +147,8 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device()))
-    trial_inputs = TrialInputs(job.file, job.name, backend.device)
+    trial_inputs = TrialInputs(job.file, job.name, backend.device, **(
+        {"from_bytes": job.helpers_from_bytes} if job.helpers_from_bytes is not None else {}))
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
@@ -216,8 +219,8 @@ _STARTING = threading.Lock()  # a worker's environment is the parent's at start:
 PARENT_CHECK_SECONDS = 1.0
 
 
-def _run_watched(target, parent_pid: int, *args) -> None:
-    """Run target(*args) in a worker that exits as soon as its parent is gone.
+def watch_parent(parent_pid: int) -> None:
+    """Exit this process as soon as its parent (`parent_pid`) is gone, from a thread of its own.
 
     A parent stopped by a signal (SIGTERM, SIGKILL, a closed terminal) cannot kill its workers,
     and an orphaned worker would go on using a GPU for as long as its mutants or trials last.
@@ -229,6 +232,11 @@ def _run_watched(target, parent_pid: int, *args) -> None:
                 os._exit(3)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _run_watched(target, parent_pid: int, *args) -> None:
+    """Run target(*args) in a worker that exits as soon as its parent is gone."""
+    watch_parent(parent_pid)
     target(*args)
 
 

@@ -36,6 +36,7 @@ results=${OUT:-/tmp/gpu-session-out}
 mkdir -p "$out" "$results"
 pack() { tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null; }
 trap pack EXIT
+trap 'pack; exit 143' TERM
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -67,18 +68,25 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   # shellcheck disable=SC2086
   reversed=$(printf '%s\n' $KB_BENCH | tac | tr '\n' ' ')
   free -g | head -n 2; df -h /dev/shm | tail -n 1
-  python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 --json "$out/kb-baseline.json" \
-    $KB_BENCH > "$out/kb-baseline.log" 2>&1 &
+  # One bench_gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
+  (for f in $KB_BENCH; do
+     python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 \
+       --json "$out/kb-baseline-$(basename "$f" .py).json" "$f" >> "$out/kb-baseline.log" 2>&1
+   done) &
   baseline_chain=$!
-  python3 -m harness.bench_gate --no-baseline --record --kb-root "$KB_ROOT" --timeout 300 \
-    --json "$out/kb-gate.json" $reversed > "$out/kb-gate.log" 2>&1
-  echo "kb gate chain exit: $?"
+  for f in $reversed; do
+    python3 -m harness.bench_gate --no-baseline --record --kb-root "$KB_ROOT" --timeout 300 \
+      --json "$out/kb-gate-$(basename "$f" .py).json" "$f" >> "$out/kb-gate.log" 2>&1
+    echo "kb gate $(basename "$f" .py) exit: $?"
+    cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
+    pack
+  done
   wait "$baseline_chain"; echo "kb baseline chain exit: $?"
-  cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
-  python3 - "$out/kb-gate.json" "$out/kb-baseline.json" <<'PY' | tee "$out/kb-table.md"
-import json, sys
-gate = {r["substrate"]: r for r in json.load(open(sys.argv[1]))["rows"]}
-base = {r["substrate"]: r["baseline"] for r in json.load(open(sys.argv[2]))["rows"]}
+  python3 - "$out" <<'PY' | tee "$out/kb-table.md"
+import glob, json, sys
+rows = lambda pattern: [r for f in sorted(glob.glob(f"{sys.argv[1]}/{pattern}")) for r in json.load(open(f))["rows"]]
+gate = {r["substrate"]: r for r in rows("kb-gate-*.json")}
+base = {r["substrate"]: r["baseline"] for r in rows("kb-baseline-*.json")}
 gib = lambda b: f"{b / 2**30:.1f}" if b else "n/a"
 print("| substrate | gate | gate s | gate peak GiB | baseline | baseline s | baseline peak GiB | time x | memory x |")
 print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")

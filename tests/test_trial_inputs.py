@@ -78,3 +78,15 @@ def test_a_builder_that_is_not_deterministic_is_caught_by_its_byte_sums():
 
     built = build_here(drifting, 0, torch.device("cpu"))
     assert built.difference.startswith("input 0 is float32[4], then float32[4] with different contents")
+
+
+def test_a_gate_worker_draws_t0_in_helpers_and_reports_the_same():
+    """Through the real worker (a daemonic process, to which multiprocessing refuses children by default)."""
+    from harness.worker import GateJob, run_gate_job
+
+    file = str(REPO / "tests" / "candidates" / "candidate_row_sum_forms.py")
+    reports = [run_gate_job(GateJob(file=file, name="forms_row_sum", backend="cpu", helpers_from_bytes=threshold))
+               for threshold in (0, None)]
+    ahead, here = ({c.check: (c.status, c.detail) for c in r.checks} for r in reports)
+    assert all(r.admitted for r in reports), [r.reasons() for r in reports]
+    assert ahead == here

@@ -9,9 +9,10 @@
   rejected by suite_rules with the test's evidence.
 - `forms_missing_probe`: no probe key, a kb_file that names nothing, a T0 of 3 trials: every one of
   these is reported, not only the first.
-- `forms_crash_late`: wrong by one ulp-free margin on misaligned trial 0, then a read of address 0
-  on misaligned trial 2 (a segfault on the CPU backend, an illegal address on a GPU): the report
-  keeps trial 0's failure beside the crash.
+- `forms_crash_late`: wrong by 1 on misaligned trial 0 (and the probe's misaligned entry), then a
+  read four terabytes past x on misaligned trial 2 (a segfault on the CPU backend, an illegal
+  address on a GPU; not address 0, which a compiler may assume unreachable): the report keeps the
+  earlier failures beside the crash.
 Not real candidates: they live under tests/ so `python gate.py` never gates them unless asked.
 """
 
@@ -42,7 +43,7 @@ extern "C" __global__ void row_sum_crash(const float* __restrict__ x, float* __r
     float total = 0.0f;
     for (long long c = 0; c < cols; ++c) total += x[r * cols + c];
     if (cols == 37) total += 1.0f;
-    if (cols == 57) total += ((const float*)0)[r];
+    if (cols == 57) total += x[r * cols + (1LL << 40)];
     out[r] = total;
 }
 """
