@@ -34,6 +34,8 @@ MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 SHOWN_FAILURES = 3
+KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.WRITES_IN_BOUNDS,
+                        CheckName.INPUTS_UNCHANGED)
 PENDING = "not run: the worker stopped before this check was decided"
 
 
@@ -417,6 +419,7 @@ class GateContext:
     second: suite_safety.SecondReferences | None = None
     trivial: suite_safety.TrivialKernels | None = None
     fault: str = ""  # a CUDA fault that lost the context: nothing more runs
+    trials_on_device: int = 0  # trials whose inputs reached the device
 
 
 @dataclass
@@ -430,7 +433,7 @@ class TrialState:
     sums: list = field(default_factory=list)  # checksum of each input as built
     expected: object = None
     run: KernelRun | None = None
-    ok: bool = True
+    ok: bool | None = True  # None: the trial is neither passed nor failed again (its failure is already in the suite)
 
     def fail(self, ctx: GateContext, check: CheckName, detail: str, why: str = "") -> None:
         ctx.book.fail(check, f"{self.case.where}{why}: {detail}")
@@ -613,6 +616,7 @@ def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
         state.guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
                          if isinstance(x, torch.Tensor) else None for i, x in enumerate(case.inputs)]
         state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, case.inputs)]
+        ctx.trials_on_device += 1
         state.sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in state.views]
         for check in TRIAL_CHECKS:
             if not check.run(ctx, state):
@@ -761,8 +765,8 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             trial_inputs.close()
     if ctx.official is not None:
         _conclude_suites(ctx, entry, suites)
-    if not book.decided(CheckName.FITS_DEVICE_MEMORY) and suites:
-        book.ran(CheckName.FITS_DEVICE_MEMORY, "every trial fit the device's memory")
+    if not book.decided(CheckName.FITS_DEVICE_MEMORY) and ctx.trials_on_device:
+        book.ran(CheckName.FITS_DEVICE_MEMORY, f"all {ctx.trials_on_device} trials fit the device's memory")
     why = "not run: " + (ctx.fault or ("the kernel did not compile" if ctx.kernel is None and ctx.official is not None
                                        else "the official reference did not load" if ctx.official is None
                                        else "no trial reached it"))
@@ -774,6 +778,3 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report.peak_device_bytes = backend.peak_memory_bytes()
     return report
 
-
-KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.WRITES_IN_BOUNDS,
-                        CheckName.INPUTS_UNCHANGED)

@@ -112,6 +112,7 @@ def test_builder_t_same_distribution_t0_and_launch_zeroed_atomic_out_are_admitte
         "T0_original has get_inputs()'s shapes and dtypes in all 5 trials, its values drawn from get_inputs()'s "
         "distribution (each tensor tested against get_inputs() under its seed, false rejection at most 1e-6 per "
         "tensor): trial 0 input 0: two-sample Kolmogorov-Smirnov test: statistic ")
+    assert checks["fits_device_memory"] == ("passed", "all 13 trials fit the device's memory")
     assert checks["output_fully_written"][1].startswith(
         "not applicable: launch initialises out itself (two launch calls over differently poisoned memory gave "
         "it the same bytes)")
@@ -145,6 +146,7 @@ def test_a_missing_key_is_reported_beside_every_other_broken_rule(forms):
     # Nothing is claimed of suites no official output was computed for.
     assert checks["suites_can_fail"] == ("not_run", "not run: the official reference did not load")
     assert checks["no_false_kill"] == ("not_run", "not run: the official reference did not load")
+    assert checks["fits_device_memory"] == ("not_run", "not run: the official reference did not load")
     assert checks["cuda_source"][0] == "passed" and checks["compile"][0] == "passed"
 
 
