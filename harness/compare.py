@@ -125,6 +125,14 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     for start in range(0, flat_expected.numel(), COMPARE_CHUNK):
         g = flat_got[start:start + COMPARE_CHUNK].to(torch.float64)
         e = flat_expected[start:start + COMPARE_CHUNK].to(torch.float64)
+        quick = _finite_chunk(g, e, atol, rtol)
+        if quick is not None:  # the same verdict and figures as below, in half the passes over the chunk
+            chunk_mismatches, wrong, chunk_abs, chunk_rel = quick
+            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
+            if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
+                wrong_at += _first_indices(wrong, start)
+            mismatches += chunk_mismatches
+            continue
         both_nan = torch.isnan(g) & torch.isnan(e)
         same_inf = torch.isinf(e) & (g == e)
         diff = (g - e).abs()
@@ -145,6 +153,26 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
         max_abs_error=max_abs, max_rel_error=max_rel,
         examples=_examples(got, flat_expected.reshape(expected.shape), wrong_at) if mismatches else [],
     )
+
+
+def _finite_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
+    """(mismatches, wrong mask, max abs, max rel error) of a float64 chunk with no NaN, infinity or overflow;
+    None otherwise (compare_close's general rules then apply).
+
+    With every value and difference finite, compare_close's NaN and infinity terms are all false and
+    its `finite` mask all true, so this computes exactly what it computes, with fewer passes: the
+    CPU backend compares KernelBench-sized outputs on two cores.
+    """
+    if not (bool(torch.isfinite(g).all()) and bool(torch.isfinite(e).all())):
+        return None
+    diff = (g - e).abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    if max_abs == float("inf"):
+        return None
+    magnitude = e.abs()
+    wrong = diff > atol + rtol * magnitude
+    max_rel = float((diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max()) if diff.numel() else 0.0
+    return int(torch.count_nonzero(wrong)), wrong, max_abs, max_rel
 
 
 _SCALAR_SHAPES = {(), (1,)}
