@@ -244,8 +244,13 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     costs = [trial_bytes(trial) for trial in trials]
     checksums = [trial_checksum(trial) for trial in trials]
 
+    # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
+    initialised: dict[int, bool] = {}
+
     def run_trial(kernel, i: int) -> str:
-        run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected)
+        run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i))
+        if not run.argument_problems:
+            initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
 
     # The unmutated source goes through the same trials and must survive every one.

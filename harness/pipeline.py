@@ -191,14 +191,15 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
-               guarded: list | None = None) -> KernelRun:
+               guarded: list | None = None, initialised: bool | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
     references on them first); otherwise they are made here. One guarded output serves both runs:
     run one starts from poison pattern one, run two from pattern two (or both from what launch put
     in out, when launch initialises it), and an element still holding its run's pattern after both
-    was never written.
+    was never written. `initialised`, when known (a campaign's mutants share one launch), spares
+    the second launch call that finds out whether launch initialises out.
     """
     device = backend.device
     if guarded is None:
@@ -218,8 +219,10 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         if result.argument_problems:
             return result
         result.out_elements = out.numel()
-        result.initialised_by_launch = entry.accumulates or (
-            out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+        if initialised is None:
+            initialised = entry.accumulates or (
+                out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+        result.initialised_by_launch = initialised
     except Exception as error:
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
