@@ -111,6 +111,12 @@ def _byte_range(t: torch.Tensor) -> tuple[int, int]:
     return t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
 
 
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do the bytes of two (non-empty) tensors overlap?"""
+    (a_start, a_end), (b_start, b_end) = _byte_range(a), _byte_range(b)
+    return a.numel() > 0 and b.numel() > 0 and a_start < b_end and b_start < a_end
+
+
 def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, inputs: list) -> tuple[list, list[str]]:
     """Point every argument aimed at launch's `out` at the guarded output instead.
 
@@ -151,10 +157,8 @@ def _launch_problems(returned, views: list, device) -> list[str]:
                 f"(contiguous: {out.is_contiguous()})"]
     problems = []
     for i, view in enumerate(views):
-        if isinstance(view, torch.Tensor) and out.numel() and view.numel():
-            (a, b), (c, d) = _byte_range(out), _byte_range(view)
-            if a < d and c < b:
-                problems.append(f"launch's out shares memory with input {i}: it must be a fresh tensor")
+        if isinstance(view, torch.Tensor) and _overlap(out, view):
+            problems.append(f"launch's out shares memory with input {i}: it must be a fresh tensor")
     problems += _geometry_problems("grid", grid, MAX_GRID)
     problems += _geometry_problems("block", block, MAX_BLOCK)
     if not problems and block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
@@ -191,11 +195,12 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
-               guarded: list | None = None, initialised: bool | None = None) -> KernelRun:
+               guarded: list | None = None, initialised: bool | None = None,
+               input_sums: list | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
-    references on them first); otherwise they are made here. One guarded output serves both runs:
+    references on them first), `input_sums` their byte sums as built; otherwise both are made here. One guarded output serves both runs:
     run one starts from poison pattern one, run two from pattern two (or both from what launch put
     in out, when launch initialises it), and an element still holding its run's pattern after both
     was never written. `initialised`, when known (a campaign's mutants share one launch), spares
@@ -206,7 +211,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
                    if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
     views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
-    sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
+    sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
     result = KernelRun()
 
     try:
@@ -460,10 +465,8 @@ def _official_output(ctx: GateContext, state: TrialState) -> bool:
         state.suite.failures.append(f"trial {state.case.t}: official reference failed")
         state.ok = False
         return False
-    if isinstance(expected, torch.Tensor) and any(
-            g is not None and _byte_range(g.tensor)[0] <= expected.data_ptr() < max(_byte_range(g.tensor)[1],
-                                                                                  g.tensor.data_ptr() + 1)
-            for g in state.guarded):
+    if isinstance(expected, torch.Tensor) and any(g is not None and _overlap(expected, g.tensor)
+                                                  for g in state.guarded):
         expected = expected.clone()  # a Model that returns (a view of) its input: keep it apart from the input
     state.expected = expected
     _restore_inputs(state)
@@ -506,7 +509,8 @@ def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
         return False
     where = state.case.where
     try:
-        state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.case.inputs, state.expected, state.guarded)
+        state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.case.inputs, state.expected, state.guarded,
+                               input_sums=state.sums)
     except KernelFault as error:
         if not error.poisons_context:
             ctx.book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")

@@ -131,8 +131,9 @@ class SecondReferences:
 
     def submit(self, where: str, inputs: list, expected: torch.Tensor) -> None:
         """`inputs` as the trial built them (any device); `expected` is copied to the host here."""
-        while len([f for f in self._futures if not f.done()]) >= self.PENDING:
-            self._futures[[f.done() for f in self._futures].index(False)].result()
+        running = [f for f in self._futures if not f.done()]
+        if len(running) >= self.PENDING:
+            running[0].result()  # the oldest: a trial behind it waits for it anyway
         host_inputs = [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
         host_expected = expected.detach().cpu()
         self.submitted += 1
