@@ -93,6 +93,7 @@ class BaselineResult:
     first_failure: str = ""  # '' when every trial passed
     check_seconds: float | None = None  # the check function, after its imports, through the last trial
     setup_seconds: float | None = None  # of which: until the kernel was loaded and the Model on the device
+    inputs_seconds: float = 0.0  # of which: get_inputs() and moving its tensors to the device, every trial
     wall_seconds: float | None = None  # the parent's clock: spawn to exit of the baseline process
     peak_reserved_bytes: int | None = None
     peak_allocated_bytes: int | None = None
@@ -172,7 +173,10 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
                 progress(f"trial {trial}")
                 result.trials_run += 1
                 _set_seed(torch, trial_seed, on_gpu)
+                drawing = time.perf_counter()
                 inputs = [place(x) for x in problem.get_inputs()]
+                synchronize()
+                result.inputs_seconds += time.perf_counter() - drawing
                 _set_seed(torch, trial_seed, on_gpu)
                 model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
                 _set_seed(torch, trial_seed, on_gpu)  # eval.py seeds again before moving ModelNew
@@ -277,6 +281,7 @@ class Row:
     gate_peak_reserved_bytes: int | None = None  # SubstrateReport.peak_device_bytes
     gate_compile_from_cache: bool | None = None
     gate_reasons: list[str] = field(default_factory=list)
+    gate_phase_seconds: dict[str, float] = field(default_factory=dict)  # SubstrateReport.phase_seconds
     baseline: BaselineResult | None = None  # None: not run (--no-baseline)
 
     @property
@@ -344,6 +349,9 @@ COLUMNS = ("substrate", "gate", "gate wall s", "pipeline s", "gate GiB", "base w
            "baseline", "wall x", "inner x", "mem x")
 
 
+PHASES_SHOWN = 12  # the largest of a gate's phases, under its row (--json has them all)
+
+
 def format_table(rows: list[Row]) -> str:
     """The table, one row per substrate; under a row, why its baseline failed or its gate rejected."""
     cells = [[r.substrate, r.gate_verdict or "not run", seconds(r.gate_wall_seconds), seconds(r.gate_pipeline_seconds),
@@ -365,6 +373,13 @@ def format_table(rows: list[Row]) -> str:
         lines += [f"    gate: {reason}" for reason in row.gate_reasons[:3]]
         if len(row.gate_reasons) > 3:
             lines.append(f"    gate: (and {len(row.gate_reasons) - 3} more)")
+        if row.baseline is not None and row.baseline.check_seconds:
+            lines.append(f"    baseline: get_inputs() and to the device {row.baseline.inputs_seconds:.1f} s of "
+                         f"{row.baseline.check_seconds:.1f} s")
+        if row.gate_phase_seconds:
+            lines.append("    gate phases (s): " + ", ".join(f"{name} {value:.1f}" for name, value
+                                                         in list(row.gate_phase_seconds.items())[:PHASES_SHOWN]
+                                                         if value >= 0.05))
         cached = {side: hit for side, hit in (("baseline", row.baseline and row.baseline.compile_from_cache),
                                               ("gate", row.gate_compile_from_cache)) if hit is not None}
         if cached:
@@ -581,6 +596,7 @@ def _run(args) -> int:
         row.gate_pipeline_seconds = report.seconds
         row.gate_peak_reserved_bytes = report.peak_device_bytes
         row.gate_reasons = report.reasons()
+        row.gate_phase_seconds = report.phase_seconds
         compile_check = [c for c in report.checks if c.check.value == "compile" and c.ok]
         if compile_check:
             row.gate_compile_from_cache = "from the compile cache" in compile_check[0].detail

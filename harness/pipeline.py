@@ -26,6 +26,7 @@ from harness.compare import Comparison, compare, compare_bitwise
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, poison_mask, poisoned_allocations,
                             tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
+from harness.phases import PhaseClock
 from harness.problems import ProblemError, ProblemSearch, load_problem
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
 from harness.trial_inputs import TrialInputs, build_here
@@ -194,19 +195,33 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
     return Comparison(ok=True, total=view.numel())
 
 
+def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
+               sums: list) -> None:
+    """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts)."""
+    result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
+    for i, (view, original) in enumerate(zip(views, inputs)):
+        if isinstance(view, torch.Tensor) and not result.changed_inputs and tensor_checksum(view) != sums[i]:
+            change = _changed_input(view, original)
+            if not change.ok:
+                result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
+
+
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                guarded: list | None = None, initialised: bool | None = None,
-               input_sums: list | None = None) -> KernelRun:
+               input_sums: list | None = None, clock: PhaseClock | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
-    references on them first), `input_sums` their byte sums as built; otherwise both are made here. One guarded output serves both runs:
+    references on them first), `input_sums` their byte sums as built; otherwise both are made here.
+    One guarded output serves both runs:
     run one starts from poison pattern one, run two from pattern two (or both from what launch put
     in out, when launch initialises it), and an element still holding its run's pattern after both
     was never written. `initialised`, when known (a campaign's mutants share one launch), spares
-    the second launch call that finds out whether launch initialises out.
+    the second launch call that finds out whether launch initialises out. `clock` hears how long
+    each part took.
     """
     device = backend.device
+    clock = clock or PhaseClock()
     if guarded is None:
         guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
                    if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
@@ -215,19 +230,20 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     result = KernelRun()
 
     try:
-        returned = _launch(entry, views, POISON_BYTES[0])
-        result.argument_problems += _launch_problems(returned, views, device)
-        if result.argument_problems:
-            return result
-        out, grid, block, args = returned
-        result.argument_problems += signature.check_arguments(kernel.params, args)
-        if result.argument_problems:
-            return result
-        result.out_elements = out.numel()
-        if initialised is None:
-            initialised = entry.accumulates or (
-                out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
-        result.initialised_by_launch = initialised
+        with clock.timing("kernel: launch calls"):
+            returned = _launch(entry, views, POISON_BYTES[0])
+            result.argument_problems += _launch_problems(returned, views, device)
+            if result.argument_problems:
+                return result
+            out, grid, block, args = returned
+            result.argument_problems += signature.check_arguments(kernel.params, args)
+            if result.argument_problems:
+                return result
+            result.out_elements = out.numel()
+            if initialised is None:
+                initialised = entry.accumulates or (
+                    out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+            result.initialised_by_launch = initialised
     except Exception as error:
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
@@ -239,18 +255,20 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         return result
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES, 1):
-        if result.initialised_by_launch:
-            guarded_out.tensor.copy_(out)  # what launch put there (zeros) is what the kernel adds to
-        else:
-            guarded_out.poison(pattern)
-        backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
-        backend.synchronize()
-        result.comparisons.append(compare(guarded_out.tensor, expected, entry.tolerance))
-        result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
-        if not result.initialised_by_launch:
-            if run_number == 1:
-                still_first = poison_mask(guarded_out.tensor, pattern)
+        with clock.timing("kernel: runs"):
+            if result.initialised_by_launch:
+                guarded_out.tensor.copy_(out)  # what launch put there (zeros) is what the kernel adds to
             else:
+                guarded_out.poison(pattern)
+            backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
+            backend.synchronize()
+        with clock.timing("kernel: output compared"):
+            result.comparisons.append(compare(guarded_out.tensor, expected, entry.tolerance))
+        with clock.timing("kernel: guards, unwritten output, inputs"):
+            _after_run(result, run_number, guarded_out, views, inputs, sums)
+            if run_number == 1 and not result.initialised_by_launch:
+                still_first = poison_mask(guarded_out.tensor, pattern)
+            elif not result.initialised_by_launch:
                 unwritten = unwritten_after(guarded_out.tensor, still_first)
                 result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
                 if result.unwritten:
@@ -258,12 +276,6 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                     result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat),
                                                                                        tuple(out.shape)))
                 del unwritten
-        # Inputs are checked after each run: a change the second run undoes still counts.
-        for i, (view, original) in enumerate(zip(views, inputs)):
-            if isinstance(view, torch.Tensor) and not result.changed_inputs and tensor_checksum(view) != sums[i]:
-                change = _changed_input(view, original)
-                if not change.ok:
-                    result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
     for i, g in enumerate(guarded):
         if g is not None:
             result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
@@ -286,7 +298,8 @@ class Case:
         return f"{self.suite} trial {self.t}"
 
 
-def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None):
+def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None,
+           clock: PhaseClock):
     """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
 
     Inputs are yielded on the host; the trial puts them on the device. `progress` hears of each
@@ -349,8 +362,9 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
         for t in range(n_trials):
             case = Case(suite_name, t, n_trials)
             progress(case.where)
-            built = (trial_inputs.t0(t) if ahead
-                     else build_here(builder, t, device, problem if is_t0 else None))
+            with clock.timing("inputs from helpers (waiting)" if ahead and trial_inputs.helping else "inputs built"):
+                built = (trial_inputs.t0(t) if ahead
+                         else build_here(builder, t, device, problem if is_t0 else None))
             if built.error is not None:
                 case.error = built.error
                 yield case
@@ -364,7 +378,8 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
                 book.fail(CheckName.OFFICIAL_REFERENCE, f"{case.where}: get_inputs() raised "
                                                         f"{type(built.official_error).__name__}: {built.official_error}")
             if is_t0 and built.official is not None:
-                match = suite_rules.t0_trial_match(t, built.inputs, built.official, built.identical)
+                with clock.timing("T0 against get_inputs()"):
+                    match = suite_rules.t0_trial_match(t, built.inputs, built.official, built.identical)
                 for text in match.problems:
                     book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
                 t0_notes.append(match.how)
@@ -428,6 +443,7 @@ class GateContext:
     trivial: suite_safety.TrivialKernels | None = None
     fault: str = ""  # a CUDA fault that lost the context: nothing more runs
     trials_on_device: int = 0  # trials whose inputs reached the device
+    clock: PhaseClock = field(default_factory=PhaseClock)
 
 
 @dataclass
@@ -510,7 +526,7 @@ def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
     where = state.case.where
     try:
         state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.case.inputs, state.expected, state.guarded,
-                               input_sums=state.sums)
+                               input_sums=state.sums, clock=ctx.clock)
     except KernelFault as error:
         if not error.poisons_context:
             ctx.book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
@@ -620,14 +636,16 @@ def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
     state = TrialState(case, suite)
     try:
         device = ctx.backend.device
-        state.guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
-                         if isinstance(x, torch.Tensor) else None for i, x in enumerate(case.inputs)]
-        state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, case.inputs)]
-        ctx.trials_on_device += 1
-        state.sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in state.views]
+        with ctx.clock.timing("inputs to the device"):
+            state.guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
+                             if isinstance(x, torch.Tensor) else None for i, x in enumerate(case.inputs)]
+            state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, case.inputs)]
+            ctx.trials_on_device += 1
+            state.sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in state.views]
         for check in TRIAL_CHECKS:
-            if not check.run(ctx, state):
-                break
+            with ctx.clock.timing(check.name):
+                if not check.run(ctx, state):
+                    break
     except torch.OutOfMemoryError as error:
         del state.guarded, state.views, state.expected, state.run
         _device_memory_failure(ctx, case.where, error)
@@ -680,7 +698,9 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
     """The checks of the suites as a whole: no false kill and can fail, once every trial has been seen."""
     book = ctx.book
     if ctx.second is not None:
-        for result in ctx.second.collect():
+        with ctx.clock.timing("second references (waiting at the end)"):
+            collected = ctx.second.collect()
+        for result in collected:
             if result.agreement.ok:
                 book.ran(CheckName.NO_FALSE_KILL)
             else:
@@ -736,7 +756,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     progress("compile")
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:
-        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance)
+        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock)
         ctx.trivial = suite_safety.TrivialKernels(entry.tolerance)
     if entry.ref is None:
         book.skip(CheckName.REF_MATCHES_OFFICIAL, "not run: the entry has no valid ref")
@@ -753,7 +773,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         return report
 
     try:
-        for case in _cases(entry, device, book, problem, progress, trial_inputs):
+        for case in _cases(entry, device, book, problem, progress, trial_inputs, ctx.clock):
             suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
             if case.error is not None:
                 book.fail(CheckName.SUITES_BUILD, f"{case.where}: building inputs raised "
@@ -783,5 +803,6 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report.suites = list(suites.values())
     report.seconds = time.perf_counter() - started
     report.peak_device_bytes = backend.peak_memory_bytes()
+    report.phase_seconds = ctx.clock.seconds()
     return report
 

@@ -94,6 +94,7 @@ class SubstrateReport:
     kb_file: str = ""
     compile_options: list[str] = field(default_factory=list)
     peak_device_bytes: int | None = None  # the worker's peak device memory, where the backend can tell
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # harness.phases: where the time went
 
     @property
     def verdict(self) -> Verdict:
@@ -121,6 +122,7 @@ class SubstrateReport:
             "suites": [s.to_json() for s in self.suites],
             "seconds": round(self.seconds, 3),
             "peak_device_bytes": self.peak_device_bytes,
+            "phase_seconds": self.phase_seconds,
         }
 
     @classmethod
@@ -137,6 +139,7 @@ class SubstrateReport:
             suites=[SuiteResult(**s) for s in data["suites"]],
             seconds=data["seconds"],
             peak_device_bytes=data.get("peak_device_bytes"),
+            phase_seconds=dict(data.get("phase_seconds", {})),
         )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from harness.compare import Comparison, Tolerance, compare, compare_bitwise
+from harness.phases import PhaseClock
 
 
 def _is_float(x) -> bool:
@@ -68,7 +69,9 @@ def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tole
     return compare(alternative, expected, tolerance)  # element by element, in float64, to say where and how much
 
 
-QUICK_CHUNK = 1 << 26
+# 4M elements: a chunk's temporaries (16 MiB each) are reused from the allocator's free memory,
+# where 64M-element ones were fresh mappings, page-faulted in at every chunk (4x slower on the CPU).
+QUICK_CHUNK = 1 << 22
 
 
 def _within_quickly(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> bool:
@@ -104,6 +107,24 @@ class SecondReference:
     error: str = ""
 
 
+PINNED_FROM_BYTES = 64 * 2**20
+
+
+def host_copy(x: torch.Tensor) -> torch.Tensor:
+    """`x` on the host: a device tensor of PINNED_FROM_BYTES or more goes through page-locked memory.
+
+    A pageable copy of a KernelBench-sized output runs at about 1 GB/s (6 s for 6.4 GB, most of it
+    faulting in fresh pages); a page-locked one at the link's speed, and torch's host allocator
+    keeps the block for the next trial.
+    """
+    x = x.detach()
+    if x.device.type != "cuda" or x.numel() * x.element_size() < PINNED_FROM_BYTES or not x.is_contiguous():
+        return x.cpu()
+    host = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+    host.copy_(x)
+    return host
+
+
 class SecondReferences:
     """The official Model in float64 and (when the device is not the CPU) in float32 on the CPU, per trial.
 
@@ -114,8 +135,9 @@ class SecondReferences:
 
     PENDING = 2
 
-    def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance):
+    def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None):
         self.tolerance = tolerance
+        self.clock = clock or PhaseClock()
         self.routes = [("in float64", widened_model(copy.deepcopy(official).cpu()), True)]
         if torch.device(device).type != "cpu":
             self.routes.append(("on the CPU", copy.deepcopy(official).cpu(), False))
@@ -133,9 +155,11 @@ class SecondReferences:
         """`inputs` as the trial built them (any device); `expected` is copied to the host here."""
         running = [f for f in self._futures if not f.done()]
         if len(running) >= self.PENDING:
-            running[0].result()  # the oldest: a trial behind it waits for it anyway
-        host_inputs = [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
-        host_expected = expected.detach().cpu()
+            with self.clock.timing("second references (waiting for a free slot)"):
+                running[0].result()  # the oldest: a trial behind it waits for it anyway
+        with self.clock.timing("second references (host copies)"):
+            host_inputs = [host_copy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+            host_expected = host_copy(expected)
         self.submitted += 1
         self._futures.append(self._pool.submit(self._run, where, host_inputs, host_expected))
 
@@ -145,14 +169,16 @@ class SecondReferences:
                 if label in self.unavailable:
                     continue
             try:
-                other = float64_reference(model, inputs, expected) if widen else cpu_reference(model, inputs)
+                with self.clock.timing(f"[thread] official Model {label}"):
+                    other = float64_reference(model, inputs, expected) if widen else cpu_reference(model, inputs)
             except Exception as error:
                 with self._lock:
                     self.unavailable[label] = f"{type(error).__name__}: {error}"
                 continue
             if other is None:  # nothing floating-point: the float64 route is the official one
                 continue
-            result = SecondReference(where, label, agreement(other, expected, self.tolerance))
+            with self.clock.timing(f"[thread] official Model {label}: agreement"):
+                result = SecondReference(where, label, agreement(other, expected, self.tolerance))
             del other
             with self._lock:
                 self._done.append(result)

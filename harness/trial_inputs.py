@@ -8,9 +8,9 @@ beside get_inputs() under `torch.manual_seed(1000 + t)` (harness.suite_rules com
 A KernelBench level-1 get_inputs() draws gigabytes with the CPU generator, one value after
 another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the candidate's and the
 official one. Both use the process's one global generator, so they cannot share a process's
-threads; `TrialInputs` draws them in spawned helper processes, TRIALS_AHEAD trials ahead of the
-trial the worker runs, and hands them back through shared memory while the worker's GPU work and
-the CPU references go on. Helpers start only for a T0 of at least HELPERS_FROM_BYTES; a helper
+threads; `TrialInputs` draws them in spawned helper processes, trials ahead of the one the worker
+runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
+memory while the worker's GPU work and the CPU references go on. Helpers start only for a T0 of at least HELPERS_FROM_BYTES; a helper
 that cannot start or hand a trial back (no shared memory, a crash) makes the worker build that
 trial itself, and the report is the same either way. A builder of the form builder(t, device)
 is given device cpu in a helper (a helper holds no CUDA state): the trial is the same tensors.
@@ -32,8 +32,35 @@ from harness.guards import tensor_checksum
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20
-TRIALS_AHEAD = 2
-HELPER_PROCESSES = 3
+MAX_TRIALS_AHEAD = 3
+HOST_MEMORY_SHARE = 0.35  # of the host's available memory, for trials drawn ahead (the rest: the worker's
+#                           own trial, the CPU second references, other jobs)
+
+
+def host_memory_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes, or None where the system does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def helper_plan(trial_bytes: int, cores: int | None, available: int | None) -> tuple[int, int]:
+    """(helper processes, trials ahead) for a T0 whose trials are `trial_bytes` each.
+
+    A trial ahead holds two draws (the candidate's and get_inputs()'s) in shared memory; as many
+    trials are drawn ahead as fit in HOST_MEMORY_SHARE of the available memory (1 to
+    MAX_TRIALS_AHEAD), by up to three helpers per trial and at most half the cores (a helper is
+    one thread: the rest serve the CPU references and the worker).
+    """
+    ahead = MAX_TRIALS_AHEAD
+    if available and trial_bytes:
+        ahead = max(1, min(MAX_TRIALS_AHEAD, int(HOST_MEMORY_SHARE * available) // (2 * trial_bytes)))
+    processes = max(1, min((cores or 2) // 2, 3 * ahead))
+    return processes, ahead
 
 
 @dataclass
@@ -159,8 +186,9 @@ def _builder_task(t: int, seed: int, sums_only: bool):
 class TrialInputs:
     """T0's trials, built ahead of need in helper processes when T0 is large (else in the worker)."""
 
-    def __init__(self, candidate_file: str, name: str, builder_device, processes: int = HELPER_PROCESSES,
-                 ahead: int = TRIALS_AHEAD, from_bytes: int = HELPERS_FROM_BYTES):
+    def __init__(self, candidate_file: str, name: str, builder_device, processes: int | None = None,
+                 ahead: int | None = None, from_bytes: int = HELPERS_FROM_BYTES):
+        """`processes` and `ahead` default to helper_plan's for this host and the T0's size."""
         self.candidate_file, self.name, self.device = candidate_file, name, builder_device
         self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
         self.problem = None
@@ -173,8 +201,12 @@ class TrialInputs:
     def start(self, problem, builder, n_trials: int) -> None:
         """Start the helpers for a T0 of `n_trials` trials by `builder`, if its size calls for them."""
         self.problem, self.builder, self.n_trials = problem, builder, n_trials
-        if self.processes < 1 or t0_bytes(problem) < self.from_bytes:
+        size = t0_bytes(problem)
+        if (self.processes is not None and self.processes < 1) or size < self.from_bytes:
             return
+        processes, ahead = helper_plan(size, os.cpu_count(), host_memory_available())
+        self.processes = processes if self.processes is None else self.processes
+        self.ahead = ahead if self.ahead is None else self.ahead
         # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers
         # watch it instead (_helper_start) and exit when it is gone, as it does for its own parent.
         multiprocessing.current_process().daemon = False
@@ -188,6 +220,11 @@ class TrialInputs:
             return
         for t in range(min(self.ahead, n_trials)):
             self._submit(t)
+
+    @property
+    def helping(self) -> bool:
+        """Whether T0's trials come from helper processes (else the worker builds them itself)."""
+        return self._pool is not None
 
     def _submit(self, t: int) -> None:
         if self._pool is None or t >= self.n_trials:

@@ -25,6 +25,7 @@
 #   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
+#   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -69,6 +70,19 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   reversed=$(printf '%s\n' $KB_BENCH | tac | tr '\n' ' ')
   free -g | head -n 2; df -h /dev/shm | tail -n 1
   # One bench_gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
+  if [ "${KB_SEQUENTIAL:-0}" = 1 ]; then
+  # Baseline, then gate, per candidate, nothing else running: the cleanest ratio, and twice the time.
+  for f in $KB_BENCH; do
+    name=$(basename "$f" .py)
+    python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --json "$out/kb-both-$name.json" "$f" \
+      >> "$out/kb-both.log" 2>&1
+    echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$out/kb-both.log" | tail -n 4
+    # The table below reads gates from kb-gate-*.json and baselines from kb-baseline-*.json: this file is both.
+    cp "$out/kb-both-$name.json" "$out/kb-gate-$name.json"; cp "$out/kb-both-$name.json" "$out/kb-baseline-$name.json"
+    cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
+    pack
+  done
+  else
   (for f in $KB_BENCH; do
      python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 \
        --json "$out/kb-baseline-$(basename "$f" .py).json" "$f" >> "$out/kb-baseline.log" 2>&1
@@ -82,6 +96,7 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
     pack
   done
   wait "$baseline_chain"; echo "kb baseline chain exit: $?"
+  fi
   python3 - "$out" <<'PY' | tee "$out/kb-table.md"
 import glob, json, sys
 rows = lambda pattern: [r for f in sorted(glob.glob(f"{sys.argv[1]}/{pattern}")) for r in json.load(open(f))["rows"]]
@@ -100,6 +115,9 @@ for name, g in gate.items():
           f"{bs or float('nan'):.1f} | {gib(bm)} | {ratio} | {(gm / bm) if gm and bm else float('nan'):.2f} |")
     for reason in g["gate_reasons"]:
         print(f"|   {reason[:300]} |")
+    phases = list(g.get("gate_phase_seconds", {}).items())[:6]
+    if phases:
+        print("|   gate phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases) + " |")
 PY
   pack
 fi

@@ -1,5 +1,6 @@
 """harness.suite_safety: the do-nothing kernels and the second legitimate reference, as pure functions."""
 
+import pytest
 import torch
 
 from harness.compare import Tolerance
@@ -68,3 +69,21 @@ def test_float64_disagrees_with_float32_on_a_cancelling_sum():
 def test_nothing_floating_point_means_no_float64_route():
     ints = torch.arange(6, dtype=torch.int32)
     assert float64_reference(torch.nn.Identity(), [ints], ints) is None
+
+
+def test_a_host_copy_of_a_cpu_tensor_is_the_tensor_itself():
+    from harness.suite_safety import host_copy
+
+    x = torch.arange(10.0)
+    assert host_copy(x).data_ptr() == x.data_ptr()
+
+
+@pytest.mark.gpu
+def test_a_large_device_output_comes_to_the_host_through_page_locked_memory_unchanged():
+    from harness.suite_safety import PINNED_FROM_BYTES, host_copy
+
+    large = torch.rand(PINNED_FROM_BYTES // 4 + 1, device="cuda")
+    small = torch.rand(1000, device="cuda")
+    large_host, small_host = host_copy(large), host_copy(small)
+    assert large_host.is_pinned() and not small_host.is_pinned()
+    assert torch.equal(large_host, large.cpu()) and torch.equal(small_host, small.cpu())

@@ -90,3 +90,17 @@ def test_a_gate_worker_draws_t0_in_helpers_and_reports_the_same():
     ahead, here = ({c.check: (c.status, c.detail) for c in r.checks} for r in reports)
     assert all(r.admitted for r in reports), [r.reasons() for r in reports]
     assert ahead == here
+
+
+def test_helper_plan_draws_as_many_trials_ahead_as_host_memory_allows():
+    from harness.trial_inputs import MAX_TRIALS_AHEAD, helper_plan
+
+    gib = 2**30
+    # The H200 host: 16 cores, 123 GiB available. A 6.4 GB softmax T0 gets 3 trials ahead (2 draws
+    # each: 38 GiB, within 35% of 123), an 8.6 GB argmax T0 two, and 8 helpers (half the cores).
+    assert helper_plan(int(6.4e9), 16, 123 * gib) == (8, 3)
+    assert helper_plan(int(8.6e9), 16, 123 * gib) == (6, 2)
+    # Never fewer than one trial ahead or one helper, however little the host has or says.
+    assert helper_plan(int(8.6e9), 2, 4 * gib) == (1, 1)
+    assert helper_plan(int(8.6e9), None, None) == (1, MAX_TRIALS_AHEAD)
+    assert helper_plan(256 * 2**20, 64, 512 * gib) == (9, MAX_TRIALS_AHEAD)
