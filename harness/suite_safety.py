@@ -129,8 +129,13 @@ class SecondReferences:
     """The official Model in float64 and (when the device is not the CPU) in float32 on the CPU, per trial.
 
     `submit` hands a trial over and returns at once; the work runs in one background thread, at most
-    PENDING trials behind (their host copies are the memory this costs). `collect` waits for the rest.
-    A route that raises once (a problem whose Model cannot run in float64, say) is not tried again.
+    PENDING trials behind. `collect` waits for the rest. A route that raises once (a problem whose
+    Model cannot run in float64, say) is not tried again.
+
+    The models run on the CPU; each result is compared with the official output where that output
+    is, so on a GPU the official outputs of pending trials stay on the device (at most PENDING of
+    them: the device memory this costs). Comparing 1.6e9 float32 pairs took 6-7 s on the H200's
+    host CPU, against milliseconds on the device and a second to move the result there.
     """
 
     PENDING = 2
@@ -152,16 +157,15 @@ class SecondReferences:
         return [label for label, _model, _widen in self.routes]
 
     def submit(self, where: str, inputs: list, expected: torch.Tensor) -> None:
-        """`inputs` as the trial built them (any device); `expected` is copied to the host here."""
+        """`inputs` as the trial built them (any device; copied to the host here); `expected` where it is."""
         running = [f for f in self._futures if not f.done()]
         if len(running) >= self.PENDING:
             with self.clock.timing("second references (waiting for a free slot)"):
                 running[0].result()  # the oldest: a trial behind it waits for it anyway
         with self.clock.timing("second references (host copies)"):
             host_inputs = [host_copy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-            host_expected = host_copy(expected)
         self.submitted += 1
-        self._futures.append(self._pool.submit(self._run, where, host_inputs, host_expected))
+        self._futures.append(self._pool.submit(self._run, where, host_inputs, expected.detach()))
 
     def _run(self, where: str, inputs: list, expected: torch.Tensor) -> None:
         for label, model, widen in self.routes:

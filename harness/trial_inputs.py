@@ -237,6 +237,15 @@ class TrialInputs:
         except Exception as error:
             self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
 
+    def _submit_rebuilds(self) -> None:
+        for kind, t in list(self._pending):
+            if kind == "built" and ("again", t) not in self._pending:
+                try:
+                    self._pending[("again", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[1], True)
+                except Exception as error:
+                    self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
+                    return
+
     def _result(self, key: tuple, submit):
         future = self._pending.pop(key, None)
         if future is None and self._pool is not None:
@@ -255,7 +264,9 @@ class TrialInputs:
             built = BuiltTrial(inputs, error, official, official_error)
             built.identical = error is None and official is not None and _same_values(inputs, official)
             if error is None and not built.identical:
-                self._rebuild_eagerly = True
+                if not self._rebuild_eagerly:
+                    self._rebuild_eagerly = True
+                    self._submit_rebuilds()  # the trials already handed out need their second builds too
                 again, error = self._result(("again", t), lambda: self._pool.submit(
                     _builder_task, t, DETERMINISM_SEEDS[1], True))
                 if error is not None:
