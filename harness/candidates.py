@@ -74,9 +74,17 @@ class Entry:
 
     def locate_cuda_line(self, text: str) -> str | None:
         """'file.py:N' where this CUDA line stands in the candidate, if it stands there exactly once."""
-        wanted = text.strip()
-        hits = [i for i, line in enumerate(self.file.read_text().splitlines(), 1) if line.strip() == wanted]
-        return f"{self.file.name}:{hits[0]}" if len(hits) == 1 else None
+        return locate_line(self.file, text)
+
+
+def locate_line(file: Path, text: str) -> str | None:
+    """'file.py:N' where `text` (stripped) is a line of `file`, if it is exactly one line there."""
+    wanted = text.strip()
+    try:
+        hits = [i for i, line in enumerate(Path(file).read_text().splitlines(), 1) if line.strip() == wanted]
+    except OSError:
+        return None
+    return f"{Path(file).name}:{hits[0]}" if len(hits) == 1 else None
 
 
 class BuilderForm(str, enum.Enum):

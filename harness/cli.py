@@ -16,6 +16,7 @@ from pathlib import Path
 from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
+from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import MemoryBudget, device_memory_bytes, estimate_bytes
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
@@ -57,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="compiled-kernel cache (default: $SUBSTRATE_CACHE_DIR or ~/.cache/substrate-harness)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-sanitize", action="store_true",
+                        help="do not run the kernels under compute-sanitizer (on by default on the cuda backend "
+                             "wherever compute-sanitizer is found)")
+    parser.add_argument("--sanitizer", type=Path, metavar="PATH",
+                        help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
+    parser.add_argument("--sanitize-tools", default=",".join(sanitizer.TOOLS), metavar="LIST",
+                        help=f"compute-sanitizer tools to run, comma-separated (default: {','.join(sanitizer.TOOLS)})")
     return parser
 
 
@@ -91,6 +99,62 @@ def _note_rerun(report: SubstrateReport) -> None:
         if c.check is CheckName.FITS_DEVICE_MEMORY:
             report.checks[i] = CheckResult(c.check, c.status, c.detail + " (run again alone: beside other jobs it "
                                                                           "ran out of device memory)")
+
+
+class SanitizerStage:
+    """compute-sanitizer's tools over the run's substrates, beside the gate jobs; their checks join each report."""
+
+    def __init__(self, args, backend: str, tools: tuple[str, ...], jobs: list, entries: dict, errors: dict):
+        self.tools, self.backend = tools, backend
+        self.path = args.sanitizer or sanitizer.find_sanitizer()
+        self.why_not = ("--no-sanitize" if args.no_sanitize else "no tools chosen" if not tools
+                        else "CPU backend (compute-sanitizer checks CUDA kernels)" if backend == "cpu"
+                        else "compute-sanitizer not found (PATH, $CUDA_HOME, /usr/local/cuda*)" if self.path is None
+                        else "")
+        summaries = {(file, s.name): s for file, found in entries.items() for s in found}
+        self.targets = [sanitizer.SanitizerTarget(file, name, s.kernel_name, s.t0_bytes, s.cuda)
+                        for file, name in jobs if file not in errors and (s := summaries.get((file, name)))
+                        and s.kernel_name]
+        self.cache_dir = str(args.cache_dir) if args.cache_dir else None
+        self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
+        self._future = None
+        self._seconds = 0.0
+
+    def start(self) -> None:
+        """Run the tools in a thread of their own, beside the gate jobs (they share the GPU)."""
+        if self.why_not or not self.targets:
+            return
+        started = time.perf_counter()
+
+        def run():
+            try:
+                return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
+                                          self.timeout)
+            finally:
+                self._seconds = time.perf_counter() - started
+
+        self._future = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers").submit(run)
+
+    def waiting_note(self) -> str:
+        return f"compute-sanitizer ({', '.join(self.tools)})" if self._future is not None else ""
+
+    def judge(self, report: SubstrateReport) -> SubstrateReport:
+        if self.why_not:
+            return report.with_checks(sanitizer.skipped(self.tools, self.why_not))
+        if self._future is None:
+            return report
+        found = self._future.result().get(report.name)
+        if found is None:  # the candidate did not import: nothing could run under the tools
+            return report
+        return report.with_checks(found)
+
+    def summary(self) -> str:
+        if self.why_not:
+            return f"sanitizers: skipped ({self.why_not})"
+        if self._future is None:
+            return "sanitizers: no substrate to run"
+        return (f"sanitizers: {', '.join(self.tools)} over {len(self.targets)} substrate(s) in {self._seconds:.1f} s "
+                f"({self.path})")
 
 
 def _suite_summary(report: SubstrateReport) -> str:
@@ -179,6 +243,11 @@ def _run(args) -> int:
             raise UsageError(f"cannot read candidate file {file}")
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs must be at least 1 and --timeout positive")
+    tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
+    if unknown := [t for t in tools if t not in sanitizer.TOOLS]:
+        raise UsageError(f"--sanitize-tools: unknown tool {unknown[0]!r} (choose from {', '.join(sanitizer.TOOLS)})")
+    if args.sanitizer is not None and not args.sanitizer.is_file():
+        raise UsageError(f"--sanitizer: no such file {args.sanitizer}")
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     records = RecordBook(args.record)
@@ -241,17 +310,25 @@ def _run(args) -> int:
             _note_rerun(result)
         return result
 
+    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors)
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            sanitizing.start()
             for result in pool.map(gate_one, jobs):
                 report.substrates.append(result)
-                if not args.no_record and result.source_sha256:
-                    records.add(result, backend, report.device)
                 if args.json:
                     args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+            progress.set_description_str(sanitizing.waiting_note(), refresh=True)
+            report.substrates = [sanitizing.judge(result) for result in report.substrates]
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")
     progress.close()
+    for result in report.substrates:
+        if not args.no_record and result.source_sha256:
+            records.add(result, backend, report.device)
+    if args.json:
+        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    print(sanitizing.summary())
     print(format_summary(report, time.perf_counter() - started))
     return EXIT_ADMITTED if all(s.admitted for s in report.substrates) else EXIT_REJECTED

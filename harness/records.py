@@ -32,6 +32,15 @@ class CheckName(str, enum.Enum):
     FITS_DEVICE_MEMORY = "fits_device_memory"
     NO_FALSE_KILL = "no_false_kill"
     SUITES_CAN_FAIL = "suites_can_fail"
+    # The kernel under compute-sanitizer's tools (harness.oracles.sanitizer), after the pipeline.
+    MEMCHECK = "memcheck"
+    RACECHECK = "racecheck"
+    SYNCCHECK = "synccheck"
+    INITCHECK = "initcheck"
+
+
+SANITIZER_CHECKS = (CheckName.MEMCHECK, CheckName.RACECHECK, CheckName.SYNCCHECK, CheckName.INITCHECK)
+PIPELINE_CHECKS = tuple(c for c in CheckName if c not in SANITIZER_CHECKS)
 
 
 class CheckStatus(str, enum.Enum):
@@ -39,6 +48,9 @@ class CheckStatus(str, enum.Enum):
     FAILED = "failed"
     # An earlier failure (a compile error, a CUDA fault) kept this check from running.
     NOT_RUN = "not_run"
+    # Not run here by choice or for want of a tool (--no-sanitize, the CPU backend, no
+    # compute-sanitizer): no verdict either way, and no bar to admission. The detail says why.
+    SKIPPED = "skipped"
 
 
 @dataclass
@@ -98,17 +110,29 @@ class SubstrateReport:
 
     @property
     def verdict(self) -> Verdict:
-        if self.checks and all(c.status is CheckStatus.PASSED for c in self.checks):
+        if any(c.status is CheckStatus.PASSED for c in self.checks) and all(
+                c.status in (CheckStatus.PASSED, CheckStatus.SKIPPED) for c in self.checks):
             return Verdict.ADMITTED
         return Verdict.REJECTED
+
+    def with_checks(self, results: list[CheckResult]) -> "SubstrateReport":
+        """This report with `results` in place of the checks of the same names, in CheckName order."""
+        replaced = {r.check: r for r in results}
+        kept = [c for c in self.checks if c.check not in replaced]
+        order = list(CheckName)
+        self.checks = sorted(kept + list(replaced.values()), key=lambda c: order.index(c.check))
+        return self
 
     @property
     def admitted(self) -> bool:
         return self.verdict is Verdict.ADMITTED
 
     def reasons(self) -> list[str]:
-        """Every failed check, as 'check: detail' lines; empty when admitted."""
-        return [f"{c.check.value}: {c.detail}" for c in self.checks if c.status is CheckStatus.FAILED]
+        """Every failed check, as 'check: detail' lines (the checks not run, when none failed); empty when admitted."""
+        failed = [f"{c.check.value}: {c.detail}" for c in self.checks if c.status is CheckStatus.FAILED]
+        if failed or self.admitted:
+            return failed
+        return [f"{c.check.value}: {c.detail}" for c in self.checks if c.status is CheckStatus.NOT_RUN]
 
     def to_json(self) -> dict:
         return {

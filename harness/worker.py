@@ -206,7 +206,7 @@ class WorkerLost(Exception):
         self.timed_out = timed_out
 
 
-def _exit_description(code: int | None) -> str:
+def exit_description(code: int | None) -> str:
     if code is not None and code < 0:
         try:
             return f"killed by signal {signal.Signals(-code).name}"
@@ -316,7 +316,7 @@ class WorkerStarter:
 
 def _died(worker: StartedWorker, step: str) -> WorkerLost:
     worker.process.join(10)
-    return WorkerLost(f"the worker process died during {step} ({_exit_description(worker.process.exitcode)})")
+    return WorkerLost(f"the worker process died during {step} ({exit_description(worker.process.exitcode)})")
 
 
 def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):

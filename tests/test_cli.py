@@ -1,6 +1,7 @@
 """gate.py's command line: listing, usage errors and their exit codes, the summary and the JSON report."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,51 @@ def test_json_report_has_the_documented_fields_and_round_trips():
     assert bad["checks"][2]["ok"] is None
     assert {"name", "trials", "passed", "mismatched_elements", "worst_abs_error"} <= set(good["suites"][0])
     assert SubstrateReport.from_json(bad).to_json() == bad
+
+
+FORMS = Path(__file__).resolve().parent / "candidates" / "candidate_row_sum_forms.py"
+
+
+def _sanitizer_checks(report_path: Path) -> dict:
+    (substrate,) = [s for s in json.loads(report_path.read_text())["substrates"] if s["name"] == "forms_row_sum"]
+    return {c["check"]: (c["status"], c["detail"]) for c in substrate["checks"] if c["check"].endswith("check")}
+
+
+def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barring_admission(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    assert main([str(FORMS), "forms_row_sum", "--backend", "cpu", "--no-record", "--no-progress",
+                 "--json", str(report)]) == 1  # the file's other substrates are broken on purpose
+    why = "skipped: CPU backend (compute-sanitizer checks CUDA kernels)"
+    assert _sanitizer_checks(report) == {t: ("skipped", why) for t in ("memcheck", "racecheck", "synccheck",
+                                                                        "initcheck")}
+    out = capsys.readouterr().out
+    assert "sanitizers: skipped (CPU backend (compute-sanitizer checks CUDA kernels))" in out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith("forms_row_sum")] == [
+        ["forms_row_sum", "admitted"]]
+
+
+def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    main([str(FORMS), "--backend", "cpu", "--no-record", "--no-progress", "--no-sanitize",
+          "--sanitize-tools", "racecheck,memcheck", "--json", str(report)])
+    assert _sanitizer_checks(report) == {"memcheck": ("skipped", "skipped: --no-sanitize"),
+                                         "racecheck": ("skipped", "skipped: --no-sanitize")}
+
+
+def test_an_unknown_sanitizer_tool_or_path_is_a_usage_error(capsys):
+    assert main(["pad_const_b1", "--no-record", "--sanitize-tools", "racecheck,leakcheck"]) == 2
+    assert "--sanitize-tools: unknown tool 'leakcheck' (choose from memcheck, racecheck, synccheck, initcheck)" in (
+        capsys.readouterr().err)
+    assert main(["pad_const_b1", "--no-record", "--sanitizer", "/no/such/compute-sanitizer"]) == 2
+    assert "--sanitizer: no such file /no/such/compute-sanitizer" in capsys.readouterr().err
+
+
+def test_skipped_checks_do_not_bar_admission_but_a_check_not_run_does_and_is_the_reason():
+    passed = CheckResult(CheckName.OUTPUT_MATCHES, CheckStatus.PASSED, "held in 5 trials")
+    skipped = CheckResult(CheckName.RACECHECK, CheckStatus.SKIPPED, "skipped: --no-sanitize")
+    not_run = CheckResult(CheckName.MEMCHECK, CheckStatus.NOT_RUN, "not run: timed out under memcheck after 300 s")
+    assert SubstrateReport("a", "f", checks=[passed, skipped]).admitted
+    assert not SubstrateReport("a", "f", checks=[skipped]).admitted  # nothing ran: no verdict of admission
+    held_back = SubstrateReport("a", "f", checks=[passed, skipped, not_run])
+    assert not held_back.admitted
+    assert held_back.reasons() == ["memcheck: not run: timed out under memcheck after 300 s"]

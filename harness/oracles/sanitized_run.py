@@ -1,0 +1,111 @@
+"""The program compute-sanitizer runs: each planned substrate's kernel, once on each of its small cases.
+
+`python -m harness.oracles.sanitized_run PLAN.json EVENTS.jsonl`. The plan names the backend and
+the substrates; for each, the cases are the probe's entries and the smallest trial of every suite
+of at most `max_bytes` of input (a KernelBench-sized T0 is left to the probe, whose first entry is
+aligned like it). Inputs are plain device copies, without the gate's guard bands, which would put
+an out-of-bounds access into valid memory; the parent sets PYTORCH_NO_CUDA_MEMORY_CACHING=1 so that
+every tensor is an allocation of its own, as memcheck needs to see an overrun.
+
+Each line of EVENTS is a JSON object: `start`, `case`, `done` per substrate, so the parent knows
+which substrate a report or a death belongs to. A CUDA error after a launch leaves the context
+unusable: the program writes `lost` and exits with LOST_EXIT, and the parent starts another for the
+substrates left.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+LOST_EXIT = 3
+
+
+def _bytes(inputs: list) -> int:
+    return sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "element_size"))
+
+
+def cases(entry, t0_bytes: int, max_bytes: int, torch) -> tuple[list[tuple[str, list]], list[str]]:
+    """The (where, host inputs) cases of one substrate, and a note for each suite left out."""
+    from harness.candidates import builder_output
+    from harness.suite_rules import T0_NAME
+
+    found, notes = [], []
+    for t, (_label, tensors) in enumerate(entry.probe(torch)):
+        found.append((f"probe trial {t}", list(tensors)))
+    for name, n_trials, builder in entry.suites():
+        if name == T0_NAME and t0_bytes > max_bytes:
+            notes.append(f"{name} left to the probe (a trial is {t0_bytes / 2**20:.0f} MiB, over "
+                         f"{max_bytes / 2**20:.0f} MiB)")
+            continue
+        smallest = None
+        for t in range(n_trials):
+            inputs = builder_output(builder, t, torch.device("cpu"))
+            if smallest is None or _bytes(inputs) < _bytes(smallest[1]):
+                smallest = (f"{name} trial {t}", inputs)
+        if smallest is not None and _bytes(smallest[1]) > max_bytes:
+            notes.append(f"{name} left out (its smallest trial is {_bytes(smallest[1]) / 2**20:.0f} MiB)")
+        elif smallest is not None:
+            found.append(smallest)
+    return found, notes
+
+
+def _write(events, **record) -> None:
+    events.write(json.dumps(record) + "\n")
+    events.flush()
+
+
+def run_substrate(target: dict, backend, events, torch) -> bool:
+    """Launch one substrate's kernel on its cases; False when the CUDA context was lost."""
+    from harness import signature
+    from harness.candidates import import_candidate, make_entry, register_candidate
+
+    name = target["name"]
+    _write(events, event="start", substrate=name)
+    try:
+        path = Path(target["file"])
+        entry, problems = make_entry(name, register_candidate(import_candidate(path), path)[name], path)
+        if entry is None:
+            raise ValueError("; ".join(problems))
+        kernel = backend.load(entry.cuda, entry.kernel_name, f"{name}.cu", entry.locate_cuda_line)
+        found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
+    except Exception as error:
+        _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
+        return True
+    ran = []
+    for where, inputs in found:
+        views = [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        try:
+            out, grid, block, args = entry.launch(views, torch)
+        except Exception as error:  # the gate reports launch's own errors; here the case is only not run
+            notes.append(f"{where}: launch raised {type(error).__name__}: {error}")
+            continue
+        try:
+            backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
+            backend.synchronize()
+        except Exception as error:
+            _write(events, event="lost", substrate=name, where=where, error=f"{type(error).__name__}: {error}")
+            return False
+        ran.append(where)
+        del out, views
+    _write(events, event="done", substrate=name, cases=ran, notes=notes)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    from harness.backends import create_backend
+
+    plan = json.loads(Path(argv[0]).read_text())
+    backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
+    with open(argv[1], "a") as events:
+        for target in plan["targets"]:
+            if not run_substrate(target, backend, events, torch):
+                return LOST_EXIT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,292 @@
+"""compute-sanitizer as an oracle: memcheck, racecheck, synccheck and initcheck over each substrate's small cases.
+
+A value check cannot see a race the scheduler happened not to expose, an out-of-bounds read that
+found harmless bytes, or a barrier only part of a block reached. compute-sanitizer can. For each
+tool, one process runs every substrate of the gate run (`sanitized_run`) under
+`compute-sanitizer --tool TOOL --error-exitcode 9 --log-file LOG`; the tools run side by side.
+Reports in the log are given to the substrate whose program (`<name>.cu`, with the line info every
+kernel is compiled with) or kernel they name; reports about other code (torch's own kernels, host
+API calls) are counted and set aside. A substrate whose kernel loses the CUDA context is finished
+with what the log says of it, and a new process takes the substrates after it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.candidates import locate_line
+from harness.records import CheckName, CheckResult, CheckStatus
+from harness.worker import exit_description
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+CHECK_OF_TOOL = {"memcheck": CheckName.MEMCHECK, "racecheck": CheckName.RACECHECK,
+                 "synccheck": CheckName.SYNCCHECK, "initcheck": CheckName.INITCHECK}
+FINDINGS_EXIT = 9
+MAX_CASE_BYTES = 64 * 2**20  # a suite whose smallest trial is larger is left out (the probe stands for T0)
+PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up included
+SHOWN_FINDINGS = 3
+
+
+def find_sanitizer(path_env: str | None = None, cuda_home: str | None = None) -> Path | None:
+    """compute-sanitizer from PATH, else the CUDA toolkit's folders ($CUDA_HOME, /usr/local/cuda, the newest
+    /usr/local/cuda-*); None when there is none."""
+    on_path = shutil.which("compute-sanitizer", path=path_env)
+    if on_path:
+        return Path(on_path)
+    homes = [h for h in (cuda_home, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if h]
+    homes += ["/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    for home in homes:
+        for candidate in (Path(home) / "bin" / "compute-sanitizer",
+                          Path(home) / "compute-sanitizer" / "compute-sanitizer"):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+# ---------------------------------------------------------------- the log
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One report of one tool: its first line (the hazard), where in which program, and how many times."""
+
+    tool: str
+    hazard: str
+    program: str = ""  # 'name.cu', from the line info
+    line: int | None = None
+    kernel: str = ""
+    count: int = 1
+
+    def describe(self, locate=None) -> str:
+        at = f"{self.program}:{self.line}" if self.program and self.line else (self.kernel or "unknown code")
+        there = locate(self.line) if locate and self.line else None
+        return f"{self.tool}: {at}{f' ({there})' if there else ''}: {self.hazard}" + (
+            f" [{self.count} times]" if self.count > 1 else "")
+
+
+_PREFIX = "========="
+_NOT_FINDINGS = re.compile(r"^(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Target application|"
+                           r"Saved host backtrace|Host Frame|Device Frame|Program hit|This might|Error: process didn)")
+_WHERE = re.compile(r"\bin (?:.*/)?([\w.+-]+\.cu):(\d+)(?::(\w+))?")  # 'in name.cu:23' or 'in name.cu:23:kernel(...)'
+_KERNEL_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(\w+)\(")  # 'at kernel(float*)+0x1c0' / 'at 0x1c0 in kernel('
+_HAZARDS = re.compile(r"\[(\d+) hazards?\]")
+
+
+def parse_log(text: str, tool: str) -> tuple[list[Finding], int]:
+    """The findings in a compute-sanitizer log, and how many of its blocks were host-side notes.
+
+    A report is a block: a line '========= <what>' and the indented '=========     ...' lines under
+    it. Summaries, host backtraces and host API errors ('Program hit ...') are not kernel findings.
+    """
+    blocks: list[list[str]] = []
+    for raw in text.splitlines():
+        if not raw.startswith(_PREFIX):
+            continue
+        body = raw[len(_PREFIX):]
+        if not body.strip():
+            continue
+        if body.startswith("  ") and blocks:
+            blocks[-1].append(body.strip())
+        else:
+            blocks.append([body.strip()])
+    findings, host_notes = [], 0
+    for block in blocks:
+        head = re.sub(r"^(Error|ERROR|Warning|WARNING):\s*", "", block[0])
+        if _NOT_FINDINGS.match(head):
+            host_notes += head.startswith("Program hit")
+            continue
+        text_of_block = " ".join(block)
+        where = _WHERE.search(text_of_block)
+        kernel = (where.group(3) if where and where.group(3) else "") or next(
+            (m.group(1) for m in _KERNEL_AT.finditer(text_of_block)), "")
+        hazards = _HAZARDS.search(text_of_block)
+        findings.append(Finding(tool, re.sub(r"\s*\[\d+ hazards?\]", "", " ".join([head] + block[1:2])).strip(),
+                                where.group(1) if where else "", int(where.group(2)) if where else None, kernel,
+                                int(hazards.group(1)) if hazards else 1))
+    return _merge(findings), host_notes
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
+    """The same hazard at the same line, reported by many threads or blocks, counted once."""
+    merged: dict[tuple, Finding] = {}
+    for f in findings:
+        key = (f.tool, f.program, f.line, f.kernel, re.sub(r"0x[0-9a-f]+|\(\d+,\d+,\d+\)", "#", f.hazard))
+        if key in merged:
+            old = merged[key]
+            merged[key] = Finding(old.tool, old.hazard, old.program, old.line, old.kernel, old.count + f.count)
+        else:
+            merged[key] = f
+    return list(merged.values())
+
+
+# ---------------------------------------------------------------- running the tools
+
+
+@dataclass
+class SanitizerTarget:
+    """One substrate to run under the tools."""
+
+    file: str
+    name: str
+    kernel_name: str
+    t0_bytes: int = 0
+    cuda: str = ""  # its CUDA source, to say which line a report names
+
+
+@dataclass
+class ToolRun:
+    """What one tool found over the targets: per substrate, its findings, cases and notes."""
+
+    tool: str
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    cases: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # a substrate that could not be set up, or was lost
+    not_run: dict[str, str] = field(default_factory=dict)
+    elsewhere: int = 0  # reports about code that is no substrate's
+    seconds: float = 0.0
+
+
+def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
+    if finding.program:
+        for t in targets:
+            if finding.program == f"{t.name}.cu":
+                return t.name
+    by_kernel = [t.name for t in targets if finding.kernel and finding.kernel == t.kernel_name]
+    return by_kernel[0] if len(by_kernel) == 1 else None
+
+
+def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend: str = "cuda",
+             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None) -> ToolRun:
+    """Every target under one tool, in as few processes as the kernels allow."""
+    started = time.perf_counter()
+    result = ToolRun(tool)
+    remaining = list(targets)
+    work = Path(work_dir or tempfile.mkdtemp(prefix=f"sanitize-{tool}-"))
+    root = str(Path(__file__).resolve().parents[2])  # so the program finds harness from any working folder
+    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    attempt = 0
+    while remaining:
+        attempt += 1
+        plan, events, log = (work / f"{kind}-{attempt}{ext}" for kind, ext in
+                             (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt")))
+        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "targets": [
+            {"file": t.file, "name": t.name, "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES}
+            for t in remaining]}))
+        command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
+                   "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
+                   str(events)]
+        try:
+            completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+            timed_out, output = False, completed.stdout + completed.stderr
+        except subprocess.TimeoutExpired as expired:
+            timed_out = True
+            output = "".join(x.decode() if isinstance(x, bytes) else (x or "") for x in (expired.stdout, expired.stderr))
+        started_names, done = [], set()
+        for line in (events.read_text().splitlines() if events.exists() else []):
+            record = json.loads(line)
+            name = record["substrate"]
+            if record["event"] == "start":
+                started_names.append(name)
+            elif record["event"] == "done":
+                done.add(name)
+                result.cases[name], result.notes[name] = record["cases"], record["notes"]
+                if record.get("error"):
+                    result.errors[name] = f"could not be set up under {tool}: {record['error']}"
+            elif record["event"] == "lost":
+                done.add(name)
+                result.errors[name] = (f"{record['where']}: the kernel broke the CUDA context under {tool} "
+                                       f"({record['error']})")
+        findings, _host = parse_log(log.read_text(errors="replace") if log.exists() else "", tool)
+        for finding in findings:
+            owner = _owner(finding, remaining)
+            if owner is None:
+                result.elsewhere += 1
+            else:
+                result.findings.setdefault(owner, []).append(finding)
+        unfinished = [n for n in started_names if n not in done]
+        if unfinished:  # the process died or hung inside this substrate
+            why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
+                   f"the sanitized process died ({exit_description(completed.returncode)}): {_last_line(output)}")
+            result.not_run[unfinished[-1]] = why
+            done.add(unfinished[-1])
+        if not started_names:  # nothing started: the tool or the process could not run at all
+            why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
+                   f"compute-sanitizer --tool {tool} did not run the program ({exit_description(completed.returncode)}): "
+                   f"{_last_line(output)}")
+            for t in remaining:
+                result.not_run[t.name] = why
+            break
+        remaining = [t for t in remaining if t.name not in done]
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def checks_for(target: SanitizerTarget, run: ToolRun, locate=None) -> CheckResult:
+    """The check of one tool for one substrate."""
+    check, name = CHECK_OF_TOOL[run.tool], target.name
+    findings = run.findings.get(name, [])
+    if findings:
+        shown = "; ".join(f.describe(locate) for f in findings[:SHOWN_FINDINGS])
+        more = f" (and {len(findings) - SHOWN_FINDINGS} more)" if len(findings) > SHOWN_FINDINGS else ""
+        return CheckResult(check, CheckStatus.FAILED, f"{len(findings)} report(s): {shown}{more}")
+    if name in run.errors:
+        return CheckResult(check, CheckStatus.FAILED if "broke the CUDA context" in run.errors[name]
+                           else CheckStatus.NOT_RUN, run.errors[name])
+    if name in run.not_run:
+        return CheckResult(check, CheckStatus.NOT_RUN, f"not run: {run.not_run[name]}")
+    cases = run.cases.get(name, [])
+    if not cases:
+        return CheckResult(check, CheckStatus.NOT_RUN, "not run: no case could be launched" + "".join(
+            f"; {n}" for n in run.notes.get(name, [])))
+    note = f"no reports over {len(cases)} launches ({', '.join(cases)})"
+    note += "".join(f"; {n}" for n in run.notes.get(name, []))
+    if run.elsewhere:
+        note += f"; {run.elsewhere} report(s) of this run about code that is no substrate's kernel set aside"
+    return CheckResult(check, CheckStatus.PASSED, note)
+
+
+def cuda_line_locator(cuda: str, locate_text):
+    """line -> 'candidate.py:N' for a line of the CUDA source, where the candidate file holds it once."""
+    lines = cuda.splitlines()
+
+    def locate(line: int) -> str | None:
+        return locate_text(lines[line - 1]) if 0 < line <= len(lines) and lines[line - 1].strip() else None
+
+    return locate
+
+
+def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
+             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT) -> dict[str, list[CheckResult]]:
+    """Every tool over every target, the tools side by side: per substrate, one check per tool."""
+    with ThreadPoolExecutor(max_workers=len(tools) or 1) as pool:
+        runs = list(pool.map(lambda tool: run_tool(tool, targets, sanitizer, backend, cache_dir, timeout), tools))
+    results: dict[str, list[CheckResult]] = {}
+    for target in targets:
+        locate = None
+        if target.cuda:
+            locate = cuda_line_locator(target.cuda, lambda text, file=target.file: locate_line(Path(file), text))
+        results[target.name] = [checks_for(target, run, locate) for run in runs]
+    return results
+
+
+def skipped(tools: tuple[str, ...], why: str) -> list[CheckResult]:
+    """The checks of tools that are not run here, each saying why."""
+    return [CheckResult(CHECK_OF_TOOL[t], CheckStatus.SKIPPED, f"skipped: {why}") for t in tools]

@@ -1,0 +1,163 @@
+"""harness.oracles.sanitizer: finding compute-sanitizer, reading its reports, and the checks they give.
+
+The tools themselves need a GPU (the tests marked gpu run them); on the CPU, tests/fake_sanitizer.py
+stands in for compute-sanitizer: it runs the real sanitized program (harness.oracles.sanitized_run)
+on the CPU backend and writes the report a test asks for, so every step but the tool is real.
+"""
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from harness.candidates import import_candidate, register_candidate
+from harness.oracles.sanitizer import Finding, SanitizerTarget, find_sanitizer, parse_log, sanitize
+from harness.records import CheckName, CheckStatus
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE = REPO / "tests" / "fake_sanitizer.py"
+FORMS = REPO / "tests" / "candidates" / "candidate_row_sum_forms.py"
+
+MEMCHECK_LOG = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at row_sum_atomic(const float *, float *, long long, long long)+0x1b0 in forms_row_sum.cu:7
+=========     by thread (3,0,0) in block (0,0,0)
+=========     Address 0x7f4a2e000200 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f4a2e000000 of size 512 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2f1e3] in libcuda.so.1
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at row_sum_atomic(const float *, float *, long long, long long)+0x1b0 in forms_row_sum.cu:7
+=========     by thread (4,0,0) in block (0,0,0)
+=========     Address 0x7f4a2e000204 is out of bounds
+=========
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaMemcpy.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+
+RACECHECK_LOG = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at softmax_rows(const float *, float *, int, int)+0x2c0 in example_softmax_rows.cu:23
+=========     and Read access at softmax_rows(const float *, float *, int, int)+0x310 in example_softmax_rows.cu:31 [81 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+
+OLD_STYLE_LOG = """\
+========= Barrier error detected. Divergent thread(s) in warp
+=========     at 0x00000130 in divergence.cu:61:threadDivergence(int*)
+=========     by thread (37,0,0) in block (0,0,0)
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at 0x00000070 in vectorAdd(int*)
+=========     by thread (0,0,0) in block (0,0,0)
+"""
+
+
+def test_reports_are_read_with_their_program_line_kernel_and_count():
+    findings, host_notes = parse_log(MEMCHECK_LOG, "memcheck")
+    # Two threads' writes at one line are one finding counted twice; the host API error is a note.
+    assert findings == [Finding("memcheck", "Invalid __global__ write of size 4 bytes at row_sum_atomic(const float *, "
+                                            "float *, long long, long long)+0x1b0 in forms_row_sum.cu:7",
+                                "forms_row_sum.cu", 7, "row_sum_atomic", 2)]
+    assert host_notes == 1
+    (race,), _ = parse_log(RACECHECK_LOG, "racecheck")
+    assert (race.program, race.line, race.kernel, race.count) == ("example_softmax_rows.cu", 23, "softmax_rows", 81)
+    assert race.hazard.startswith("Race reported between Write access")
+    sync, init = parse_log(OLD_STYLE_LOG, "synccheck")[0]
+    assert (sync.program, sync.line, sync.kernel) == ("divergence.cu", 61, "threadDivergence")
+    assert (init.program, init.line, init.kernel) == ("", None, "vectorAdd")
+
+
+def test_a_clean_log_has_no_findings():
+    clean = ("========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+             "========= ERROR SUMMARY: 0 errors\n")
+    assert parse_log(clean, "racecheck") == ([], 0)
+
+
+def _executable(path: Path) -> Path:
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_compute_sanitizer_is_found_on_path_then_in_the_cuda_toolkit(tmp_path):
+    on_path = tmp_path / "path"
+    on_path.mkdir()
+    toolkit = tmp_path / "cuda" / "bin"
+    toolkit.mkdir(parents=True)
+    assert find_sanitizer(path_env=str(on_path), cuda_home=str(tmp_path / "nowhere")) in (
+        None, Path("/usr/local/cuda/bin/compute-sanitizer"))
+    found_in_toolkit = _executable(toolkit / "compute-sanitizer")
+    assert find_sanitizer(path_env=str(on_path), cuda_home=str(tmp_path / "cuda")) == found_in_toolkit
+    found_on_path = _executable(on_path / "compute-sanitizer")
+    assert find_sanitizer(path_env=str(on_path), cuda_home=str(tmp_path / "cuda")) == found_on_path
+
+
+def _target(name: str) -> SanitizerTarget:
+    raw = register_candidate(import_candidate(FORMS), FORMS)[name]
+    return SanitizerTarget(str(FORMS), name, raw["kernel_name"], 0, raw["cuda"])
+
+
+def _cuda_line(name: str, text: str) -> int:
+    return next(i for i, line in enumerate(_target(name).cuda.splitlines(), 1) if text in line)
+
+
+@pytest.fixture
+def fake_sanitizer(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the sanitized program must find harness from any working folder
+    return FAKE
+
+
+def test_a_report_on_the_kernels_line_fails_that_tool_and_names_the_candidates_line(fake_sanitizer, monkeypatch):
+    line = _cuda_line("forms_row_sum", "atomicAdd")
+    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+                                                   f"const float *, float *, long long, long long)+0x90 in "
+                                                   f"forms_row_sum.cu:{line}|    and Write access at row_sum_atomic"
+                                                   f"(...)+0x90 in forms_row_sum.cu:{line} [12 hazards]")
+    checks = sanitize([_target("forms_row_sum")], ("memcheck", "racecheck"), fake_sanitizer, backend="cpu")
+    memcheck, racecheck = checks["forms_row_sum"]
+    assert memcheck.check is CheckName.MEMCHECK and memcheck.status is CheckStatus.PASSED
+    assert memcheck.detail == ("no reports over 5 launches (probe trial 0, probe trial 1, T0_original trial 0, "
+                               "positive_rows trial 0, misaligned trial 0)")
+    assert racecheck.check is CheckName.RACECHECK and racecheck.status is CheckStatus.FAILED
+    candidate_line = next(i for i, text in enumerate(FORMS.read_text().splitlines(), 1) if "atomicAdd(&out" in text)
+    assert racecheck.detail == (f"1 report(s): racecheck: forms_row_sum.cu:{line} (candidate_row_sum_forms.py:"
+                                f"{candidate_line}): Race reported between Write access at row_sum_atomic(const float "
+                                f"*, float *, long long, long long)+0x90 in forms_row_sum.cu:{line} and Write access "
+                                f"at row_sum_atomic(...)+0x90 in forms_row_sum.cu:{line} [12 times]")
+
+
+def test_a_kernel_that_kills_the_sanitized_process_is_not_run_and_the_next_substrate_still_runs(fake_sanitizer,
+                                                                                                tmp_path):
+    # forms_crash_late reads 4 TB past x on every case: a segfault on the CPU backend, at the first launch.
+    crashing = tmp_path / FORMS.name
+    crashing.write_text(FORMS.read_text().replace("if (cols == 57) total +=", "if (cols > 0) total +="))
+    raw = register_candidate(import_candidate(crashing), crashing)["forms_crash_late"]
+    crash_target = SanitizerTarget(str(crashing), "forms_crash_late", raw["kernel_name"], 0, raw["cuda"])
+    checks = sanitize([crash_target, _target("forms_row_sum")], ("memcheck",), fake_sanitizer, backend="cpu")
+    (crash,), (clean,) = checks["forms_crash_late"], checks["forms_row_sum"]
+    assert crash.status is CheckStatus.NOT_RUN
+    assert crash.detail.startswith("not run: the sanitized process died (killed by signal SIGSEGV)")
+    assert clean.status is CheckStatus.PASSED
+
+
+def test_reports_about_other_kernels_are_set_aside(fake_sanitizer, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_INITCHECK", "Uninitialized __global__ memory read of size 4 bytes|"
+                                                   "    at void at::native::vectorized_elementwise_kernel(...)+0x10")
+    ((initcheck,),) = sanitize([_target("forms_row_sum")], ("initcheck",), fake_sanitizer, backend="cpu").values()
+    assert initcheck.status is CheckStatus.PASSED
+    assert "1 report(s) of this run about code that is no substrate's kernel set aside" in initcheck.detail
+
+
+def test_a_sanitizer_that_cannot_run_the_program_leaves_every_check_not_run(tmp_path):
+    broken = tmp_path / "compute-sanitizer"
+    broken.write_text("#!/bin/sh\necho 'Error: unsupported device' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    ((check,),) = sanitize([_target("forms_row_sum")], ("synccheck",), broken, backend="cpu").values()
+    assert check.status is CheckStatus.NOT_RUN
+    assert check.detail == ("not run: compute-sanitizer --tool synccheck did not run the program (exit code 1): "
+                            "Error: unsupported device")
