@@ -31,6 +31,8 @@ from harness.campaign_worker import BATCH_SIZE, PHASES, CampaignJob, import_ahea
 from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.mutants import Mutant, Operator, generate
 from harness.mutation_report import MutantOutcome, MutantStatus, SubstrateCampaign, report_html, report_json
+from harness.oracles import sanitizer as sanitizer_tools
+from harness.oracles import survivors as oracles
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.worker import WorkerLost, WorkerStarter, _converse, discover
 
@@ -79,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "substrate, or after a fault) has already imported torch; auto: when each worker "
                              "and its spare can have a CPU core (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
+                        help=f"what judges the mutants, in order, comma-separated: values (the suites) and "
+                             f"sanitizers (compute-sanitizer's tools, on the survivors of the values; cuda only) "
+                             f"(default: {','.join(oracles.ORACLES)})")
+    parser.add_argument("--sanitizer", type=Path, metavar="PATH",
+                        help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
+    parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
+                        help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
     return parser
 
 
@@ -91,6 +101,8 @@ class Plan:
     source: str
     source_sha256: str
     mutants: list[Mutant]
+    kernel_name: str = ""
+    t0_bytes: int = 0
     to_run: list[str] = field(default_factory=list)
     failure: str = ""
     step_timeout: float | None = None  # set by the first worker from the unmutated run's slowest trial
@@ -114,7 +126,8 @@ def _plans(args, backend: str) -> tuple[list[Plan], list[str]]:
                            f"run python gate.py --backend {backend} {name}")
             continue
         mutants = [m for m in generate(summary.cuda, name) if not args.operator or m.operator.value in args.operator]
-        plans.append(Plan(name, file, summary.cuda, summary.source_sha256, mutants))
+        plans.append(Plan(name, file, summary.cuda, summary.source_sha256, mutants, summary.kernel_name,
+                          summary.t0_bytes))
     return plans, refused
 
 
@@ -339,17 +352,52 @@ def _campaign_worker_main(job: CampaignJob, conn) -> None:
     conn.send(("done",))
 
 
-def outcomes(plan: Plan, store: ResultStore, backend: str) -> list[MutantOutcome]:
+def outcomes(plan: Plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = (oracles.VALUES,)
+             ) -> list[MutantOutcome]:
+    """Each stored mutant's outcome: the value suites' verdict, or a chosen later oracle's kill of a survivor."""
     found = []
     for mutant in plan.mutants:
         record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
         if record is None:
             continue
+        later = [store.get(oracles.oracle_key(plan.source_sha256, backend, mutant.id, o)) for o in chosen[1:]]
+        status, detail, oracle = oracles.decided(record, [r for r in later if r])
         found.append(MutantOutcome(mutant_id=mutant.id, operator=mutant.operator.value, line=mutant.line,
                                    column=mutant.column, original=mutant.original, replacement=mutant.replacement,
-                                   description=mutant.description, status=MutantStatus(record["status"]),
-                                   detail=record.get("detail", ""), seconds=record.get("seconds", 0.0)))
+                                   description=mutant.description, status=MutantStatus(status),
+                                   detail=detail, seconds=record.get("seconds", 0.0), oracle=oracle))
     return found
+
+
+def judge_survivors(plans: list[Plan], args, backend: str, store: ResultStore, chosen: tuple[str, ...],
+                    tools: tuple[str, ...]) -> str:
+    """The sanitizers oracle over every survivor not yet judged by it; returns a line saying what it did."""
+    if oracles.SANITIZERS not in chosen:
+        return ""
+    path = args.sanitizer or sanitizer_tools.find_sanitizer()
+    if backend == "cpu":
+        return "oracle sanitizers: skipped (CPU backend; compute-sanitizer checks CUDA kernels)"
+    if path is None:
+        return "oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)"
+    started = time.perf_counter()
+    unmutated, survivors = [], []
+    for plan in plans:
+        mine = [m for m in plan.mutants
+                if (r := store.get(ResultKey(plan.source_sha256, backend, m.id))) and r["status"] == "survived"
+                and oracles.oracle_key(plan.source_sha256, backend, m.id, oracles.SANITIZERS) not in store]
+        if mine:
+            unmutated.append(oracles.Unmutated(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source))
+            survivors += [oracles.Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
+                                           m.id, m.apply(plan.source)) for m in mine]
+    if not survivors:
+        return "oracle sanitizers: every survivor is judged already"
+    print(f"oracle sanitizers: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s) under "
+          f"{', '.join(tools)}", flush=True)
+    unusable = oracles.judge_with_sanitizers(unmutated, survivors, store, backend, tools, path,
+                                             str(args.cache_dir) if args.cache_dir else None)
+    lines = [f"oracle sanitizers: {len(survivors)} survivor(s) judged in {time.perf_counter() - started:.1f} s"]
+    lines += [f"  {name}: {why}" for name, why in unusable.items()]
+    return "\n".join(lines)
 
 
 TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIVALENT, MutantStatus.DUPLICATE,
@@ -358,13 +406,13 @@ TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIV
 
 def format_table(campaigns: list[SubstrateCampaign]) -> str:
     heads = ["substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
-             "compile", "score"]
+             "compile", "by oracles", "value score", "score"]
     rows = []
+    percent = lambda score: "-" if score is None else f"{score:.1f}%"
     for c in campaigns:
         counts = c.counts()
-        score = c.score()
         rows.append([c.name, str(len(c.outcomes))] + [str(counts.get(s, 0)) for s in TABLE_STATUSES]
-                    + ["-" if score is None else f"{score:.1f}%"])
+                    + [str(sum(1 for o in c.outcomes if o.oracle)), percent(c.value_score()), percent(c.score())])
     widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
     line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
     return "\n".join([line(heads)] + [line(r) for r in rows])
@@ -424,6 +472,13 @@ def _run(args) -> int:
         raise UsageError("--workers must be at least 1")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    chosen = tuple(o.strip() for o in args.oracles.split(",") if o.strip())
+    if not chosen or chosen[0] != oracles.VALUES or any(o not in oracles.ORACLES for o in chosen):
+        raise UsageError(f"--oracles: {args.oracles!r}: values first, then any of "
+                         f"{', '.join(oracles.ORACLES[1:])}")
+    tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
+    if not tools or any(t not in sanitizer_tools.TOOLS for t in tools):
+        raise UsageError(f"--sanitize-tools: {args.sanitize_tools!r}: choose from {', '.join(sanitizer_tools.TOOLS)}")
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     try:
@@ -490,8 +545,11 @@ def _run(args) -> int:
               f"statuses {dict(sorted(statuses.items()))}")
         return EXIT_RAN
 
+    judged = judge_survivors(plans, args, backend, store, chosen, tools)
+    if judged:
+        print(judged, flush=True)
     campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
-                                   device=where, outcomes=outcomes(p, store, backend)) for p in plans]
+                                   device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
     print(format_table(campaigns))
     survivors = format_survivors(plans, campaigns)
     if survivors:

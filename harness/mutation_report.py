@@ -12,6 +12,10 @@ Statuses: ours are stored as `MutantStatus` and mapped to the schema's when the 
 which. Our own status of each mutant, and our scores, are kept under the report's top-level key
 `substrateHarness` (the schema allows extra keys at the top level).
 
+Oracles: a survivor of the value suites that a later oracle (harness.oracles.survivors: compute-sanitizer's
+tools) kills is Killed, with `killedBy` naming the tool and our `oracle` field beside its status; `valueScore`
+is the score as if those had survived, so reports from before the oracles stay comparable.
+
 Scores: ours is `100 * detected / valid`, detected = killed + timeout + runtime error, valid = every mutant
 but the equivalent, duplicate and compile-error ones. The web component computes its own score, Stryker's:
 (Killed + Timeout) / (Killed + Timeout + Survived + NoCoverage), which leaves RuntimeError mutants out of
@@ -78,6 +82,7 @@ class MutantOutcome:
     # duplicates ("compiled code identical to <id>'s"), which its statusReason repeats
     detail: str = ""
     seconds: float = 0.0
+    oracle: str = ""  # "" when the value suites decided; else the oracle that killed a survivor of them ("racecheck")
 
     def __post_init__(self):
         object.__setattr__(self, "status", MutantStatus(self.status))
@@ -111,12 +116,22 @@ class SubstrateCampaign:
         """100 * detected / valid (see the module docstring); None when no mutant is valid."""
         return _score(self.outcomes)
 
+    def value_score(self) -> float | None:
+        """The score as the value suites alone give it: every mutant an oracle killed counted a survivor."""
+        return _score(_by_values(self.outcomes))
+
 
 def _counts(outcomes) -> dict[MutantStatus, int]:
     counts = dict.fromkeys(MutantStatus, 0)
     for outcome in outcomes:
         counts[outcome.status] += 1
     return counts
+
+
+def _by_values(outcomes) -> list:
+    return [o if not o.oracle else MutantOutcome(o.mutant_id, o.operator, o.line, o.column, o.original, o.replacement,
+                                                o.description, MutantStatus.SURVIVED, o.detail, o.seconds)
+            for o in outcomes]
 
 
 def _score(outcomes) -> float | None:
@@ -170,6 +185,8 @@ def mutant_json(outcome: MutantOutcome) -> dict:
     reason = status_reason(outcome)
     if reason:
         entry["statusReason"] = reason
+    if outcome.oracle:
+        entry["killedBy"] = [outcome.oracle]  # the schema's test ids: here the oracle that killed it
     return entry
 
 
@@ -199,7 +216,9 @@ def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] 
             "mutants": len(campaign.outcomes),
             "counts": {s.value: n for s, n in campaign.counts().items()},
             "score": campaign.score(),
-            "outcomes": {o.mutant_id: {"status": o.status.value, "detail": o.detail, "seconds": o.seconds}
+            "valueScore": campaign.value_score(),
+            "outcomes": {o.mutant_id: {"status": o.status.value, "detail": o.detail, "seconds": o.seconds,
+                                       **({"oracle": o.oracle} if o.oracle else {})}
                          for o in campaign.outcomes},
         }
     every = [o for c in substrates for o in c.outcomes]
@@ -212,6 +231,9 @@ def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] 
             "scoreDefinition": "100 * (killed + timeout + runtime_error) / "
                                "(mutants - equivalent - duplicate - compile_error)",
             "score": _score(every),
+            "valueScoreDefinition": "the score with every mutant an oracle beyond the value suites killed counted "
+                                    "as survived: what the value suites alone decided",
+            "valueScore": _score(_by_values(every)),
             "counts": {s.value: n for s, n in _counts(every).items()},
             "substrates": own,
         },

@@ -389,3 +389,13 @@ def test_default_workers_are_four_per_gpu_and_at_most_one_per_core(gpus, cores, 
     ("auto", 1, 2, True), ("always", 2, 2, True), ("never", 1, 16, False)])
 def test_spare_workers_are_kept_where_each_worker_and_its_spare_can_have_a_core(mode, workers, cores, expected):
     assert spares_wanted(mode, workers, cores) is expected
+
+
+def test_on_the_cpu_backend_the_sanitizers_oracle_says_it_is_skipped_and_both_scores_are_tabled(admitted, capsys):
+    assert _campaign(admitted, "rule_compliant") == 0
+    out = capsys.readouterr().out
+    assert "oracle sanitizers: skipped (CPU backend; compute-sanitizer checks CUDA kernels)" in out
+    head = next(line for line in out.splitlines() if line.startswith("substrate"))
+    assert head.split()[-5:] == ["by", "oracles", "value", "score", "score"]
+    assert _campaign(admitted, "rule_compliant", "--oracles", "values") == 0
+    assert "oracle sanitizers" not in capsys.readouterr().out

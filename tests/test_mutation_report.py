@@ -81,7 +81,11 @@ def campaigns() -> list[SubstrateCampaign]:
     scatter = [
         outcome("scatter_add:L5C3:atomic_to_plain:0", "atomic_to_plain", 5, 3, "atomicAdd(&y[idx[i]], x[i])",
                 "(*(&y[idx[i]]) += (x[i]))", S.SURVIVED),
-        outcome("scatter_add:L6C3:sync_deletion:0", "sync_deletion", 6, 3, "__syncthreads();", "", S.SURVIVED),
+        # A survivor of the value suites that racecheck (the sanitizers oracle) killed.
+        MutantOutcome("scatter_add:L6C3:sync_deletion:0", "sync_deletion", 6, 3, "__syncthreads();", "",
+                      "'__syncthreads();' -> ''", S.KILLED, "killed by racecheck (compute-sanitizer): 1 report(s): "
+                      "racecheck: scatter_add.cu:6: Race reported between Write access and Read access", 0.5,
+                      oracle="racecheck"),
         outcome("scatter_add:L5C20:index_off_by_one:0", "index_off_by_one", 5, 20, "i", "i + 1", S.RUNTIME_ERROR,
                 "CUDA error 700: an illegal memory access was encountered"),
         outcome("scatter_add:L3C7:narrow_long_long:0", "narrow_long_long", 3, 7, "i", "j", S.COMPILE_ERROR,
@@ -294,11 +298,18 @@ def test_own_key_holds_scores_and_statuses():
     pad, scatter = own["substrates"]["pad_const"], own["substrates"]["scatter_add"]
     # pad_const: killed 2, timeout 1 detected; survived 1; equivalent and duplicate not valid: 3 / 4
     assert pad["score"] == 75.0
-    # scatter_add: killed 1, runtime error 1 detected; survived 2; compile error not valid: 2 / 4
-    assert scatter["score"] == 50.0
-    assert own["score"] == 62.5  # 5 detected of 8 valid over both
-    assert own["counts"] == {"killed": 3, "survived": 3, "equivalent": 1, "duplicate": 1, "compile_error": 1,
+    # scatter_add: killed 2 (one by racecheck), runtime error 1 detected; survived 1; compile error not valid: 3 / 4
+    assert scatter["score"] == 75.0
+    # by the value suites alone the racecheck kill is a survivor: 2 / 4
+    assert scatter["valueScore"] == 50.0 and pad["valueScore"] == 75.0
+    assert own["score"] == 75.0 and own["valueScore"] == 62.5  # 6, and 5, detected of 8 valid over both
+    assert own["counts"] == {"killed": 4, "survived": 2, "equivalent": 1, "duplicate": 1, "compile_error": 1,
                              "timeout": 1, "runtime_error": 1}
+    assert scatter["outcomes"]["scatter_add:L6C3:sync_deletion:0"]["oracle"] == "racecheck"
+    assert "oracle" not in scatter["outcomes"]["scatter_add:L4C9:relational_negation:0"]
+    mutants = {m["id"]: m for m in report_json(campaigns())["files"]["scatter_add.cu"]["mutants"]}
+    assert mutants["scatter_add:L6C3:sync_deletion:0"]["killedBy"] == ["racecheck"]
+    assert "killedBy" not in mutants["scatter_add:L4C9:relational_negation:0"]
     assert {k: pad[k] for k in ("file", "sourceSha256", "backend", "device", "mutants")} == {
         "file": "pad_const.cu", "sourceSha256": "a" * 64, "backend": "cuda", "device": "NVIDIA H200", "mutants": 6}
     assert pad["counts"]["equivalent"] == 1 and pad["counts"]["compile_error"] == 0

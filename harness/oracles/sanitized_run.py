@@ -1,7 +1,8 @@
 """The program compute-sanitizer runs: each planned substrate's kernel, once on each of its small cases.
 
 `python -m harness.oracles.sanitized_run PLAN.json EVENTS.jsonl`. The plan names the backend and
-the substrates; for each, the cases are the probe's entries and the smallest trial of every suite
+the substrates (a campaign's mutant is its substrate with other CUDA source, under a label of its
+own); for each, the cases are the probe's entries and the smallest trial of every suite
 of at most `max_bytes` of input (a KernelBench-sized T0 is left to the probe, whose first entry is
 aligned like it). Inputs are plain device copies, without the gate's guard bands, which would put
 an out-of-bounds access into valid memory; the parent sets PYTORCH_NO_CUDA_MEMORY_CACHING=1 so that
@@ -61,14 +62,15 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
     from harness import signature
     from harness.candidates import import_candidate, make_entry, register_candidate
 
-    name = target["name"]
+    registered, name = target["name"], target.get("label") or target["name"]  # name: the program's, a mutant's
     _write(events, event="start", substrate=name)
     try:
         path = Path(target["file"])
-        entry, problems = make_entry(name, register_candidate(import_candidate(path), path)[name], path)
+        entry, problems = make_entry(registered, register_candidate(import_candidate(path), path)[registered], path)
         if entry is None:
             raise ValueError("; ".join(problems))
-        kernel = backend.load(entry.cuda, entry.kernel_name, f"{name}.cu", entry.locate_cuda_line)
+        kernel = backend.load(target.get("cuda") or entry.cuda, entry.kernel_name, f"{name}.cu",
+                              entry.locate_cuda_line)
         found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])

@@ -135,13 +135,19 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 @dataclass
 class SanitizerTarget:
-    """One substrate to run under the tools."""
+    """One substrate to run under the tools: as registered, or (a campaign's mutant) with other CUDA source."""
 
     file: str
-    name: str
+    name: str  # as registered
     kernel_name: str
     t0_bytes: int = 0
     cuda: str = ""  # its CUDA source, to say which line a report names
+    label: str = ""  # the program's name and the key of its results, when not `name` (a mutant's)
+    replaces_cuda: bool = False  # run `cuda` instead of the registered source
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
 
 
 @dataclass
@@ -161,9 +167,9 @@ class ToolRun:
 def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
     if finding.program:
         for t in targets:
-            if finding.program == f"{t.name}.cu":
-                return t.name
-    by_kernel = [t.name for t in targets if finding.kernel and finding.kernel == t.kernel_name]
+            if finding.program == f"{t.key}.cu":
+                return t.key
+    by_kernel = [t.key for t in targets if finding.kernel and finding.kernel == t.kernel_name]
     return by_kernel[0] if len(by_kernel) == 1 else None
 
 
@@ -183,8 +189,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         plan, events, log = (work / f"{kind}-{attempt}{ext}" for kind, ext in
                              (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt")))
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "targets": [
-            {"file": t.file, "name": t.name, "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES}
-            for t in remaining]}))
+            {"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
+             "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]}))
         command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
                    "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
                    str(events)]
@@ -227,9 +233,9 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
                    f"compute-sanitizer --tool {tool} did not run the program ({exit_description(completed.returncode)}): "
                    f"{_last_line(output)}")
             for t in remaining:
-                result.not_run[t.name] = why
+                result.not_run[t.key] = why
             break
-        remaining = [t for t in remaining if t.name not in done]
+        remaining = [t for t in remaining if t.key not in done]
     result.seconds = time.perf_counter() - started
     return result
 
@@ -241,7 +247,7 @@ def _last_line(text: str) -> str:
 
 def checks_for(target: SanitizerTarget, run: ToolRun, locate=None) -> CheckResult:
     """The check of one tool for one substrate."""
-    check, name = CHECK_OF_TOOL[run.tool], target.name
+    check, name = CHECK_OF_TOOL[run.tool], target.key
     findings = run.findings.get(name, [])
     if findings:
         shown = "; ".join(f.describe(locate) for f in findings[:SHOWN_FINDINGS])
@@ -283,7 +289,7 @@ def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: 
         locate = None
         if target.cuda:
             locate = cuda_line_locator(target.cuda, lambda text, file=target.file: locate_line(Path(file), text))
-        results[target.name] = [checks_for(target, run, locate) for run in runs]
+        results[target.key] = [checks_for(target, run, locate) for run in runs]
     return results
 
 
