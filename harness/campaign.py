@@ -82,9 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "and its spare can have a CPU core (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
-                        help=f"what judges the mutants, in order, comma-separated: values (the suites) and "
-                             f"sanitizers (compute-sanitizer's tools, on the survivors of the values; cuda only) "
-                             f"(default: {','.join(oracles.ORACLES)})")
+                        help=f"what judges the mutants, comma-separated: values (the suites), then on their "
+                             f"survivors sanitizers (compute-sanitizer's tools) and large-index (T0 tiled past 2^31 "
+                             f"elements), both cuda only (default: {','.join(oracles.ORACLES)})")
     parser.add_argument("--sanitizer", type=Path, metavar="PATH",
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
@@ -371,33 +371,51 @@ def outcomes(plan: Plan, store: ResultStore, backend: str, chosen: tuple[str, ..
 
 def judge_survivors(plans: list[Plan], args, backend: str, store: ResultStore, chosen: tuple[str, ...],
                     tools: tuple[str, ...]) -> str:
-    """The sanitizers oracle over every survivor not yet judged by it; returns a line saying what it did."""
-    if oracles.SANITIZERS not in chosen:
-        return ""
-    path = args.sanitizer or sanitizer_tools.find_sanitizer()
-    if backend == "cpu":
-        return "oracle sanitizers: skipped (CPU backend; compute-sanitizer checks CUDA kernels)"
-    if path is None:
-        return "oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)"
-    started = time.perf_counter()
+    """Every chosen oracle after the values over every value survivor it has not judged; lines saying what each did."""
+    lines = []
+    cache_dir = str(args.cache_dir) if args.cache_dir else None
+    for oracle in chosen[1:]:
+        if backend == "cpu":
+            lines.append(f"oracle {oracle}: skipped (CPU backend; "
+                         + ("compute-sanitizer checks CUDA kernels)" if oracle == oracles.SANITIZERS
+                            else "a trial of more than 2^31 elements is for the GPU)"))
+            continue
+        path = args.sanitizer or sanitizer_tools.find_sanitizer()
+        if oracle == oracles.SANITIZERS and path is None:
+            lines.append("oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)")
+            continue
+        unmutated, survivors = _value_survivors(plans, store, backend, oracle)
+        if not survivors:
+            lines.append(f"oracle {oracle}: every survivor is judged already")
+            continue
+        print(f"oracle {oracle}: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s)"
+              + (f" under {', '.join(tools)}" if oracle == oracles.SANITIZERS else ""), flush=True)
+        started = time.perf_counter()
+        if oracle == oracles.SANITIZERS:
+            notes = oracles.judge_with_sanitizers(unmutated, survivors, store, backend, tools, path, cache_dir)
+        else:
+            notes = oracles.judge_on_large_trial(unmutated, survivors, store, backend,
+                                                 str(args.kb_root) if args.kb_root else None, cache_dir)
+        killed = sum(1 for s in survivors if (r := store.get(oracles.oracle_key(s.source_sha256, backend, s.mutant_id,
+                                                                                oracle))) and r.get("killed_by"))
+        lines.append(f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
+                     f"{time.perf_counter() - started:.1f} s")
+        lines += [f"  {name}: {why}" for name, why in notes.items()]
+    return "\n".join(lines)
+
+
+def _value_survivors(plans: list[Plan], store: ResultStore, backend: str, oracle: str):
+    """The substrates and the survivors of the value suites that `oracle` has not judged yet."""
     unmutated, survivors = [], []
     for plan in plans:
         mine = [m for m in plan.mutants
                 if (r := store.get(ResultKey(plan.source_sha256, backend, m.id))) and r["status"] == "survived"
-                and oracles.oracle_key(plan.source_sha256, backend, m.id, oracles.SANITIZERS) not in store]
+                and oracles.oracle_key(plan.source_sha256, backend, m.id, oracle) not in store]
         if mine:
             unmutated.append(oracles.Unmutated(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source))
             survivors += [oracles.Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
                                            m.id, m.apply(plan.source)) for m in mine]
-    if not survivors:
-        return "oracle sanitizers: every survivor is judged already"
-    print(f"oracle sanitizers: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s) under "
-          f"{', '.join(tools)}", flush=True)
-    unusable = oracles.judge_with_sanitizers(unmutated, survivors, store, backend, tools, path,
-                                             str(args.cache_dir) if args.cache_dir else None)
-    lines = [f"oracle sanitizers: {len(survivors)} survivor(s) judged in {time.perf_counter() - started:.1f} s"]
-    lines += [f"  {name}: {why}" for name, why in unusable.items()]
-    return "\n".join(lines)
+    return unmutated, survivors
 
 
 TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIVALENT, MutantStatus.DUPLICATE,
@@ -473,9 +491,9 @@ def _run(args) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
     chosen = tuple(o.strip() for o in args.oracles.split(",") if o.strip())
-    if not chosen or chosen[0] != oracles.VALUES or any(o not in oracles.ORACLES for o in chosen):
-        raise UsageError(f"--oracles: {args.oracles!r}: values first, then any of "
-                         f"{', '.join(oracles.ORACLES[1:])}")
+    if oracles.VALUES not in chosen or any(o not in oracles.ORACLES for o in chosen):
+        raise UsageError(f"--oracles: {args.oracles!r}: values, and any of {', '.join(oracles.ORACLES[1:])}")
+    chosen = tuple(sorted(set(chosen), key=oracles.ORACLES.index))  # a kill is credited in ORACLES order
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
     if not tools or any(t not in sanitizer_tools.TOOLS for t in tools):
         raise UsageError(f"--sanitize-tools: {args.sanitize_tools!r}: choose from {', '.join(sanitizer_tools.TOOLS)}")

@@ -8,8 +8,9 @@ import pytest
 from harness.campaign import main as campaign_main
 from harness.campaign_store import ResultStore
 from harness.candidates import import_candidate, register_candidate
-from harness.oracles.survivors import (SANITIZERS, Survivor, Unmutated, decided, judge_with_sanitizers, oracle_key,
-                                       program_label)
+from harness.oracles.large_index_run import tile_factor
+from harness.oracles.survivors import (LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, judge_on_large_trial,
+                                       judge_with_sanitizers, oracle_key, program_label)
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fake_sanitizer.py"
@@ -69,7 +70,70 @@ def test_only_survivors_are_decided_again():
 
 def test_on_the_cpu_backend_the_sanitizers_oracle_is_skipped_and_a_bad_oracle_list_is_a_usage_error(capsys):
     assert campaign_main(["--backend", "cpu", "--oracles", "sanitizers"]) == 2
-    assert "--oracles: 'sanitizers': values first, then any of sanitizers" in capsys.readouterr().err
+    assert "--oracles: 'sanitizers': values, and any of sanitizers, large-index" in capsys.readouterr().err
     assert campaign_main(["--backend", "cpu", "--sanitize-tools", "leakcheck"]) == 2
     assert "--sanitize-tools: 'leakcheck': choose from memcheck, racecheck, synccheck, initcheck" in (
         capsys.readouterr().err)
+
+
+GUARD = "if (i >= rows * cols) return;"
+
+
+def _guarded_survivor(condition: str, number: int) -> Survivor:
+    unmutated, _ = _substrate()
+    assert GUARD in unmutated.source
+    source = unmutated.source.replace(GUARD, f"if (i >= rows * cols || {condition}) return;")
+    return Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64,
+                    f"forms_row_sum:L6C5:guard:{number}", source)
+
+
+def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp_path):
+    # On the CPU, "large" is scaled down: T0 trial 0 (64 x 256) tiled until its output has more than 4096 rows.
+    # The first survivor drops every element past 300000 (T0's 16384 never reach it); the second past 2^40.
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
+    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12)
+    assert notes == {}
+    killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
+    assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 128x: 8192x256, out 8192"
+    assert "elements differ" in killed["detail"]
+    spared = store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))
+    assert spared["killed_by"] == "" and spared["detail"] == ""
+    status, detail, oracle = decided({"status": "survived"}, [killed])
+    assert (status, oracle) == ("killed", LARGE_INDEX)
+    assert detail.startswith("killed by the large-index trial (T0 trial 0 tiled 128x: 8192x256, out 8192): ")
+
+
+def test_the_tile_factor_takes_both_the_input_and_the_output_past_the_bound():
+    import torch
+
+    # A pad adding 3 rows: input 8 x 100, output 11 x 110; both past 1000 elements at a factor of 2.
+    assert tile_factor([torch.zeros(8, 100)], (11, 110), 1000, torch) == 2
+    # A backward pad taking 3 rows off: the output decides.
+    assert tile_factor([torch.zeros(8, 100)], (5, 50), 1000, torch) == 4
+    assert tile_factor([torch.zeros(8, 100)], (8, 100), 2**31 + 2**20, torch) == 4 * 2**20
+
+
+def test_a_survivor_that_dies_on_the_large_trial_is_killed_and_the_next_one_is_still_judged(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    crashing = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:crash:0",
+                        unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) out[0] = x[i + (1LL << 40)];"))
+    harmless = _guarded_survivor("i >= (1LL << 40)", 1)
+    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12) == {}
+    died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
+    assert died["killed_by"] == LARGE_INDEX
+    assert died["detail"].startswith("the oracle's process died while it ran: the process ended (killed by signal "
+                                     "SIGSEGV)")
+    assert store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))["killed_by"] == ""
+
+
+def test_an_unmutated_substrate_that_fails_its_large_trial_judges_none_of_its_survivors(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    broken = Unmutated(unmutated.substrate, unmutated.file, unmutated.kernel_name, 0,
+                       unmutated.source.replace(GUARD, "if (i >= rows * cols || i >= 300000) return;"))
+    notes = judge_on_large_trial([broken], [_guarded_survivor("i >= 300000", 0)], store, "cpu", min_elements=2**12)
+    assert notes["forms_row_sum"].startswith("the unmutated substrate fails its large trial: ")
+    assert len(store) == 0

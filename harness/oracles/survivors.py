@@ -1,18 +1,27 @@
-"""A campaign's survivors judged again by an oracle that sees more than values: compute-sanitizer's tools.
+"""A campaign's survivors judged again by oracles that see more than the suites' values.
 
 A mutant that every value suite lets through may still race, overrun a buffer into harmless bytes
-or leave a barrier half-reached. After the value phase, each survivor, and first its unmutated
-substrate, runs under the chosen tools on the substrate's sanitizer cases (harness.oracles.sanitizer).
-A tool judges a substrate's mutants only if the unmutated substrate passes it: a report of that
-tool on the mutant then kills it. Judgements are stored beside the value results, under the
-mutant's id and the oracle's name (`oracle_key`), so a resumed campaign judges only what is not
-stored, and a report still knows what the value suites alone decided.
+or leave a barrier half-reached (the sanitizers oracle: each survivor, and first its unmutated
+substrate, under compute-sanitizer's tools on the substrate's small cases, harness.oracles.sanitizer),
+or narrow an index that only an input of more than 2^31 elements overflows (the large-index
+oracle: T0's trial 0 tiled past MIN_LARGE_ELEMENTS, harness.oracles.large_index_run). An oracle
+judges a substrate's mutants only if the unmutated substrate passes it. Every value survivor is
+judged by every chosen oracle, and the first in ORACLES order that kills it is named. Judgements
+are stored beside the value results, under the mutant's id and the oracle's name (`oracle_key`),
+so a resumed campaign judges only what is not stored, and a report still knows what the value
+suites alone decided.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.campaign_store import ResultKey, ResultStore
 from harness.oracles.sanitizer import SanitizerTarget, sanitize
@@ -20,7 +29,10 @@ from harness.records import CheckStatus
 
 VALUES = "values"
 SANITIZERS = "sanitizers"
-ORACLES = (VALUES, SANITIZERS)  # in the order they judge: a later one sees only what the earlier let survive
+LARGE_INDEX = "large-index"
+ORACLES = (VALUES, SANITIZERS, LARGE_INDEX)  # a kill is credited to the first of these that makes it
+MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
+LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
 
 
 def oracle_key(source_sha256: str, backend: str, mutant_id: str, oracle: str) -> ResultKey:
@@ -78,6 +90,7 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
         killed = [c for c in results if c.check.value in judging.get(s.substrate, set())
                   and c.status is CheckStatus.FAILED]
         record = {"oracle": SANITIZERS, "killed_by": killed[0].check.value if killed else "",
+                  "killer": f"{killed[0].check.value} (compute-sanitizer)" if killed else "",
                   "detail": killed[0].detail if killed else "; ".join(
                       f"{c.check.value}: {c.status.value}" for c in results),
                   "tools": {c.check.value: c.status.value for c in results},
@@ -86,14 +99,89 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     return unusable
 
 
+def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
+                         kb_root: str | None = None, cache_dir: str | None = None,
+                         min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT) -> dict[str, str]:
+    """Each substrate's survivors on its large trial, stored as judged; returns, per substrate, why it could not
+    judge them (the device's memory, the unmutated kernel failing the trial), if so."""
+    notes: dict[str, str] = {}
+    for u in unmutated:
+        mine = [s for s in survivors if s.substrate == u.substrate]
+        if not mine:
+            continue
+        kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in mine]
+        results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir, min_elements, timeout)
+        base = results.get(u.substrate)
+        if why or base is None or base[0]:
+            notes[u.substrate] = why or ("the unmutated substrate fails its large trial: " + (
+                base[1] if base else "it did not run"))
+            continue
+        for s in mine:
+            found = results.get(program_label(s.mutant_id))
+            if found is None:
+                continue  # not judged (launch raised): left for a later run
+            killed, detail = found
+            store.put(oracle_key(s.source_sha256, backend, s.mutant_id, LARGE_INDEX),
+                      {"oracle": LARGE_INDEX, "killed_by": LARGE_INDEX if killed else "",
+                       "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
+                       "trial": trial})
+    return notes
+
+
+def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
+                     timeout: float) -> tuple[dict, str, str]:
+    """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or "")."""
+    from harness.worker import exit_description
+
+    results: dict[str, tuple[bool, str]] = {}
+    trial, remaining, attempt = "", list(kernels), 0
+    work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    while remaining:
+        attempt += 1
+        plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
+        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
+                                    "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
+        try:
+            done = subprocess.run([sys.executable, "-m", "harness.oracles.large_index_run", str(plan), str(events)],
+                                  env=env, capture_output=True, text=True, timeout=timeout)
+            ended = f"the process ended ({exit_description(done.returncode)}): " + (
+                (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300])
+        except subprocess.TimeoutExpired:
+            ended = f"timed out after {timeout:g} s"
+        judged, deliberate_end = [], False
+        for line in events.read_text().splitlines() if events.exists() else []:
+            record = json.loads(line)
+            if record["event"] == "skipped":
+                return results, trial, record["why"]
+            if record["event"] == "trial":
+                trial = (f"T0 trial 0 tiled {record['factor']}x: {'x'.join(map(str, record['shapes'][0]))}, out "
+                         f"{'x'.join(map(str, record['out']))}")
+            elif record["event"] == "result":
+                judged.append(record["key"])
+                deliberate_end = bool(record.get("ends"))
+                if "error" not in record:
+                    results[record["key"]] = (record["killed"], record.get("detail", ""))
+        if not trial:
+            return results, trial, f"the large trial could not be built: {ended}"
+        left = [k for k in remaining if k[0] not in judged]
+        if left and not deliberate_end:  # the process died (or hung) inside the next kernel: its doing
+            results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}")
+            left = left[1:]
+        remaining = left
+    return results, trial, ""
+
+
 def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, str]:
     """(status, detail, oracle) of a mutant: the value suites' verdict, unless a later oracle killed a survivor.
 
-    `oracle` is "" when the value suites decided, else the tool that killed it.
+    `oracle_records` in ORACLES order; `oracle` is "" when the value suites decided, else what killed it
+    (a tool's name, or "large-index").
     """
     if value_record["status"] == "survived":
         for record in oracle_records:
             if record.get("killed_by"):
-                return "killed", f"killed by {record['killed_by']} (compute-sanitizer): {record['detail']}", (
-                    record["killed_by"])
+                killer = record.get("killer") or record["killed_by"]
+                return "killed", f"killed by {killer}: {record['detail']}", record["killed_by"]
     return value_record["status"], value_record.get("detail", ""), ""
