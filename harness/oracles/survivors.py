@@ -131,24 +131,42 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
                      timeout: float) -> tuple[dict, str, str]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or "")."""
-    from harness.worker import exit_description
-
-    results: dict[str, tuple[bool, str]] = {}
-    trial, remaining, attempt = "", list(kernels), 0
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+
+    def start() -> subprocess.Popen:
+        # Started ahead: a kernel that faults ends its process, and the next one's imports are done by then.
+        return subprocess.Popen([sys.executable, "-m", "harness.oracles.large_index_run", "--wait"], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    spare = [start()]  # the process started ahead, replaced as each is used
+    try:
+        return _judge_in_turn(list(kernels), spare, start, work, u, backend, kb_root, cache_dir, min_elements,
+                              timeout)
+    finally:
+        spare[0].communicate("\n")  # an empty line: the spare exits
+
+
+def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, timeout):
+    """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started)."""
+    from harness.worker import exit_description
+
+    results: dict[str, tuple[bool, str]] = {}
+    trial, attempt = "", 0
     while remaining:
         attempt += 1
         plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
                                     "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
+        process, spare[0] = spare[0], start()
         try:
-            done = subprocess.run([sys.executable, "-m", "harness.oracles.large_index_run", str(plan), str(events)],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
-            ended = f"the process ended ({exit_description(done.returncode)}): " + (
-                (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300])
+            _out, errors = process.communicate(f"{plan} {events}\n", timeout=timeout)
+            ended = f"the process ended ({exit_description(process.returncode)}): " + (
+                (errors.strip().splitlines() or ["(no output)"])[-1][:300])
         except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
             ended = f"timed out after {timeout:g} s"
         judged, deliberate_end = [], False
         for line in events.read_text().splitlines() if events.exists() else []:
