@@ -143,7 +143,13 @@ class SanitizerStage:
             return report.with_checks(sanitizer.skipped(self.tools, self.why_not))
         if self._future is None:
             return report
-        found = self._future.result().get(report.name)
+        try:
+            checks = self._future.result()
+        except Exception as error:  # a fault of the harness itself: the gate's own checks still stand
+            why = f"not run: the sanitizer stage failed ({type(error).__name__}: {error})"
+            return report.with_checks([CheckResult(sanitizer.CHECK_OF_TOOL[t], CheckStatus.NOT_RUN, why)
+                                       for t in self.tools])
+        found = checks.get(report.name)
         if found is None:  # the candidate did not import: nothing could run under the tools
             return report
         return report.with_checks(found)
