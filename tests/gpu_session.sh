@@ -149,6 +149,23 @@ campaign() {
   echo "campaign $name exit: $?"
   kill "$sampler"; wait "$sampler" 2>/dev/null
   tail -n 1 "$out/campaign-$name.log"
+  grep -E "^oracle |^  [a-z_0-9]+: the unmutated" "$out/campaign-$name.log"
+  # What each oracle beyond the values killed, by operator (every value survivor is judged by each).
+  python3 - "$out/campaign-$name/results.jsonl" <<'PY' | tee "$out/campaign-$name-oracles.txt"
+import collections, json, sys
+survived, kills = collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    mutant, _, oracle = r["mutant_id"].partition("|")
+    operator = mutant.split(":")[2] if mutant.count(":") >= 3 else "?"
+    if not oracle and r.get("status") == "survived":
+        survived[operator] += 1
+    elif oracle and r.get("killed_by"):
+        kills[(oracle, operator)] += 1
+for operator, n in survived.most_common():
+    print(f"  {operator}: {n} value survivors; " + ", ".join(
+        f"{o} kills {kills[(o, operator)]}" for o in ("sanitizers", "large-index")))
+PY
   awk -F', ' '{n[$1]++; s[$1]+=$2; if ($2 > 0) b[$1]++}
     END {for (g in n) printf "  GPU %s: mean utilisation %.0f%%, busy in %.0f%% of %d samples\n", g, s[g]/n[g], 100*b[g]/n[g], n[g]}' \
     "$out/$name.smi"
