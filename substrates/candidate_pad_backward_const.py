@@ -227,7 +227,11 @@ def make_suites(width: int):
         return [grad_out.to(device), _pads(torch, rows).to(device)]
 
     # (grad_in shape, pads): an empty axis, extents of 1, rank-1 lengths not multiples of 4,
-    # pads on only the first or only the last axis, and rank 8 with no pad at all (a plain copy).
+    # pads on only the first or only the last axis, rank 8 with no pad at all (a plain copy), the
+    # widest pad the contract allows: a grad_out extent of 2**32 - 1, the largest a u32
+    # shape_buf entry holds, with grad_out empty along another axis (so it holds nothing); and a
+    # small padded rank 8 (misaligned's grad_out has 6 million elements), extents of 1 padded
+    # beside an unpadded axis.
     edge_cases = [
         ((4, 0, 5), [[1, 1], [3, 2], [0, 7]]),
         ((1, 1, 1), [[2, 2], [0, 6], [1, 1]]),
@@ -238,6 +242,8 @@ def make_suites(width: int):
         ((4, 9, 1), [[0, 0], [0, 0], [16, 16]]),
         ((1, 3, 5), [[20, 21], [0, 0], [0, 0]]),
         ((3, 1, 5, 2, 3, 1, 7, 3), [[0, 0]] * 8),
+        ((2, 0, 3), [[1, 1], [0, 0], [2**31 - 1, 2**31 - 3]]),
+        ((2, 1, 3, 1, 2, 1, 1, 2), [[1, 0], [2, 2], [0, 0], [0, 3], [1, 1], [2, 0], [1, 1], [0, 2]]),
     ]
 
     def edge_pads(t, device):

@@ -390,9 +390,14 @@ def make_suites(dtype_name: str):
 
     def misaligned(t, device):
         # Rank t + 1 (1..8), odd extents not divisible by 32, pads up to 5, some axes unpadded.
+        # Trial 8: an empty axis, unpadded (it has no edge element to replicate; launch refuses
+        # a pad there), beside pads wider than the input: grad_out and grad_in are both empty.
         import torch
 
         g = torch.Generator().manual_seed(3000 + t)
+        if t == 8:
+            in_shape, rows = ((3, 0, 5), [[2, 7], [0, 0], [9, 4]])
+            return integer_case(in_shape, rows, g, device)
         rank = t + 1
         budget = {1: 100_003, 2: 501, 3: 61, 4: 23, 5: 11, 6: 7, 7: 5, 8: 5}[rank]
         in_shape = [int(torch.randint(1, budget + 1, (1,), generator=g)) | 1 for _ in range(rank)]
@@ -434,7 +439,7 @@ def make_suites(dtype_name: str):
         return [
             ("T0_original", 5, t0_original),
             ("heavy_overlap", 4 + 3, heavy_overlap),
-            ("misaligned", 8, misaligned),
+            ("misaligned", 8 + 1, misaligned),
             ("fractional", 4, fractional),
         ]
 

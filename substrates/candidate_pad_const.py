@@ -210,14 +210,27 @@ def make_suites(width: int):
         x = _random_bits(torch, shape, dtype, g)
         return [x.to(device), _pads(torch, rows).to(device), _random_bits(torch, (), dtype, g).to(device)]
 
+    # (x's shape, pads): pads far wider than the input, extents of 1, and an empty axis: mostly,
+    # or only, fill; a padded rank-1 x (misaligned's rank 1 has its only axis unpadded); an empty
+    # axis with zero pads (an empty output); the widest pad the contract allows: an output extent
+    # of 2**32 - 1, the largest a u32 shape_buf entry holds, which keeps n_out (a u32) in range
+    # only where another axis makes the output empty; and a small rank 8 (misaligned's writes
+    # 6 million elements) with padded extents of 1 beside an unpadded axis.
+    wide_cases = [
+        ((1, 3, 2), [[40, 0], [0, 33], [65, 64]]),
+        ((1, 1, 1, 1, 1), [[2, 3], [1, 0], [0, 1], [4, 4], [255, 257]]),
+        ((4, 0, 5), [[1, 1], [3, 2], [0, 7]]),
+        ((7,), [[700, 1301]]),
+        ((5, 0, 3), [[2, 1], [0, 0], [4, 4]]),
+        ((2, 0, 3), [[1, 1], [0, 0], [2**31 - 1, 2**31 - 3]]),
+        ((2, 1, 3, 1, 2, 1, 1, 2), [[1, 0], [2, 2], [0, 0], [0, 3], [1, 1], [2, 0], [1, 1], [0, 2]]),
+    ]
+
     def wide_pads(t, device):
-        # Pads far wider than the input, extents of 1, and an empty axis: mostly, or only, fill.
         import torch
 
         g = torch.Generator().manual_seed(4000 + t)
-        shape, rows = [((1, 3, 2), [[40, 0], [0, 33], [65, 64]]),
-                       ((1, 1, 1, 1, 1), [[2, 3], [1, 0], [0, 1], [4, 4], [255, 257]]),
-                       ((4, 0, 5), [[1, 1], [3, 2], [0, 7]])][t]
+        shape, rows = wide_cases[t]
         dtype = getattr(torch, dtype_names[t % len(dtype_names)])
         x = _random_bits(torch, shape, dtype, g)
         return [x.to(device), _pads(torch, rows).to(device), _random_bits(torch, (), dtype, g).to(device)]
@@ -227,7 +240,7 @@ def make_suites(width: int):
             ("T0_original", 5, t0_original),
             ("special_values", 2 * len(dtype_names), special_values),
             ("misaligned", 8, misaligned),
-            ("wide_pads", 3, wide_pads),
+            ("wide_pads", len(wide_cases), wide_pads),
         ]
 
     return suites

@@ -105,7 +105,10 @@ class PadCall:
 
     def output(self, count: int | None = None, offset: int = 0) -> torch.Tensor:
         """The output memory from element `offset` on (past n_out it is whatever lies after out)."""
-        return memory(self.out_address + offset * ELEMENT_BYTES, self.n_out if count is None else count)
+        count = self.n_out if count is None else count
+        if count == 0:  # an empty out may have no address (a null pointer)
+            return memory(None, 0)
+        return memory(self.out_address + offset * ELEMENT_BYTES, count)
 
     def compute(self):
         """What the kernel computes for every output element, flattened: (values, inside, src).
@@ -115,6 +118,9 @@ class PadCall:
         at once: c_d = coordinate - left_pad[d], inside = every c_d in [0, in_shape[d]), and
         src = sum of c_d times the input stride of axis d.
         """
+        if self.n_out == 0:  # no thread gets past the guard (and an axis may be 2**32 - 1 long)
+            return (torch.empty(0, dtype=torch.int32), torch.empty(0, dtype=torch.bool),
+                    torch.empty(0, dtype=torch.int64))
         src = torch.zeros((), dtype=torch.int64)
         inside = torch.ones((), dtype=torch.bool)
         in_stride = 1

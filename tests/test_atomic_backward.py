@@ -222,6 +222,8 @@ def test_every_trial_keeps_its_sums_exact_in_any_order_and_its_contention_low(na
     entry = ENTRIES[name]
     dtype = DTYPES[name.split("_")[-1]]
     for where, (grad_out, pads) in _trials(entry):
+        if grad_out.numel() == 0:  # an empty trial (misaligned's last): no contribution to bound
+            continue
         dst, in_shape = _destinations(_mode(name), grad_out.shape, pads.tolist())
         n_slots = 1
         for n in in_shape:
