@@ -234,6 +234,22 @@ def watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def watch_process(pid: int) -> None:
+    """Exit this process as soon as process `pid` (an ancestor further up than the parent: the gate above
+    compute-sanitizer, say) is gone, from a thread of its own."""
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_CHECK_SECONDS)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(3)
+            except PermissionError:
+                pass  # it exists, under another user
+
+    threading.Thread(target=watch, name="ancestor-watch", daemon=True).start()
+
+
 def _run_watched(target, parent_pid: int, *args) -> None:
     """Run target(*args) in a worker that exits as soon as its parent is gone."""
     watch_parent(parent_pid)

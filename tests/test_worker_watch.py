@@ -28,3 +28,28 @@ def test_a_worker_whose_parent_lives_runs_to_the_end():
     worker.start()
     worker.join(30)
     assert worker.exitcode == 0
+
+
+def _watch_then_sleep(pid: int, seconds: float) -> None:
+    from harness.worker import watch_process
+
+    watch_process(pid)
+    time.sleep(seconds)
+
+
+def test_a_sanitized_program_whose_gate_is_gone_exits_within_seconds():
+    # Under compute-sanitizer the program's parent is the tool, not the gate: it watches the gate's pid.
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    context = multiprocessing.get_context("spawn")
+    watcher = context.Process(target=_watch_then_sleep, args=(gone.pid, 60))
+    started = time.monotonic()
+    watcher.start()
+    watcher.join(30)
+    assert watcher.exitcode == 3 and time.monotonic() - started < 20
+    alive = context.Process(target=_watch_then_sleep, args=(os.getpid(), 2.5))
+    alive.start()
+    alive.join(30)
+    assert alive.exitcode == 0

@@ -188,9 +188,10 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         attempt += 1
         plan, events, log = (work / f"{kind}-{attempt}{ext}" for kind, ext in
                              (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt")))
-        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "targets": [
-            {"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
-             "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]}))
+        listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
+                   "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
+        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
+                                    "targets": listed}))
         command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
                    "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
                    str(events)]
@@ -199,7 +200,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
             timed_out, output = False, completed.stdout + completed.stderr
         except subprocess.TimeoutExpired as expired:
             timed_out = True
-            output = "".join(x.decode() if isinstance(x, bytes) else (x or "") for x in (expired.stdout, expired.stderr))
+            output = "".join(x.decode() if isinstance(x, bytes) else (x or "")
+                             for x in (expired.stdout, expired.stderr))
         started_names, done = [], set()
         for line in (events.read_text().splitlines() if events.exists() else []):
             record = json.loads(line)
@@ -230,7 +232,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
             done.add(unfinished[-1])
         if not started_names:  # nothing started: the tool or the process could not run at all
             why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
-                   f"compute-sanitizer --tool {tool} did not run the program ({exit_description(completed.returncode)}): "
+                   f"compute-sanitizer --tool {tool} did not run the program "
+                   f"({exit_description(completed.returncode)}): "
                    f"{_last_line(output)}")
             for t in remaining:
                 result.not_run[t.key] = why

@@ -158,6 +158,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         attempt += 1
         plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
+                                    "watch_pid": os.getpid(),
                                     "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
         process, spare[0] = spare[0], start()
         try:
