@@ -374,13 +374,13 @@ def judge_survivors(plans: list[Plan], args, backend: str, store: ResultStore, c
     """Every chosen oracle after the values over every value survivor it has not judged; lines saying what each did."""
     lines = []
     cache_dir = str(args.cache_dir) if args.cache_dir else None
+    path = args.sanitizer or sanitizer_tools.find_sanitizer()
     for oracle in chosen[1:]:
         if backend == "cpu":
             lines.append(f"oracle {oracle}: skipped (CPU backend; "
                          + ("compute-sanitizer checks CUDA kernels)" if oracle == oracles.SANITIZERS
                             else "a trial of more than 2^31 elements is for the GPU)"))
             continue
-        path = args.sanitizer or sanitizer_tools.find_sanitizer()
         if oracle == oracles.SANITIZERS and path is None:
             lines.append("oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)")
             continue

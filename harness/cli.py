@@ -133,7 +133,9 @@ class SanitizerStage:
             finally:
                 self._seconds = time.perf_counter() - started
 
-        self._future = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers").submit(run)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers")
+        self._future = pool.submit(run)
+        pool.shutdown(wait=False)  # the thread ends with its one task
 
     def waiting_note(self) -> str:
         return f"compute-sanitizer ({', '.join(self.tools)})" if self._future is not None else ""

@@ -226,25 +226,26 @@ class TrialInputs:
         """Whether T0's trials come from helper processes (else the worker builds them itself)."""
         return self._pool is not None
 
-    def _submit(self, t: int) -> None:
+    _TASKS = {"official": lambda t: (_official_task, t),
+              "built": lambda t: (_builder_task, t, DETERMINISM_SEEDS[0], False),
+              "again": lambda t: (_builder_task, t, DETERMINISM_SEEDS[1], True)}  # sums only
+
+    def _hand_over(self, t: int, kinds: tuple[str, ...]) -> None:
+        """Give the helpers trial t's tasks of these kinds; a pool that refuses ends the helping."""
         if self._pool is None or t >= self.n_trials:
             return
         try:
-            self._pending[("official", t)] = self._pool.submit(_official_task, t)
-            self._pending[("built", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[0], False)
-            if self._rebuild_eagerly:
-                self._pending[("again", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[1], True)
+            for kind in kinds:
+                self._pending[(kind, t)] = self._pool.submit(*self._TASKS[kind](t))
         except Exception as error:
             self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
 
+    def _submit(self, t: int) -> None:
+        self._hand_over(t, ("official", "built", "again") if self._rebuild_eagerly else ("official", "built"))
+
     def _submit_rebuilds(self) -> None:
-        for kind, t in list(self._pending):
-            if kind == "built" and ("again", t) not in self._pending:
-                try:
-                    self._pending[("again", t)] = self._pool.submit(_builder_task, t, DETERMINISM_SEEDS[1], True)
-                except Exception as error:
-                    self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
-                    return
+        for t in [t for kind, t in self._pending if kind == "built" and ("again", t) not in self._pending]:
+            self._hand_over(t, ("again",))
 
     def _result(self, key: tuple, submit):
         future = self._pending.pop(key, None)

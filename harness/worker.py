@@ -225,29 +225,32 @@ def watch_parent(parent_pid: int) -> None:
     A parent stopped by a signal (SIGTERM, SIGKILL, a closed terminal) cannot kill its workers,
     and an orphaned worker would go on using a GPU for as long as its mutants or trials last.
     """
-    def watch() -> None:
-        while True:
-            time.sleep(PARENT_CHECK_SECONDS)
-            if os.getppid() != parent_pid:
-                os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    _exit_when(lambda: os.getppid() != parent_pid)
 
 
 def watch_process(pid: int) -> None:
     """Exit this process as soon as process `pid` (an ancestor further up than the parent: the gate above
     compute-sanitizer, say) is gone, from a thread of its own."""
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # it exists, under another user
+        return False
+
+    _exit_when(gone)
+
+
+def _exit_when(gone) -> None:
     def watch() -> None:
         while True:
             time.sleep(PARENT_CHECK_SECONDS)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if gone():
                 os._exit(3)
-            except PermissionError:
-                pass  # it exists, under another user
 
-    threading.Thread(target=watch, name="ancestor-watch", daemon=True).start()
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _run_watched(target, parent_pid: int, *args) -> None:

@@ -1,1 +1,19 @@
-"""Oracles that judge a kernel by more than its output values: compute-sanitizer's tools (sanitizer)."""
+"""Oracles that judge a kernel by more than its output values: compute-sanitizer's tools (sanitizer), and a
+campaign's survivors judged by those tools and on a trial past 2^31 elements (survivors)."""
+
+import os
+from pathlib import Path
+
+
+def program_env(**extra: str) -> dict[str, str]:
+    """The environment of an oracle's own program (`python -m harness.oracles...`): this one's, with the
+    repository on PYTHONPATH so the program finds harness from any working folder, and `extra`."""
+    root = str(Path(__file__).resolve().parents[2])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+                **extra)
+
+
+def last_line(text: str) -> str:
+    """A program's last non-empty line of output, cut to 300 characters: the words of its end."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"

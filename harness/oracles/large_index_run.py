@@ -22,16 +22,20 @@ from pathlib import Path
 LOST_EXIT = 3
 
 
+def _tiled_elements(main_shape, output_shape, factor: int, torch) -> tuple[int, int]:
+    """(first input, output) element counts once the trial is tiled `factor` times along axis 0."""
+    rows, out_rows = main_shape[0], output_shape[0]
+    per_row_in = int(torch.Size(main_shape).numel()) // rows
+    per_row_out = int(torch.Size(output_shape).numel()) // max(1, out_rows)
+    # the pads add to (or take from) axis 0 the same rows whatever the factor
+    return factor * rows * per_row_in, (factor * rows + out_rows - rows) * per_row_out
+
+
 def tile_factor(inputs: list, output_shape, min_elements: int, torch) -> int:
     """How many times T0 trial 0 (`inputs`, its official output of `output_shape`) is tiled along axis 0 so
     that its first input and its output both have more than `min_elements` elements (a power of two)."""
-    main = inputs[0]
-    rows, out_rows = main.shape[0], output_shape[0]
-    per_row_in = main.numel() // rows
-    per_row_out = max(1, int(torch.Size(output_shape).numel()) // out_rows)
-    extra_out_rows = out_rows - rows  # what the pads add to (or take from) axis 0
     factor = 1
-    while min(factor * rows * per_row_in, (factor * rows + extra_out_rows) * per_row_out) <= min_elements:
+    while min(_tiled_elements(inputs[0].shape, output_shape, factor, torch)) <= min_elements:
         factor *= 2
     return factor
 
@@ -49,11 +53,8 @@ def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, torch) -
     main = inputs[0]
     in_bytes = sum(x.numel() * x.element_size() * (factor if x.shape == main.shape else 1)
                    for x in inputs if isinstance(x, torch.Tensor))
-    out_rows = output_shape[0]
-    rows_out = factor * main.shape[0] + out_rows - main.shape[0]
-    out_bytes = rows_out * (int(torch.Size(output_shape).numel()) // max(1, out_rows)) * torch.empty(
-        (), dtype=output_dtype).element_size()
-    return in_bytes + 3 * out_bytes
+    _in, out_elements = _tiled_elements(main.shape, output_shape, factor, torch)
+    return in_bytes + 3 * out_elements * output_dtype.itemsize
 
 
 def _write(events, **record) -> None:

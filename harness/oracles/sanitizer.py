@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.candidates import locate_line
+from harness.oracles import last_line, program_env
 from harness.records import CheckName, CheckResult, CheckStatus
 from harness.worker import exit_description
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-CHECK_OF_TOOL = {"memcheck": CheckName.MEMCHECK, "racecheck": CheckName.RACECHECK,
-                 "synccheck": CheckName.SYNCCHECK, "initcheck": CheckName.INITCHECK}
+CHECK_OF_TOOL = {tool: CheckName(tool) for tool in TOOLS}  # each tool's check bears its name
 FINDINGS_EXIT = 9
 MAX_CASE_BYTES = 64 * 2**20  # a suite whose smallest trial is larger is left out (the probe stands for T0)
 PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up included
@@ -180,9 +180,7 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
     result = ToolRun(tool)
     remaining = list(targets)
     work = Path(work_dir or tempfile.mkdtemp(prefix=f"sanitize-{tool}-"))
-    root = str(Path(__file__).resolve().parents[2])  # so the program finds harness from any working folder
-    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = program_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1")
     attempt = 0
     while remaining:
         attempt += 1
@@ -227,25 +225,20 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         unfinished = [n for n in started_names if n not in done]
         if unfinished:  # the process died or hung inside this substrate
             why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
-                   f"the sanitized process died ({exit_description(completed.returncode)}): {_last_line(output)}")
+                   f"the sanitized process died ({exit_description(completed.returncode)}): {last_line(output)}")
             result.not_run[unfinished[-1]] = why
             done.add(unfinished[-1])
         if not started_names:  # nothing started: the tool or the process could not run at all
             why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
                    f"compute-sanitizer --tool {tool} did not run the program "
                    f"({exit_description(completed.returncode)}): "
-                   f"{_last_line(output)}")
+                   f"{last_line(output)}")
             for t in remaining:
                 result.not_run[t.key] = why
             break
         remaining = [t for t in remaining if t.key not in done]
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(no output)"
 
 
 def checks_for(target: SanitizerTarget, run: ToolRun, locate=None) -> CheckResult:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.campaign_store import ResultKey, ResultStore
+from harness.oracles import last_line, program_env
 from harness.oracles.sanitizer import SanitizerTarget, sanitize
 from harness.records import CheckStatus
 
@@ -132,8 +133,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
                      timeout: float) -> tuple[dict, str, str]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or "")."""
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = program_env()
 
     def start() -> subprocess.Popen:
         # Started ahead: a kernel that faults ends its process, and the next one's imports are done by then.
@@ -163,8 +163,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         process, spare[0] = spare[0], start()
         try:
             _out, errors = process.communicate(f"{plan} {events}\n", timeout=timeout)
-            ended = f"the process ended ({exit_description(process.returncode)}): " + (
-                (errors.strip().splitlines() or ["(no output)"])[-1][:300])
+            ended = f"the process ended ({exit_description(process.returncode)}): {last_line(errors)}"
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
