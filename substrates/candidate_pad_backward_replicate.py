@@ -6,7 +6,8 @@ linear index against grad_out's shape, clamps each coordinate minus the axis's l
 with a compare-and-swap loop bounded at 1000 tries: a 32-bit CAS for f32, a 64-bit CAS for
 f64, and for f16/bf16 a CAS on the enclosing aligned 32-bit word that rewrites only the
 element's 16-bit lane, the add done in f32 and rounded to nearest even. launch zero-fills
-grad_in; the kernel only adds into it.
+grad_in, in whole 32-bit words so that the word around the last of an odd count of
+16-bit elements is the buffer's too; the kernel only adds into it.
 
 Inputs (see problems/pad_backward_replicate_<dtype>.py): grad_out, pads (int64 (rank, 2), row d
 = (left, right) of axis d). grad_in has grad_out's shape minus the pads.
@@ -163,6 +164,21 @@ def _checked_pads(grad_out, pads, name, torch):
     return rows
 
 
+def zeroed_words(shape, dtype, device, torch):
+    """Zeros of `shape` in storage of whole 32-bit words (the contract's buffers are u32 arrays).
+
+    A 16-bit element's CAS swaps the aligned word around it: for the last of an odd count that word
+    ends two bytes past the elements, which must still be this buffer's (compute-sanitizer's
+    memcheck reports the read otherwise).
+    """
+    n = 1
+    for extent in shape:
+        n *= extent
+    per_word = max(1, 4 // dtype.itemsize)
+    words = torch.zeros(-(-n // per_word) * per_word, dtype=dtype, device=device)
+    return words[:n].view(shape)
+
+
 def make_launch(dtype_name: str, ctypes):
     name = substrate_name(dtype_name)
 
@@ -179,7 +195,7 @@ def make_launch(dtype_name: str, ctypes):
         rows = _checked_pads(grad_out, pads, name, torch)
         in_shape = [m - left - right for m, (left, right) in zip(grad_out.shape, rows)]
         # The kernel only adds: grad_in starts at zero (the contract's wrapper zero-fills it).
-        out = torch.zeros(in_shape, dtype=grad_out.dtype, device=grad_out.device)
+        out = zeroed_words(in_shape, grad_out.dtype, grad_out.device, torch)
         unused = [1] * (MAX_RANK - grad_out.dim())
         geometry = PadGeometry(
             grad_out.dim(),

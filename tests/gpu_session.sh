@@ -134,7 +134,9 @@ fi
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
 if [ "${TESTS:-all}" != none ]; then
-  python3 -m pytest -q -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" | tail -n 25
+  # -v: a run cut off by the call's limit still shows which tests ran; the slowest are listed last.
+  python3 -m pytest -v -rfE --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
+    | grep -vE " PASSED|^tests/.* SKIPPED" | tail -n 70
   echo "pytest exit: ${PIPESTATUS[0]}"
   pack
 fi

@@ -7,8 +7,8 @@ files are not in this repository; tests/kernelbench_standin/ holds, for each pro
 a stand-in with the same Model and get_inputs() code and small sizes. This test copies every
 candidate into a temporary folder with each of those constants replaced by the stand-in's value,
 checks that the substitution happened (every constant, and T0's shapes are the stand-in's), and
-runs the gate once over all the copies on the CPU backend with `--kb-root` the stand-in folder:
-every substrate must be admitted.
+runs the gate once over all the copies on the CPU backend, and on the GPU where there is one,
+with `--kb-root` the stand-in folder: every substrate must be admitted.
 """
 
 import ast
@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from harness.candidates import call_builder, import_candidate, register_candidate
@@ -76,7 +77,9 @@ def _t0_shapes(inputs: list) -> list:
     return [tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def test_every_kernelbench_candidate_is_admitted_on_the_stand_ins(tmp_path):
+# On the GPU the sanitizers' checks run too (wherever compute-sanitizer is found): none may fire.
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_every_kernelbench_candidate_is_admitted_on_the_stand_ins(tmp_path, backend):
     candidates = sorted(CANDIDATES.glob("candidate_*.py"))
     assert candidates, f"no candidates in {CANDIDATES}"
     folder = tmp_path / "kernelbench"
@@ -105,7 +108,7 @@ def test_every_kernelbench_candidate_is_admitted_on_the_stand_ins(tmp_path):
         names.append(name)
 
     report_path = tmp_path / "r.json"
-    command = [sys.executable, "gate.py", "--backend", "cpu", "--no-record", "--no-progress", "--jobs", "2",
+    command = [sys.executable, "gate.py", "--backend", backend, "--no-record", "--no-progress", "--jobs", "2",
                "--kb-root", str(STANDIN_ROOT), "--json", str(report_path), *map(str, copies)]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=GATE_TIMEOUT_S)
     output = result.stdout + result.stderr

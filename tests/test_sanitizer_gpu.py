@@ -52,3 +52,23 @@ def test_a_read_four_terabytes_past_the_input_is_reported_by_memcheck(tmp_path):
     (memcheck,), (after,) = checks["forms_crash_late"], checks["forms_row_sum"]
     assert memcheck.status is CheckStatus.FAILED and "forms_crash_late.cu:" in memcheck.detail, memcheck.detail
     assert after.status is CheckStatus.PASSED, after.detail  # a fresh process took the substrate after the crash
+
+
+@needs_sanitizer
+def test_a_sub_word_cas_reaching_past_an_odd_count_of_halves_is_reported_by_memcheck(tmp_path):
+    # What the first run of the gate with the sanitizers found in the family: the f16/bf16 gradients
+    # swap the aligned 32-bit word around their element, two bytes past the last of an odd count
+    # unless launch gives grad_in whole words.
+    family = REPO / "substrates" / "candidate_pad_backward_reflect.py"
+    unpadded = tmp_path / family.name
+    unpadded.write_text(family.read_text().replace(
+        "out = zeroed_words(in_shape, grad_out.dtype, grad_out.device, torch)",
+        "out = torch.zeros(in_shape, dtype=grad_out.dtype, device=grad_out.device)"))
+    halves = [t for t in _targets(unpadded) if t.name == "pad_backward_reflect_f16"]
+    padded = [t for t in _targets(family) if t.name in ("pad_backward_reflect_f16", "pad_backward_reflect_bf16")]
+    checks = sanitize(halves, ("memcheck",), SANITIZER)
+    ((memcheck,),) = checks.values()
+    assert memcheck.status is CheckStatus.FAILED, memcheck.detail
+    assert "Invalid __global__ read of size 4" in memcheck.detail and "atomic_accumulate" in memcheck.detail
+    for name, (after,) in sanitize(padded, ("memcheck",), SANITIZER).items():
+        assert after.status is CheckStatus.PASSED, f"{name}: {after.detail}"
