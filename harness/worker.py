@@ -1,7 +1,8 @@
 """Worker processes: every substrate is imported and gated in a fresh process with a time limit.
 
-A fresh spawned process per substrate is what makes three guarantees hold: the import-safety
-proof starts from a process with no CUDA state; a fault that poisons the CUDA context, a crash
+A fresh process per substrate (forked from a fork server that has imported torch and the harness
+and never touched a device, or spawned where there is no fork server) is what makes three
+guarantees hold: the import-safety proof starts from a process with no CUDA state; a fault that poisons the CUDA context, a crash
 or a hang takes down only that substrate; and the parent, which never touches CUDA, can always
 kill a worker that stops making progress (a GPU without a watchdog runs a stuck kernel forever).
 
@@ -14,7 +15,9 @@ for discovery; a worker whose pipeline raises sends ("crash", why) before it die
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import threading
@@ -215,7 +218,6 @@ def exit_description(code: int | None) -> str:
     return f"exit code {code}"
 
 
-_STARTING = threading.Lock()  # a worker's environment is the parent's at start: one start at a time
 PARENT_CHECK_SECONDS = 1.0
 
 
@@ -254,8 +256,25 @@ def _exit_when(gone) -> None:
 
 
 def _run_watched(target, parent_pid: int, *args) -> None:
-    """Run target(*args) in a worker that exits as soon as its parent is gone."""
-    watch_parent(parent_pid)
+    """Run target(*args) in a worker that exits as soon as the process that started it is gone.
+
+    That process is `parent_pid`; a worker forked by the fork server has the server as its parent,
+    and the server exits when that process does: either going ends the worker.
+    """
+    parent_at_start = os.getppid()
+
+    def gone() -> bool:
+        if os.getppid() != parent_at_start:
+            return True
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # it exists, under another user
+        return False
+
+    _exit_when(gone)
     target(*args)
 
 
@@ -273,31 +292,53 @@ class StartedWorker:
         self.connection.close()
 
 
-def start_worker(env: dict[str, str] | None = None, prepare=None) -> StartedWorker:
-    """Spawn a worker that runs prepare() (imports, say) and then waits for its job.
+# Imported once by the fork server, so that a worker forked from it has them already. None of them
+# touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
+# the workers that need it).
+FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
+                       "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
+                       "harness.nvrtc", "harness.cache", "harness.batches", "harness.mutants",
+                       "harness.campaign_worker", "harness.backends.cpu")
 
-    `env` adds to the environment the worker starts with (CUDA_VISIBLE_DEVICES, say).
+
+@functools.cache
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How workers start: forked from a fork server where the platform has one, else spawned.
+
+    A spawned worker starts Python and imports torch and the harness, seconds each time, and a
+    campaign starts a worker per substrate and again after every fault. The fork server (started
+    once, with the first worker, from this process's environment) imports them once and forks each
+    worker from itself in milliseconds. It never touches a device, so a worker still starts with
+    no CUDA state and the import-safety proof holds as with spawn.
     """
-    context = multiprocessing.get_context("spawn")
-    quiet_openmp()
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
+    return context
+
+
+def start_worker(env: dict[str, str] | None = None, prepare=None) -> StartedWorker:
+    """Start a worker that runs prepare() (imports, say) and then waits for its job.
+
+    The worker runs in this process's current environment and folder, `env` added (CUDA_VISIBLE_DEVICES,
+    say): a forked worker inherits the fork server's, so it is handed them.
+    """
+    quiet_openmp()  # before the fork server starts: libgomp reads it once, when torch loads it
+    context = worker_context()
     parent_end, child_end = context.Pipe()
-    process = context.Process(target=_run_watched, args=(_serve, os.getpid(), prepare, child_end), daemon=True)
-    with _STARTING:
-        saved = {name: os.environ.get(name) for name in env or {}}
-        os.environ.update(env or {})
-        try:
-            process.start()
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    environment = {**os.environ, **(env or {})}
+    process = context.Process(target=_run_watched, daemon=True,
+                              args=(_serve, os.getpid(), environment, os.getcwd(), prepare, child_end))
+    process.start()
     child_end.close()  # else the parent would never see the pipe close when the worker dies
     return StartedWorker(process, parent_end)
 
 
-def _serve(prepare, conn) -> None:
+def _serve(environment: dict[str, str], folder: str, prepare, conn) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(folder)
     if prepare is not None:
         prepare()
     target, args = conn.recv()

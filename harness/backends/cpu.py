@@ -27,7 +27,6 @@ from harness.backends.base import Backend, BackendUnavailable, KernelFault, Load
 from harness.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
-CXX = os.environ.get("CXX", "g++")
 CXX_FLAGS = ("-std=c++17", "-O2", "-fopenmp", "-fPIC", "-shared", "-fwrapv", "-fno-strict-aliasing")
 ALLOWED_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "math_constants.h")
 
@@ -72,12 +71,22 @@ def unsupported_constructs(source: str, program_name: str) -> list[str]:
     return list(dict.fromkeys(found))  # one message per construct and line
 
 
-@lru_cache(maxsize=None)
+def cxx() -> str:
+    """The C++ compiler: $CXX when it is set, read at each use (a worker forked from the fork server has
+    this module imported already, but the environment it was started with)."""
+    return os.environ.get("CXX", "g++")
+
+
 def compiler_version() -> str:
+    return _version_of(cxx())
+
+
+@lru_cache(maxsize=None)
+def _version_of(compiler: str) -> str:
     try:
-        done = subprocess.run([CXX, "--version"], capture_output=True, text=True, check=True)
+        done = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as error:
-        raise BackendUnavailable(f"the CPU backend needs a C++17 compiler ({CXX}): {error}") from error
+        raise BackendUnavailable(f"the CPU backend needs a C++17 compiler ({compiler}): {error}") from error
     return done.stdout.splitlines()[0]
 
 
@@ -109,7 +118,7 @@ def compile_shared_object(unit: str, program_name: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="harness-cpu-") as work:
         cpp, so = Path(work) / "unit.cpp", Path(work) / "unit.so"
         cpp.write_text(unit)
-        done = subprocess.run([CXX, *CXX_FLAGS, f"-I{SHIM_DIR}", str(cpp), "-o", str(so)],
+        done = subprocess.run([cxx(), *CXX_FLAGS, f"-I{SHIM_DIR}", str(cpp), "-o", str(so)],
                               capture_output=True, text=True)
         if done.returncode != 0:
             errors = [line for line in done.stderr.splitlines() if ": error:" in line][:5]
