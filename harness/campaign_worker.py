@@ -314,6 +314,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
             with _Phase(phases, "compiling"):
                 variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
+                backend.compile_ahead(_to_load(sources, variants, digests if job.check_equivalence else None),
+                                      entry.kernel_name, program)
         for mutant_id, source, variant in zip(chunk, sources, variants):
             started = time.perf_counter()
             started_here += 1
@@ -362,6 +364,19 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             report(status, detail, digest)
             if end_worker:
                 return  # the parent starts a fresh worker for the rest
+
+
+def _to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
+    """The sources of a batch that will be loaded: not those whose code is known already (equivalent
+    to the unmutated source, or a duplicate of a mutant before them), when code is compared."""
+    wanted, seen = [], set(digests or ())
+    for source, variant in zip(sources, variants):
+        if digests is not None and variant is not None:
+            if variant.digest in seen:
+                continue
+            seen.add(variant.digest)
+        wanted.append(source)
+    return wanted
 
 
 @dataclass(frozen=True)

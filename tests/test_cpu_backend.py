@@ -1,5 +1,8 @@
 """The CPU backend: refusals, each shim feature against torch, and substrates run on the CPU."""
 
+import dataclasses
+import re
+
 import pytest
 import torch
 
@@ -96,3 +99,40 @@ def test_the_compiled_object_is_cached(tmp_path):
     again = CpuBackend(cache_dir=tmp_path).load(source, "ids3d", "g.cu")
     assert (first.from_cache, again.from_cache) == (False, True)
     assert len(list(tmp_path.glob("*.so"))) == 1
+
+
+def _tree_sum_variants():
+    case = next(c for c in shim_kernels.CASES if c.name == "tree_sum")
+    doubled = case.source.replace("s[t] = x[blockIdx.x * 256 + t];", "s[t] = 2 * x[blockIdx.x * 256 + t];")
+    # Without its barriers the kernel runs as a plain loop: each entry point keeps its own threading.
+    unsynced = re.sub(r"__syncthreads\(\);[^\n]*", "", case.source)
+    assert len({case.source, doubled, unsynced}) == 3
+    return case, [case.source, doubled, unsynced]
+
+
+def test_sources_compiled_ahead_in_one_g_plus_plus_run_run_as_each_compiled_alone(tmp_path):
+    case, sources = _tree_sum_variants()
+    ahead, alone = CpuBackend(cache_dir=tmp_path / "ahead"), CpuBackend(cache_dir=tmp_path / "alone")
+    ahead.compile_ahead(sources, case.kernel_name, "t.cu")
+    assert len(list((tmp_path / "ahead").glob("*.so"))) == 1
+    outputs = []
+    for source in sources[:2]:  # the unsynced one races: its output is not compared
+        variant = dataclasses.replace(case, source=source)
+        outputs.append(shim_kernels.execute(ahead, variant)[1])
+        assert torch.equal(outputs[-1], shim_kernels.execute(alone, variant)[1])
+    assert torch.equal(outputs[1], 2 * outputs[0])  # each source has its own entry point
+    unsynced = ahead.load(sources[2], case.kernel_name, "t.cu")
+    assert "threads=loop" in unsynced.options
+    assert len(list((tmp_path / "ahead").glob("*.so"))) == 1  # every load found its source compiled ahead
+
+
+def test_a_batch_that_does_not_compile_leaves_each_source_to_compile_alone(tmp_path):
+    case, (good, doubled, _) = _tree_sum_variants()
+    broken = good.replace("int t = threadIdx.x;", "int t = threadIdx.x")
+    backend = CpuBackend(cache_dir=tmp_path)
+    backend.compile_ahead([good, broken, doubled], case.kernel_name, "t.cu")
+    assert list(tmp_path.glob("*.so")) == []
+    assert torch.equal(shim_kernels.execute(backend, dataclasses.replace(case, source=doubled))[1],
+                       2 * shim_kernels.execute(backend, case)[1])
+    with pytest.raises(CompileError, match=r'^t\.cu:6: error: expected a ";"'):
+        backend.load(broken, case.kernel_name, "t.cu")

@@ -63,6 +63,10 @@ class Backend:
         """
         raise NotImplementedError("a backend needs load")
 
+    def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
+        """Prepare what load() will be asked for, where compiling many at once is cheaper (the CPU
+        backend's g++); load() stays the one that compiles, reports errors and loads. Here: nothing."""
+
     def launch(self, kernel: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                args: list) -> None:
         """Start `kernel` over grid x block with ctypes argument objects; may return before it ends."""

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from harness import cache, signature
+from harness.batches import batch_program
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
 from harness.nvrtc import CompileError
 
@@ -113,6 +114,23 @@ def cpp_translation_unit(source: str, kernel_name: str, program_name: str, fiber
     )
 
 
+def batch_translation_unit(sources: list[str], kernel_name: str, program_name: str) -> str:
+    """One C++ file for many sources: each in its namespace (harness.batches), entry point i launching source i."""
+    composed = batch_program(sources, kernel_name, program_name)
+    entries = [
+        f'extern "C" __attribute__((visibility("default"))) int harness_launch_{i}(\n'
+        "    void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {\n"
+        f"    return harness_cpu::launch(&{expression}, args, dim3(gx, gy, gz), dim3(bx, by, bz), "
+        f"{int(needs_fibers(source))});\n}}"
+        for i, (source, expression) in enumerate(zip(sources, composed.name_expressions))]
+    return ('#include "cuda_cpu.h"\n' + composed.source + '#line 1 "harness-launch-entry"\n' + "\n".join(entries)
+            + '\nextern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n')
+
+
+def needs_fibers(source: str) -> bool:
+    return bool(_NEEDS_FIBERS.search(_strip_comments(source)))
+
+
 def compile_shared_object(unit: str, program_name: str) -> bytes:
     """g++ the translation unit into a shared object; raises CompileError with g++'s errors."""
     with tempfile.TemporaryDirectory(prefix="harness-cpu-") as work:
@@ -144,6 +162,8 @@ class CpuBackend(Backend):
         compiler_version()  # fails early, with the reason, where there is no compiler
         self.cache_dir = cache_dir
         self._libraries = []  # loaded shared objects stay alive as long as the backend
+        # (source, kernel name) -> (library, entry point, from the cache): sources compiled ahead, together.
+        self._compiled_ahead: dict[tuple[str, str], tuple[ctypes.CDLL, str, bool]] = {}
 
     @property
     def device(self):
@@ -159,32 +179,61 @@ class CpuBackend(Backend):
         if compiled is None:  # NVRTC's PTX gives the parameter list, as on the GPU
             compiled, _ = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name,
                                                locate)
-        fibers = bool(_NEEDS_FIBERS.search(_strip_comments(source)))
-        unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
-        key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
-        paths, from_cache = cache.lookup_or_make(
-            key, ("so",), lambda: {"so": compile_shared_object(unit, program_name)}, self.cache_dir)
-        library = ctypes.CDLL(str(paths["so"]))
-        self._libraries.append(library)
-        entry = library.harness_launch
+        fibers = needs_fibers(source)
+        ahead = self._compiled_ahead.get((source, kernel_name))
+        if ahead is not None:
+            library, entry_name, from_cache = ahead
+        else:
+            unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
+            library, from_cache = self._library(unit, program_name)
+            entry_name = "harness_launch"
+        entry = getattr(library, entry_name)
         entry.restype = ctypes.c_int
         entry.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6
         library.harness_last_error.restype = ctypes.c_char_p
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
-            handle=library,
+            handle=(entry, library.harness_last_error),
             from_cache=from_cache,
             options=(*CXX_FLAGS, "threads=fibers" if fibers else "threads=loop"),
             compiler=compiler_version(),
             target=f"the CPU ({'fibers' if fibers else 'a loop'} per block)",
         )
 
+    def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
+        """Compile many sources (a campaign's mutants) with one g++ run, for load() to find.
+
+        Most of g++'s time on a small kernel goes to the shim's header, once per run. A batch that
+        does not compile is left alone: load() compiles each source by itself, which names the one
+        at fault, as it would have without this.
+        """
+        wanted = [s for s in dict.fromkeys(sources)
+                  if (s, kernel_name) not in self._compiled_ahead and not unsupported_constructs(s, program_name)]
+        if len(wanted) < 2:
+            return
+        unit = batch_translation_unit(wanted, kernel_name, program_name)
+        try:
+            library, from_cache = self._library(unit, program_name)
+        except CompileError:
+            return
+        for i, source in enumerate(wanted):
+            self._compiled_ahead[(source, kernel_name)] = (library, f"harness_launch_{i}", from_cache)
+
+    def _library(self, unit: str, program_name: str) -> tuple[ctypes.CDLL, bool]:
+        key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
+        paths, from_cache = cache.lookup_or_make(
+            key, ("so",), lambda: {"so": compile_shared_object(unit, program_name)}, self.cache_dir)
+        library = ctypes.CDLL(str(paths["so"]))
+        self._libraries.append(library)
+        return library, from_cache
+
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        status = kernel.handle.harness_launch(ctypes.addressof(pointers), *grid, *block)
+        entry, last_error = kernel.handle
+        status = entry(ctypes.addressof(pointers), *grid, *block)
         if status != 0:
-            message = kernel.handle.harness_last_error().decode(errors="replace")
+            message = last_error().decode(errors="replace")
             raise KernelFault(f"CPU backend: {message}", poisons_context=False)
 
     def synchronize(self) -> None:
