@@ -1,5 +1,6 @@
 """The CPU backend: refusals, each shim feature against torch, and substrates run on the CPU."""
 
+import ctypes
 import dataclasses
 import re
 
@@ -8,6 +9,7 @@ import torch
 
 from harness.backends.cpu import CpuBackend, unsupported_constructs
 from harness.backends.base import KernelFault
+from harness import signature
 from harness.nvrtc import CompileError
 from tests import shim_kernels
 
@@ -136,3 +138,39 @@ def test_a_batch_that_does_not_compile_leaves_each_source_to_compile_alone(tmp_p
                        2 * shim_kernels.execute(backend, case)[1])
     with pytest.raises(CompileError, match=r'^t\.cu:6: error: expected a ";"'):
         backend.load(broken, case.kernel_name, "t.cu")
+
+
+FAULTS = r"""
+extern "C" __global__ void faults(const int* __restrict__ x, int* __restrict__ out, long long where, int divisor)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t == 37) out[where] = x[t];         // where: far past every mapping
+    else if (t == 41) out[t] = x[t] / divisor;  // divisor 0: an integer division by zero
+    else out[t] = x[t];
+    #ifdef SYNCED
+    __syncthreads();
+    #endif
+}
+"""
+
+
+def _launch_faults(backend, source, where, divisor):
+    kernel = backend.load(source, "faults", "faults.cu")
+    x = torch.arange(64, dtype=torch.int32)
+    out = torch.zeros(64, dtype=torch.int32)
+    args = [(ctypes.c_void_p, x.data_ptr()), (ctypes.c_void_p, out.data_ptr()), (ctypes.c_longlong, where),
+            (ctypes.c_int, divisor)]
+    backend.launch(kernel, (2, 1, 1), (32, 1, 1), signature.to_ctypes(args))
+    return out
+
+
+@pytest.mark.parametrize("synced", [False, True], ids=["loop", "fibers"])
+def test_a_kernel_that_faults_fails_its_launch_and_the_process_goes_on(backend, synced):
+    source = ("#define SYNCED\n" if synced else "") + FAULTS
+    with pytest.raises(KernelFault, match=r"^CPU backend: memory fault: SIGSEGV \(an address outside every mapping\) "
+                                          r"at address 0x[0-9a-f]+ in block \(1,0,0\), thread \(5,0,0\)$"):
+        _launch_faults(backend, source, 1 << 42, 1)
+    with pytest.raises(KernelFault, match=r"^CPU backend: memory fault: SIGFPE \(an integer division by zero\) "
+                                          r"at address 0x[0-9a-f]+ in block \(1,0,0\), thread \(9,0,0\)$"):
+        _launch_faults(backend, source, 37, 0)
+    assert torch.equal(_launch_faults(backend, source, 37, 1), torch.arange(64, dtype=torch.int32))

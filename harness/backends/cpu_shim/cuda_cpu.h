@@ -37,6 +37,8 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <csetjmp>
+#include <csignal>
 #include <sys/mman.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -178,6 +180,83 @@ static void clear_error() {
 }
 
 struct KernelAbort {};  // thrown (FIBERS=0 only) to leave a kernel that hit a refused construct
+
+// ---- memory faults -------------------------------------------------------------------------
+// A kernel that touches an address outside every mapping (or divides an integer by zero) would
+// kill the whole process, where a GPU fails the launch with an illegal address. So each block
+// runs with a jump buffer in its thread; the handler, on a stack of its own (the fault may be a
+// fiber's stack overflow), jumps back there and the launch fails naming the signal, the address,
+// the block and the thread. A fault outside a block goes to the handler installed before this
+// one (another shared object's shim, Python's faulthandler), or takes the signal's default.
+static const int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+constexpr int kFaultSignalCount = sizeof kFaultSignals / sizeof kFaultSignals[0];
+constexpr std::size_t kAltStackBytes = 64 * 1024;
+static struct sigaction g_previous_handler[kFaultSignalCount];
+static bool g_fault_handlers_installed = false;
+static thread_local sigjmp_buf* t_fault_jump = nullptr;
+static thread_local int t_fault_signal = 0;
+static thread_local void* t_fault_address = nullptr;
+
+static void on_fault(int sig, siginfo_t* info, void* context) {
+    if (sigjmp_buf* jump = t_fault_jump) {
+        t_fault_jump = nullptr;
+        t_fault_signal = sig;
+        t_fault_address = info ? info->si_addr : nullptr;
+        siglongjmp(*jump, 1);
+    }
+    for (int i = 0; i < kFaultSignalCount; ++i) {
+        if (kFaultSignals[i] != sig) continue;
+        const struct sigaction& before = g_previous_handler[i];
+        if ((before.sa_flags & SA_SIGINFO) && before.sa_sigaction) {
+            before.sa_sigaction(sig, info, context);
+        } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN && before.sa_handler) {
+            before.sa_handler(sig);
+        } else {
+            signal(sig, SIG_DFL);  // returning re-runs the faulting instruction, which now ends the process
+        }
+        return;
+    }
+}
+
+static void install_fault_handlers() {  // once per shared object, from the launching thread
+    if (g_fault_handlers_installed) return;
+    g_fault_handlers_installed = true;
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;  // NODEFER: the jump leaves no signal blocked
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < kFaultSignalCount; ++i) sigaction(kFaultSignals[i], &action, &g_previous_handler[i]);
+}
+
+static void ensure_alt_stack() {  // per thread: the handler must not run on the stack that overflowed
+    stack_t current;
+    if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
+    static thread_local char* stack = nullptr;  // kept for the thread's life
+    if (!stack) stack = static_cast<char*>(std::malloc(kAltStackBytes));
+    if (!stack) return;
+    stack_t mine;
+    mine.ss_sp = stack;
+    mine.ss_size = kAltStackBytes;
+    mine.ss_flags = 0;
+    sigaltstack(&mine, nullptr);
+}
+
+static const char* signal_name(int sig) {
+    switch (sig) {
+        case SIGSEGV: return "SIGSEGV (an address outside every mapping)";
+        case SIGBUS: return "SIGBUS (a misaligned or unbacked address)";
+        case SIGFPE: return "SIGFPE (an integer division by zero)";
+        case SIGILL: return "SIGILL (an illegal instruction)";
+        default: return "a signal";
+    }
+}
+
+static void report_fault() {
+    set_error(kKernelFault, "memory fault: %s at address %p in block (%u,%u,%u), thread (%u,%u,%u)",
+              signal_name(t_fault_signal), t_fault_address, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+              threadIdx.y, threadIdx.z);
+}
 
 // ---- fibers --------------------------------------------------------------------------------
 
@@ -545,6 +624,7 @@ static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 
     const unsigned nthreads = block.x * block.y * block.z;
 #pragma omp parallel
     {
+        ensure_alt_stack();
         Sched* s = g_pool.acquire();
         if (!s || !s->reserve(nthreads)) {
             set_error(kNoMemory, "cannot map %u fiber stacks of %u bytes", nthreads,
@@ -578,7 +658,14 @@ static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 
             if (!ready || error_pending()) continue;
             const unsigned long long ub = (unsigned long long)b;
             blockIdx = uint3{(unsigned)(ub % grid.x), (unsigned)((ub / grid.x) % grid.y), (unsigned)(ub / gxy)};
+            sigjmp_buf jump;
+            if (sigsetjmp(jump, 0) != 0) {  // a fiber faulted: the block is abandoned
+                report_fault();
+                continue;
+            }
+            t_fault_jump = &jump;
             run_block(s);
+            t_fault_jump = nullptr;
             for (unsigned i = 0; i < nthreads; ++i)
                 if (*s->canary(i) != Sched::kCanary) {
                     set_error(kKernelFault,
@@ -627,6 +714,7 @@ static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long lon
     const unsigned bx = block.x, by = block.y, bz = block.z;
 #pragma omp parallel
     {
+        ensure_alt_stack();
         blockDim = block;
         gridDim = grid;
         uint3* tix = &threadIdx;
@@ -637,6 +725,12 @@ static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long lon
             if (error_pending()) continue;
             const unsigned long long ub = (unsigned long long)b;
             *bix = uint3{(unsigned)(ub % grid.x), (unsigned)((ub / grid.x) % grid.y), (unsigned)(ub / gxy)};
+            sigjmp_buf jump;
+            if (sigsetjmp(jump, 0) != 0) {
+                report_fault();
+                continue;
+            }
+            t_fault_jump = &jump;
 #if defined(__cpp_exceptions)
             try {
 #endif
@@ -659,6 +753,7 @@ static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long lon
             } catch (const KernelAbort&) {
             }
 #endif
+            t_fault_jump = nullptr;
         }
     }
 }
@@ -684,6 +779,7 @@ static int launch_impl(void (*kernel)(A...), void** args, dim3 grid, dim3 block,
         set_error(kInvalidConfig, "launch: the kernel takes %zu arguments but args is null", sizeof...(A));
     }
     if (error_pending()) return g_status;
+    install_fault_handlers();
 
     using Tup = std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...>;
     Tup vals(load_arg<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...);
