@@ -271,8 +271,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
         conn.send(("timings", dict(phases)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
-    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool]:
-        """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker).
+    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool]:
+        """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker,
+        a memory fault the CPU shim caught).
 
         A kill stands only if the worker's copy of the trial is intact (its byte sums are those it was
         built with; a stray write of this or an earlier mutant may have changed it: status None, the
@@ -285,21 +286,21 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             try:
                 failure = run_trial(kernel, i)
                 if failure and trial_checksum(trial) != checksums[i]:
-                    return None, f"{trial.where}: {failure}", True
+                    return None, f"{trial.where}: {failure}", True, False
                 if failure and entry.accumulates:
                     conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
                     if run_trial(original(), i):
                         continue
             except KernelFault as fault:
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context, fault.memory_fault
             except RuntimeError as error:  # torch meeting a context the mutant broke
                 if "CUDA" not in str(error):
                     raise
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True, False
             if failure:
                 kills[i] += 1
-                return MutantStatus.KILLED, f"{trial.where}: {failure}", False
-        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False
+                return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False
+        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
@@ -353,7 +354,18 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 if fault.poisons_context:
                     return
                 continue
-            status, detail, end_worker = judge(kernel, mutant_id)
+            status, detail, end_worker, memory_fault = judge(kernel, mutant_id)
+            if memory_fault and started_here > 1:
+                # Such a fault used to end the process, and a death is a mutant's own only when it is the
+                # first mutant of a fresh worker (an earlier one may have damaged the process). With the
+                # trials intact, this worker becomes that: its trial order forgotten, the mutant judged again.
+                if [trial_checksum(trial) for trial in trials] != checksums:
+                    conn.send(("retry", mutant_id, f"{detail}; a trial changed before it: judged in a fresh worker"))
+                    return
+                kills.clear()
+                started_here = 1
+                status, detail, end_worker, memory_fault = judge(kernel, mutant_id)
+                detail += " (judged again as the first mutant of a fresh worker)"
             if status is None and started_here > 1:
                 # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
                 conn.send(("retry", mutant_id, f"{detail}; the worker's copy of that trial has changed"))

@@ -16,12 +16,15 @@ class BackendUnavailable(Exception):
 class KernelFault(Exception):
     """The kernel failed while running (illegal address, launch failure).
 
-    `poisons_context` is True when nothing more can run in this process afterwards.
+    `poisons_context` is True when nothing more can run in this process afterwards. `memory_fault`
+    is True for the CPU backend's caught memory faults: without the shim's handler they would have
+    ended the process, as a fault that poisons the context does on the GPU.
     """
 
-    def __init__(self, message: str, poisons_context: bool = True):
+    def __init__(self, message: str, poisons_context: bool = True, memory_fault: bool = False):
         super().__init__(message)
         self.poisons_context = poisons_context
+        self.memory_fault = memory_fault
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from harness.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
 CXX_FLAGS = ("-std=c++17", "-O2", "-fopenmp", "-fPIC", "-shared", "-fwrapv", "-fno-strict-aliasing")
+MEMORY_FAULT = 5  # cuda_cpu.h's kMemoryFault: the shim caught a signal in a block
 ALLOWED_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "math_constants.h")
 
 # (pattern, what the message calls it); matched against the source with comments removed.
@@ -234,7 +235,7 @@ class CpuBackend(Backend):
         status = entry(ctypes.addressof(pointers), *grid, *block)
         if status != 0:
             message = last_error().decode(errors="replace")
-            raise KernelFault(f"CPU backend: {message}", poisons_context=False)
+            raise KernelFault(f"CPU backend: {message}", poisons_context=False, memory_fault=status == MEMORY_FAULT)
 
     def synchronize(self) -> None:
         """Launches on the CPU run to completion before returning: nothing to wait for."""

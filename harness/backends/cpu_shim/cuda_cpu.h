@@ -152,6 +152,7 @@ enum Status : int {
     kKernelFault = 2,    // the kernel did something the shim refuses (partial warp mask, __trap, ...)
     kDeadlock = 3,       // live threads of a block wait at barriers the others never reach
     kNoMemory = 4,       // fiber stacks could not be mapped
+    kMemoryFault = 5,    // a block got SIGSEGV, SIGBUS, SIGFPE or SIGILL (see "memory faults" below)
 };
 
 namespace detail {
@@ -253,7 +254,7 @@ static const char* signal_name(int sig) {
 }
 
 static void report_fault() {
-    set_error(kKernelFault, "memory fault: %s at address %p in block (%u,%u,%u), thread (%u,%u,%u)",
+    set_error(kMemoryFault, "memory fault: %s at address %p in block (%u,%u,%u), thread (%u,%u,%u)",
               signal_name(t_fault_signal), t_fault_address, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
               threadIdx.y, threadIdx.z);
 }
