@@ -213,6 +213,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             kind = message[0]
             if kind == "batch":
                 state["compiling_batch"], state["current"] = True, None
+            elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)
+                state["compiling_batch"] = False
             elif kind == "mutant":
                 state["current"], state["compiling_batch"] = message[1], False
                 state["started"] += 1

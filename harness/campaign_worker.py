@@ -13,7 +13,9 @@ Messages to the parent: ("timings", {phase: seconds so far}) after the baseline,
 result and last however the job ends; ("step_timeout", s) once the unmutated run is timed;
 ("baseline", ok, why, seconds); ("retry", id, why) when a mutant must be judged again in a fresh
 worker (the worker's copy of a trial was damaged, perhaps by an earlier mutant); ("batch", ids)
-before a batch compiles (a timeout then blames no mutant); ("mutant", id) as each mutant starts;
+before a batch compiles with NVRTC and ("compiled",) after (a timeout or crash between them blames no
+mutant; on the CPU backend g++ then builds the batch in a process beside the worker, and the next
+batch is compiled before the mutants of this one run); ("mutant", id) as each mutant starts;
 ("step", what) before each compile and trial; ("result", {...}) per mutant.
 """
 
@@ -253,6 +255,31 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
 
+    mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
+    per_compile = job.batch_size if batching else 1
+    chunks = [job.mutant_ids[first:first + per_compile] for first in range(0, len(job.mutant_ids), per_compile)]
+
+    def prepare(chunk) -> tuple[list[str], list]:
+        """A chunk's sources and NVRTC variants, its g++ build (on the CPU backend) started beside what follows.
+
+        NVRTC runs here, in this thread, between the ("batch", ...) and ("compiled",) messages:
+        a compiler that crashes the worker is then seen as the batch's doing, not a mutant's.
+        """
+        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
+        variants = [None] * len(chunk)
+        if batching:
+            conn.send(("batch", chunk))
+            conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
+            with _Phase(phases, "compiling"):
+                variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
+                backend.compile_ahead(_to_load(sources, variants, digests if job.check_equivalence else None),
+                                      entry.kernel_name, program)
+            conn.send(("compiled",))
+        return sources, variants
+
+    # The first batch compiles (g++ beside) while the unmutated source runs.
+    prepared = prepare(chunks[0]) if chunks else None
+
     # The unmutated source goes through the same trials and must survive every one.
     slowest = 0.0
     if job.run_baseline:
@@ -302,21 +329,12 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False
         return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False
 
-    mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
-    per_compile = job.batch_size if batching else 1
-    for first in range(0, len(job.mutant_ids), per_compile):
-        chunk = job.mutant_ids[first:first + per_compile]
-        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
-        variants = [None] * len(chunk)
-        if batching:
-            conn.send(("batch", chunk))
-            conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
-            with _Phase(phases, "compiling"):
-                variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
-                backend.compile_ahead(_to_load(sources, variants, digests if job.check_equivalence else None),
-                                      entry.kernel_name, program)
+    for index, chunk in enumerate(chunks):
+        sources, variants = prepared
+        # The next batch compiles (g++ beside) while this one's mutants run.
+        prepared = prepare(chunks[index + 1]) if index + 1 < len(chunks) else None
         for mutant_id, source, variant in zip(chunk, sources, variants):
             started = time.perf_counter()
             started_here += 1

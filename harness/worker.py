@@ -301,6 +301,9 @@ FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates
                        "harness.campaign_worker", "harness.backends.cpu")
 
 
+START_METHOD_ENV = "SUBSTRATE_WORKER_START"  # "spawn": every worker spawned, as before the fork server
+
+
 @functools.cache
 def worker_context() -> multiprocessing.context.BaseContext:
     """How workers start: forked from a fork server where the platform has one, else spawned.
@@ -309,9 +312,10 @@ def worker_context() -> multiprocessing.context.BaseContext:
     campaign starts a worker per substrate and again after every fault. The fork server (started
     once, with the first worker, from this process's environment) imports them once and forks each
     worker from itself in milliseconds. It never touches a device, so a worker still starts with
-    no CUDA state and the import-safety proof holds as with spawn.
+    no CUDA state and the import-safety proof holds as with spawn. SUBSTRATE_WORKER_START=spawn
+    spawns every worker instead.
     """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    if os.environ.get(START_METHOD_ENV) == "spawn" or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))

@@ -130,7 +130,8 @@ def test_a_campaign_killed_with_sigkill_resumes_without_redoing_finished_mutants
     store = tmp_path / "results.jsonl"
     command = [sys.executable, "-m", "harness.campaign", "rule_compliant", "--backend", "cpu", "--no-progress",
                "--substrates-dir", str(admitted / "substrates"), "--store", str(store),
-               "--cache-dir", str(tmp_path / "cold-cache")]  # cold: compiles keep the campaign running long enough
+               "--cache-dir", str(tmp_path / "cold-cache"), "--batch-size", "1"]  # cold, each mutant compiled
+    # alone: g++ runs keep the campaign running long enough for the kill to land mid-run
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     deadline = time.monotonic() + 120

@@ -27,11 +27,11 @@ PLANTED = {
     "broken_missing_key": ("registration", "broken_missing_key: missing key(s) probe"),
     "broken_builder": ("suites_build", "misaligned trial 1: building inputs raised IndexError: no trial 1"),
 }
-# Where the backends differ: a wild write faults on the GPU and kills the process on the CPU.
+# Where the backends differ: a wild write faults on the GPU, and on the CPU the shim catches its signal.
 PER_BACKEND = {
     "cuda": {"broken_illegal_address": ("runs_to_completion", "CUDA_ERROR_ILLEGAL_ADDRESS")},
-    "cpu": {"broken_illegal_address": ("runs_to_completion", "the worker process died during probe trial 0 "
-                                                             "(killed by signal SIGSEGV)")},
+    "cpu": {"broken_illegal_address": ("runs_to_completion", "probe trial 0: CPU backend: memory fault: SIGSEGV (an "
+                                                             "address outside every mapping) at address 0x")},
 }
 # Where the machines differ: CUDA work at import succeeds (and is caught) where a GPU is visible,
 # and fails the import where none is, so the file never names its substrate and the report
@@ -156,7 +156,7 @@ def test_a_crash_at_a_late_trial_keeps_the_failures_found_before_it(forms):
     checks = _checks(substrate)
     assert checks["output_matches"][0] == "failed"
     assert "misaligned trial 0 (atol=0.01, rtol=0.01): 3 of 3 elements differ" in checks["output_matches"][1]
-    crash = ("the worker process died during misaligned trial 2 (killed by signal SIGSEGV)" if backend == "cpu"
+    crash = ("the worker process died during misaligned trial 2 (killed by signal SIGABRT)" if backend == "cpu"
              else "misaligned trial 2: kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS")
     assert checks["runs_to_completion"][0] == "failed" and crash in checks["runs_to_completion"][1]
     assert {s["name"]: (s["trials"], s["passed"]) for s in substrate["suites"]}["T0_original"] == (5, 5)

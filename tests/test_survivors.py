@@ -115,17 +115,25 @@ def test_the_tile_factor_takes_both_the_input_and_the_output_past_the_bound():
     assert tile_factor([torch.zeros(8, 100)], (8, 100), 2**31 + 2**20, torch) == 4 * 2**20
 
 
-def test_a_survivor_that_dies_on_the_large_trial_is_killed_and_the_next_one_is_still_judged(tmp_path):
+@pytest.mark.parametrize("fault, detail", [
+    # The CPU shim catches the read: the launch fails, as an illegal address does on the GPU.
+    (" if (i >= 300000) out[0] = x[i + (1LL << 40)];",
+     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)"),
+    # A death the process does not survive: a fresh process judges the next survivor.
+    ("\n#ifdef HARNESS_CPU\n if (i >= 300000) std::abort();\n#endif\n",
+     "the oracle's process died while it ran: the process ended (killed by signal SIGABRT)"),
+], ids=["caught", "died"])
+def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is_still_judged(tmp_path, fault,
+                                                                                              detail):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     crashing = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:crash:0",
-                        unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) out[0] = x[i + (1LL << 40)];"))
+                        unmutated.source.replace(GUARD, GUARD + fault))
     harmless = _guarded_survivor("i >= (1LL << 40)", 1)
     assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12) == {}
     died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
     assert died["killed_by"] == LARGE_INDEX
-    assert died["detail"].startswith("the oracle's process died while it ran: the process ended (killed by signal "
-                                     "SIGSEGV)")
+    assert died["detail"].startswith(detail), died["detail"]
     assert store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))["killed_by"] == ""
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from harness.backends import BackendUnavailable
 from harness.records import CheckName, CheckStatus
-from harness.worker import GateJob, WorkerLost, WorkerStarter, _converse, discover, run_gate_job, start_worker
+from harness.worker import (GateJob, WorkerLost, WorkerStarter, _converse, discover, run_gate_job, start_worker,
+                            worker_context)
 from tests import worker_targets
 
 
@@ -157,3 +158,27 @@ def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
     checks = {c.check: c for c in report.checks}
     assert checks[CheckName.RUNS_TO_COMPLETION].detail == (
         "the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3")
+
+
+def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_servers(tmp_path, monkeypatch):
+    _collect(worker_targets.answers)  # the fork server is running by now, started from the old environment
+    monkeypatch.setenv("WORKER_TEST_VARIABLE", "set after the fork server started")
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    _converse(worker_targets.reports_environment, (), 30.0, lambda message: seen.append(message) or True,
+              worker=start_worker(env={"WORKER_TEST_ADDED": "for this worker"}))
+    (message,) = seen
+    assert message[:4] == ("done", "set after the fork server started", "for this worker", str(tmp_path))
+    assert message[4] or worker_context().get_start_method() != "forkserver"  # torch came with the fork
+    assert os.environ.get("WORKER_TEST_ADDED") is None  # added for the worker, not to the parent
+
+
+@pytest.mark.parametrize("setting, method", [("", "forkserver"), ("spawn", "spawn")])
+def test_workers_are_forked_from_a_fork_server_unless_told_to_spawn(setting, method):
+    import subprocess
+    import sys
+
+    program = "from harness.worker import worker_context; print(worker_context().get_start_method())"
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                          env={**os.environ, "SUBSTRATE_WORKER_START": setting})
+    assert done.stdout.strip() == method

@@ -34,3 +34,8 @@ def marks_ready(directory):
 
 def reports_pid(conn):
     conn.send(("done", os.getpid()))
+
+
+def reports_environment(conn):
+    conn.send(("done", os.environ.get("WORKER_TEST_VARIABLE"), os.environ.get("WORKER_TEST_ADDED"), os.getcwd(),
+               "torch" in __import__("sys").modules))

@@ -17,6 +17,7 @@ import platform
 import re
 import subprocess
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -163,8 +164,10 @@ class CpuBackend(Backend):
         compiler_version()  # fails early, with the reason, where there is no compiler
         self.cache_dir = cache_dir
         self._libraries = []  # loaded shared objects stay alive as long as the backend
-        # (source, kernel name) -> (library, entry point, from the cache): sources compiled ahead, together.
-        self._compiled_ahead: dict[tuple[str, str], tuple[ctypes.CDLL, str, bool]] = {}
+        # (source, kernel name) -> (its batch's compile: (library, from the cache), its entry point): sources
+        # compiled ahead, together, by a thread of their own while the caller goes on (g++ is a process).
+        self._compiled_ahead: dict[tuple[str, str], tuple[Future, str]] = {}
+        self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="g++ ahead")
 
     @property
     def device(self):
@@ -182,8 +185,9 @@ class CpuBackend(Backend):
                                                locate)
         fibers = needs_fibers(source)
         ahead = self._compiled_ahead.get((source, kernel_name))
-        if ahead is not None:
-            library, entry_name, from_cache = ahead
+        batch = ahead[0].result() if ahead is not None else None  # waits for its g++ run
+        if batch is not None:
+            (library, from_cache), entry_name = batch, ahead[1]
         else:
             unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
             library, from_cache = self._library(unit, program_name)
@@ -203,23 +207,28 @@ class CpuBackend(Backend):
         )
 
     def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
-        """Compile many sources (a campaign's mutants) with one g++ run, for load() to find.
+        """Start compiling many sources (a campaign's mutants) with one g++ run, for load() to find.
 
-        Most of g++'s time on a small kernel goes to the shim's header, once per run. A batch that
-        does not compile is left alone: load() compiles each source by itself, which names the one
-        at fault, as it would have without this.
+        Most of g++'s time on a small kernel goes to the shim's header, once per run; and the run
+        goes on beside the caller, who loads the sources when it needs them (load waits for it). A
+        batch that does not compile is left alone: load() compiles each source by itself, which
+        names the one at fault, as it would have without this.
         """
         wanted = [s for s in dict.fromkeys(sources)
                   if (s, kernel_name) not in self._compiled_ahead and not unsupported_constructs(s, program_name)]
         if len(wanted) < 2:
             return
         unit = batch_translation_unit(wanted, kernel_name, program_name)
-        try:
-            library, from_cache = self._library(unit, program_name)
-        except CompileError:
-            return
+
+        def compile_batch() -> tuple[ctypes.CDLL, bool] | None:
+            try:
+                return self._library(unit, program_name)
+            except CompileError:
+                return None
+
+        batch = self._compiler.submit(compile_batch)
         for i, source in enumerate(wanted):
-            self._compiled_ahead[(source, kernel_name)] = (library, f"harness_launch_{i}", from_cache)
+            self._compiled_ahead[(source, kernel_name)] = (batch, f"harness_launch_{i}")
 
     def _library(self, unit: str, program_name: str) -> tuple[ctypes.CDLL, bool]:
         key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
