@@ -2,7 +2,7 @@
 
 For every substrate of the folders given, every mutant is compiled twice with NVRTC, in this
 process, one at a time: alone (as the naive mode and `--batch-size 1` do) and in batches as a
-campaign worker does (`harness.campaign_worker.compile_variants`). Prints the milliseconds per
+campaign worker does (`harness.engine.compile.compile_variants`). Prints the milliseconds per
 mutant of each, and checks that both ways sort the mutants into the same Equivalent, Duplicate
 and to-run classes, which is what makes the batch digests safe to use. Needs no GPU.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 def classes(original: str, digests: list[str | None]) -> list[str]:
     """How a campaign worker classes each mutant from its code digest, in order (`code_status`)."""
-    from harness.campaign_worker import code_status
+    from harness.engine.worker import code_status
 
     seen: dict[str, str | None] = {original: None}
     out = []
@@ -30,10 +30,11 @@ def classes(original: str, digests: list[str | None]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.batches import ptx_digest
-    from harness.campaign_worker import BATCH_SIZE, compile_variants
     from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
-    from harness.mutants import generate
+    from harness.engine.compile import ptx_digest
+    from harness.engine.compile import compile_variants
+    from harness.engine.mutants import generate
+    from harness.engine.worker import BATCH_SIZE
     from harness.nvrtc import DEFAULT_ARCH, CompileError, compile_cuda, compiler_version
 
     parser = argparse.ArgumentParser(prog="python -m harness.bench_compile", description=__doc__.splitlines()[0],

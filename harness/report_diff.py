@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.mutation_report import OWN_KEY
+from harness.engine.report import OWN_KEY
 
 
 @dataclass(frozen=True)

@@ -297,8 +297,8 @@ class StartedWorker:
 # the workers that need it).
 FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
-                       "harness.nvrtc", "harness.cache", "harness.batches", "harness.mutants",
-                       "harness.campaign_worker", "harness.backends.cpu")
+                       "harness.nvrtc", "harness.cache", "harness.engine.compile", "harness.engine.mutants",
+                       "harness.engine.worker", "harness.backends.cpu")
 
 
 START_METHOD_ENV = "SUBSTRATE_WORKER_START"  # "spawn": every worker spawned, as before the fork server

@@ -11,9 +11,10 @@ import re
 
 import pytest
 
-from harness.campaign import default_workers, main, spares_wanted
-from harness.batches import ptx_digest
+from harness.campaign import main
 from harness.cli import main as gate_main
+from harness.engine.compile import ptx_digest
+from harness.engine.run import default_workers, spares_wanted
 from harness.report_diff import status_differences, statuses
 from tests import rule_candidates
 
@@ -113,7 +114,7 @@ def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
     (5, 1, "1", {"CUDA_VISIBLE_DEVICES": "1"}),
 ])
 def test_worker_slots_take_the_visible_gpus_in_turn(slot, gpus, visible, expected):
-    from harness.campaign import worker_environment
+    from harness.engine.run import worker_environment
 
     assert worker_environment(slot, gpus, visible) == expected
 
@@ -183,8 +184,9 @@ class _Messages:
 
 
 def test_a_worker_told_of_an_earlier_mutants_code_reports_a_duplicate_of_it(admitted):
-    from harness.campaign_worker import CampaignJob, compile_variants, _load_entry, run_campaign_job
-    from harness.mutants import generate
+    from harness.engine.compile import compile_variants
+    from harness.engine.mutants import generate
+    from harness.engine.worker import CampaignJob, _load_entry, run_campaign_job
 
     file = str(admitted / "substrates" / "candidate_rule_compliant.py")
     job = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=())
@@ -200,7 +202,7 @@ def test_a_worker_told_of_an_earlier_mutants_code_reports_a_duplicate_of_it(admi
 
 
 def test_trials_that_kill_most_per_byte_go_first():
-    from harness.campaign_worker import trial_order
+    from harness.engine.worker import trial_order
 
     # Trial 0 is large and has killed most; trial 2 is small with a few kills: 3 / 10 beats 11 / 1000.
     assert trial_order({0: 10, 1: 0, 2: 2}, [1000, 500, 10]) == [2, 0, 1]
@@ -209,7 +211,7 @@ def test_trials_that_kill_most_per_byte_go_first():
 
 
 def test_worker_time_names_every_phase_and_the_rest():
-    from harness.campaign import WorkerTime
+    from harness.engine.run import WorkerTime
 
     worker_time = WorkerTime()
     worker_time.add({"start-up": 1.0, "mutants": 2.5}, 5.0)
@@ -248,7 +250,7 @@ def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fres
 def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_one(
         admitted, tmp_path, monkeypatch, capsys):
     # A death the shim cannot catch (a heap an earlier mutant corrupted, say): played by a script.
-    from harness import campaign
+    from harness.engine import run
     from harness.worker import WorkerLost
 
     jobs = []
@@ -263,7 +265,7 @@ def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_
         handle(("mutant", first))
         raise WorkerLost(f"the worker process died during {first} T0_original trial 0 (killed by signal SIGSEGV)")
 
-    monkeypatch.setattr(campaign, "_timed_converse", scripted_worker)
+    monkeypatch.setattr(run, "_timed_converse", scripted_worker)
     report = tmp_path / "report.json"
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
@@ -281,7 +283,7 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
         admitted, tmp_path, monkeypatch, capsys):
     # The parent's side of a trial damaged by a stray write (the worker's side is tested below): workers are
     # played by a script, since no real kernel here damages a worker's trial reproducibly.
-    from harness import campaign
+    from harness.engine import run
 
     jobs = []
 
@@ -298,7 +300,7 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
             if handle(message):
                 return
 
-    monkeypatch.setattr(campaign, "_timed_converse", scripted_worker)
+    monkeypatch.setattr(run, "_timed_converse", scripted_worker)
     report = tmp_path / "report.json"
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
@@ -318,8 +320,8 @@ def _result(mutant_id: str, status: str, digest: str) -> dict:
 
 
 def _template_job(admitted, operator: str, count: int):
-    from harness.campaign_worker import CampaignJob, _load_entry
-    from harness.mutants import generate
+    from harness.engine.mutants import generate
+    from harness.engine.worker import CampaignJob, _load_entry
 
     file = str(admitted / "substrates" / "candidate_rule_compliant.py")
     entry = _load_entry(CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=()))
@@ -344,7 +346,7 @@ def _damaging(monkeypatch, campaign_worker, when):
 
 
 def test_a_kill_on_a_trial_its_run_damaged_is_the_mutants_own_when_it_ran_first(admitted, monkeypatch):
-    from harness import campaign_worker
+    from harness.engine import worker as campaign_worker
 
     _damaging(monkeypatch, campaign_worker, lambda: True)
     conn = _Messages()
@@ -357,7 +359,7 @@ def test_a_kill_on_a_trial_its_run_damaged_is_the_mutants_own_when_it_ran_first(
 
 
 def test_a_kill_on_a_damaged_trial_after_other_mutants_is_judged_again_in_a_fresh_worker(admitted, monkeypatch):
-    from harness import campaign_worker
+    from harness.engine import worker as campaign_worker
 
     conn = _Messages()
     job = _template_job(admitted, "narrow_long_long", 2)
@@ -370,7 +372,7 @@ def test_a_kill_on_a_damaged_trial_after_other_mutants_is_judged_again_in_a_fres
 
 
 def test_a_kill_on_an_intact_trial_stands_without_running_the_unmutated_kernel_again(admitted, monkeypatch):
-    from harness import campaign_worker
+    from harness.engine import worker as campaign_worker
 
     monkeypatch.setattr(campaign_worker, "first_failure", lambda run, expected, entry: "output_matches: wrong")
     conn = _Messages()
@@ -393,7 +395,7 @@ def test_a_kernelbench_root_without_problems_is_a_usage_error_from_the_flag_or_t
 def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
     import torch
 
-    from harness.campaign_worker import Trial, trial_checksum
+    from harness.engine.worker import Trial, trial_checksum
 
     x = torch.arange(1001, dtype=torch.float32)  # 4004 bytes: 500 words and 4 bytes left over
     trial = Trial("s", 0, [x, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))

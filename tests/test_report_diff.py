@@ -2,7 +2,7 @@
 
 import json
 
-from harness.mutation_report import OWN_KEY
+from harness.engine.report import OWN_KEY
 from harness.report_diff import StatusDifference, main, status_differences
 
 

@@ -1,6 +1,6 @@
-"""harness.campaign_store: results survive a kill, resume by key, and a torn line is ignored."""
+"""harness.engine.store: results survive a kill, resume by key, and a torn line is ignored."""
 
-from harness.campaign_store import ResultKey, ResultStore
+from harness.engine.store import ResultKey, ResultStore
 
 KEY = ResultKey("abc123", "cpu", "k:L3C5:relational_boundary:0")
 

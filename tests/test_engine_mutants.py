@@ -1,4 +1,4 @@
-"""harness/mutants.py: each operator from a table of small sources, stable ids, nothing mutated in comments,
+"""harness/engine/mutants.py: each operator from a table of small sources, stable ids, nothing mutated in comments,
 strings or preprocessor lines, apply/diff_line word for word, the operators each substrate gets, and a
 deterministic sample of mutants compiled with NVRTC."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import candidate_files, import_candidate, register_candidate
-from harness.mutants import OPERATORS, Mutant, Operator, generate
+from harness.engine.mutants import OPERATORS, Mutant, Operator, generate
 from harness.nvrtc import compile_cuda
 from harness.problems import REPO_ROOT
 

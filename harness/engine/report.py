@@ -12,7 +12,7 @@ Statuses: ours are stored as `MutantStatus` and mapped to the schema's when the 
 which. Our own status of each mutant, and our scores, are kept under the report's top-level key
 `substrateHarness` (the schema allows extra keys at the top level).
 
-Oracles: a survivor of the value suites that a later oracle (harness.oracles.survivors: compute-sanitizer's
+Oracles: a survivor of the value suites that a later oracle (harness.engine.judge: compute-sanitizer's
 tools) kills is Killed, with `killedBy` naming the tool and our `oracle` field beside its status; `valueScore`
 is the score as if those had survived, so reports from before the oracles stay comparable.
 
@@ -21,7 +21,7 @@ but the equivalent, duplicate and compile-error ones. The web component computes
 (Killed + Timeout) / (Killed + Timeout + Survived + NoCoverage), which leaves RuntimeError mutants out of
 both sides; the two agree whenever no mutant is a runtime error.
 
-Locations: 1-based line and column, counted in characters as `harness.mutants` counts them; the end is
+Locations: 1-based line and column, counted in characters as `harness.engine.mutants` counts them; the end is
 exclusive, as the schema says, and is computed from the start and the replaced text (which may span lines).
 """
 
@@ -33,6 +33,9 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness.engine import judge as oracles
+from harness.engine.store import ResultKey, ResultStore
 
 SCHEMA_VERSION = "2"
 THRESHOLDS = {"high": 80, "low": 60}
@@ -262,7 +265,7 @@ _PAGE = """<!DOCTYPE html>
   <mutation-test-report-app title-postfix="{title}">
     This page needs the mutation-testing-elements web component ({elements_from}), which did not load.
     Open it where that address can be reached, or write it again with a local copy of
-    mutation-test-elements.js inlined (harness.mutation_report.report_html's elements_js).
+    mutation-test-elements.js inlined (harness.engine.report.report_html's elements_js).
   </mutation-test-report-app>
   <script>
     const app = document.querySelector("mutation-test-report-app");
@@ -295,3 +298,48 @@ def report_html(report: dict, title_postfix: str = "substrate harness",
         where = f"inlined from {Path(elements_js).name}"
     return _PAGE.format(title=html.escape(title_postfix, quote=True), elements_script=script,
                         elements_from=html.escape(where), report=script_json(report))
+
+
+def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = (oracles.VALUES,)
+             ) -> list[MutantOutcome]:
+    """Each stored mutant's outcome: the value suites' verdict, or a chosen later oracle's kill of a survivor."""
+    found = []
+    for mutant in plan.mutants:
+        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
+        if record is None:
+            continue
+        later = [store.get(oracles.oracle_key(plan.source_sha256, backend, mutant.id, o)) for o in chosen[1:]]
+        status, detail, oracle = oracles.decided(record, [r for r in later if r])
+        found.append(MutantOutcome(mutant_id=mutant.id, operator=mutant.operator.value, line=mutant.line,
+                                   column=mutant.column, original=mutant.original, replacement=mutant.replacement,
+                                   description=mutant.description, status=MutantStatus(status),
+                                   detail=detail, seconds=record.get("seconds", 0.0), oracle=oracle))
+    return found
+
+
+TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIVALENT, MutantStatus.DUPLICATE,
+                  MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR)
+
+
+def format_table(campaigns: list[SubstrateCampaign]) -> str:
+    heads = ["substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
+             "compile", "by oracles", "value score", "score"]
+    rows = []
+    percent = lambda score: "-" if score is None else f"{score:.1f}%"
+    for c in campaigns:
+        counts = c.counts()
+        rows.append([c.name, str(len(c.outcomes))] + [str(counts.get(s, 0)) for s in TABLE_STATUSES]
+                    + [str(sum(1 for o in c.outcomes if o.oracle)), percent(c.value_score()), percent(c.score())])
+    widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(heads)] + [line(r) for r in rows])
+
+
+def format_survivors(plans: list, campaigns: list[SubstrateCampaign]) -> str:
+    lines = []
+    for plan, campaign in zip(plans, campaigns):
+        by_id = {m.id: m for m in plan.mutants}
+        for outcome in campaign.outcomes:
+            if outcome.status is MutantStatus.SURVIVED:
+                lines.append(f"{outcome.mutant_id}  {by_id[outcome.mutant_id].diff_line(plan.source)}")
+    return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 The worker builds every trial's inputs and computes the official reference once, compiles the
 unmutated source once, and then takes the mutants `batch_size` at a time: compiles them as one
-NVRTC program (`harness.batches`; a batch that fails is compiled one mutant at a time, and a
+NVRTC program (`harness.engine.compile`; a batch that fails is compiled one mutant at a time, and a
 mutant that does not compile alone is a CompileError), and for each mutant compares its code
 with the original's and with earlier mutants' (identical code is Equivalent or Duplicate and
 never runs), then runs the trials, most kills per byte first (`trial_order`), until the first
@@ -87,7 +87,7 @@ def prepare_trials(entry, official, device) -> list[Trial]:
 def code_status(digests: dict[str, str | None], digest: str, mutant_id: str):
     """Equivalent or Duplicate when `digest` is known (None stands for the unmutated source), else
     None, and the mutant's code is recorded as `mutant_id`'s for those that come after it."""
-    from harness.mutation_report import MutantStatus
+    from harness.engine.report import MutantStatus
 
     if digest not in digests:
         digests[digest] = mutant_id
@@ -190,18 +190,18 @@ def import_ahead(backend: str) -> None:
     """
     import importlib
 
-    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.cache", "harness.pipeline",
-                   "harness.compare", "harness.candidates", "harness.problems", "harness.mutants",
+    for module in ("torch", "cuda.bindings.nvrtc", "harness.engine.compile", "harness.cache", "harness.pipeline",
+                   "harness.compare", "harness.candidates", "harness.problems", "harness.engine.mutants",
                    f"harness.backends.{backend}", *(("cuda.bindings.driver",) if backend == "cuda" else ())):
         importlib.import_module(module)
 
 
 def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     from harness.backends import KernelFault, create_backend
-    from harness.batches import ptx_digest
     from harness.cache import compile_cached
-    from harness.mutants import generate
-    from harness.mutation_report import MutantStatus
+    from harness.engine.compile import to_load, compile_variants, ptx_digest
+    from harness.engine.mutants import generate
+    from harness.engine.report import MutantStatus
     from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
@@ -272,7 +272,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
             with _Phase(phases, "compiling"):
                 variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
-                backend.compile_ahead(_to_load(sources, variants, digests if job.check_equivalence else None),
+                backend.compile_ahead(to_load(sources, variants, digests if job.check_equivalence else None),
                                       entry.kernel_name, program)
             conn.send(("compiled",))
         return sources, variants
@@ -394,45 +394,3 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             report(status, detail, digest)
             if end_worker:
                 return  # the parent starts a fresh worker for the rest
-
-
-def _to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
-    """The sources of a batch that will be loaded: not those whose code is known already (equivalent
-    to the unmutated source, or a duplicate of a mutant before them), when code is compared."""
-    wanted, seen = [], set(digests or ())
-    for source, variant in zip(sources, variants):
-        if digests is not None and variant is not None:
-            if variant.digest in seen:
-                continue
-            seen.add(variant.digest)
-        wanted.append(source)
-    return wanted
-
-
-@dataclass(frozen=True)
-class Variant:
-    kernel: object  # harness.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
-    digest: str     # harness.batches.code_digest: comparable across batches
-
-
-def compile_variants(sources: list[str], entry, arch: str, program: str) -> list[Variant | None]:
-    """Every source compiled as one NVRTC program; a failed batch is compiled one source at a time.
-
-    None stands for a source that does not compile in batch form (a compile error, which compiling
-    it alone then reports, or a construct the batch's composition cannot take).
-    """
-    from harness.batches import batch_program, code_digest
-    from harness.nvrtc import CompileError, compile_program
-
-    def attempt(batch: list[str]) -> list[Variant]:
-        composed = batch_program(batch, entry.kernel_name, program)
-        compiled = compile_program(composed.source, composed.name_expressions, arch, program)
-        return [Variant(compiled.kernel(name, entry.kernel_name), code_digest(compiled.ptx, i))
-                for i, name in enumerate(composed.name_expressions)]
-
-    try:
-        return attempt(sources)
-    except CompileError:
-        if len(sources) == 1:
-            return [None]
-        return [compile_variants([source], entry, arch, program)[0] for source in sources]

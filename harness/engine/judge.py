@@ -20,11 +20,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.campaign_store import ResultKey, ResultStore
+from harness.engine.store import ResultKey, ResultStore
 from harness.oracles import last_line, program_env
+from harness.oracles import sanitizer as sanitizer_tools
 from harness.oracles.sanitizer import SanitizerTarget, sanitize
 from harness.records import CheckStatus
 
@@ -203,3 +205,52 @@ def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, s
                 killer = record.get("killer") or record["killed_by"]
                 return "killed", f"killed by {killer}: {record['detail']}", record["killed_by"]
     return value_record["status"], value_record.get("detail", ""), ""
+
+
+def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen: tuple[str, ...],
+                    tools: tuple[str, ...]) -> str:
+    """Every chosen oracle after the values over every value survivor it has not judged; lines saying what each did."""
+    lines = []
+    cache_dir = str(args.cache_dir) if args.cache_dir else None
+    path = args.sanitizer or sanitizer_tools.find_sanitizer()
+    for oracle in chosen[1:]:
+        if backend == "cpu":
+            lines.append(f"oracle {oracle}: skipped (CPU backend; "
+                         + ("compute-sanitizer checks CUDA kernels)" if oracle == SANITIZERS
+                            else "a trial of more than 2^31 elements is for the GPU)"))
+            continue
+        if oracle == SANITIZERS and path is None:
+            lines.append("oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)")
+            continue
+        unmutated, survivors = _value_survivors(plans, store, backend, oracle)
+        if not survivors:
+            lines.append(f"oracle {oracle}: every survivor is judged already")
+            continue
+        print(f"oracle {oracle}: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s)"
+              + (f" under {', '.join(tools)}" if oracle == SANITIZERS else ""), flush=True)
+        started = time.perf_counter()
+        if oracle == SANITIZERS:
+            notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, path, cache_dir)
+        else:
+            notes = judge_on_large_trial(unmutated, survivors, store, backend,
+                                                 str(args.kb_root) if args.kb_root else None, cache_dir)
+        killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id,
+                                                                                oracle))) and r.get("killed_by"))
+        lines.append(f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
+                     f"{time.perf_counter() - started:.1f} s")
+        lines += [f"  {name}: {why}" for name, why in notes.items()]
+    return "\n".join(lines)
+
+
+def _value_survivors(plans: list, store: ResultStore, backend: str, oracle: str):
+    """The substrates and the survivors of the value suites that `oracle` has not judged yet."""
+    unmutated, survivors = [], []
+    for plan in plans:
+        mine = [m for m in plan.mutants
+                if (r := store.get(ResultKey(plan.source_sha256, backend, m.id))) and r["status"] == "survived"
+                and oracle_key(plan.source_sha256, backend, m.id, oracle) not in store]
+        if mine:
+            unmutated.append(Unmutated(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source))
+            survivors += [Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
+                                           m.id, m.apply(plan.source)) for m in mine]
+    return unmutated, survivors

@@ -1,4 +1,4 @@
-"""harness.oracles.survivors: a campaign's survivors judged by compute-sanitizer's tools, on the CPU through
+"""harness.engine.judge: a campaign's survivors judged by compute-sanitizer's tools, on the CPU through
 tests/fake_sanitizer.py (the tools' own runs are tested on the GPU)."""
 
 from pathlib import Path
@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from harness.campaign import main as campaign_main
-from harness.campaign_store import ResultStore
 from harness.candidates import import_candidate, register_candidate
+from harness.engine.judge import (LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, judge_on_large_trial,
+                                  judge_with_sanitizers, oracle_key, program_label)
+from harness.engine.store import ResultStore
 from harness.oracles.large_index_run import tile_factor
-from harness.oracles.survivors import (LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, judge_on_large_trial,
-                                       judge_with_sanitizers, oracle_key, program_label)
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fake_sanitizer.py"

@@ -1,12 +1,11 @@
-"""harness.batches: many variants of a source in one NVRTC program, each variant's code comparable.
+"""harness.engine.compile: many variants of a source in one NVRTC program, each variant's code comparable.
 
 NVRTC runs without a GPU, so every test here runs in CI.
 """
 
 from types import SimpleNamespace
 
-from harness.batches import batch_program, code_digest, variant_code
-from harness.campaign_worker import compile_variants
+from harness.engine.compile import batch_program, code_digest, compile_variants, variant_code
 from harness.nvrtc import compile_program
 
 SOURCE = r"""#include <cuda_fp16.h>

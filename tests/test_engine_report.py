@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.mutation_report import (
+from harness.engine.report import (
     DETECTED, ELEMENTS_CDN, ELEMENTS_VERSION, EQUIVALENT_REASON, NOT_VALID, OWN_KEY, SCHEMA_STATUS, MutantOutcome,
     MutantStatus, SubstrateCampaign, file_key, report_html, report_json)
 
@@ -230,7 +230,7 @@ def test_every_location_marks_the_original_text():
 
 
 def test_the_mutants_that_generate_makes_are_located_as_the_report_reads_them():
-    from harness.mutants import generate
+    from harness.engine.mutants import generate
 
     for name, source in (("pad_const", PAD_SOURCE), ("scatter_add", SCATTER_SOURCE)):
         made = [outcome(m.id, m.operator.value, m.line, m.column, m.original, m.replacement, S.SURVIVED)

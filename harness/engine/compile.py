@@ -94,3 +94,44 @@ def variant_code(ptx: str, index: int) -> str:
 def code_digest(ptx: str, index: int) -> str:
     """A digest of what variant `index` executes, comparable across batches and positions."""
     return hashlib.sha256(variant_code(ptx, index).encode()).hexdigest()
+
+
+def to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
+    """The sources of a batch that will be loaded: not those whose code is known already (equivalent
+    to the unmutated source, or a duplicate of a mutant before them), when code is compared."""
+    wanted, seen = [], set(digests or ())
+    for source, variant in zip(sources, variants):
+        if digests is not None and variant is not None:
+            if variant.digest in seen:
+                continue
+            seen.add(variant.digest)
+        wanted.append(source)
+    return wanted
+
+
+@dataclass(frozen=True)
+class Variant:
+    kernel: object  # harness.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
+    digest: str     # harness.engine.compile.code_digest: comparable across batches
+
+
+def compile_variants(sources: list[str], entry, arch: str, program: str) -> list[Variant | None]:
+    """Every source compiled as one NVRTC program; a failed batch is compiled one source at a time.
+
+    None stands for a source that does not compile in batch form (a compile error, which compiling
+    it alone then reports, or a construct the batch's composition cannot take).
+    """
+    from harness.nvrtc import CompileError, compile_program  # here: the pure part above needs no NVRTC
+
+    def attempt(batch: list[str]) -> list[Variant]:
+        composed = batch_program(batch, entry.kernel_name, program)
+        compiled = compile_program(composed.source, composed.name_expressions, arch, program)
+        return [Variant(compiled.kernel(name, entry.kernel_name), code_digest(compiled.ptx, i))
+                for i, name in enumerate(composed.name_expressions)]
+
+    try:
+        return attempt(sources)
+    except CompileError:
+        if len(sources) == 1:
+            return [None]
+        return [compile_variants([source], entry, arch, program)[0] for source in sources]

@@ -1,0 +1,266 @@
+"""Running a campaign's plans: warm workers, one substrate each, side by side over the GPUs (or the CPU);
+a worker restarted after a fault or a timeout, with the mutant it was running judged as the first of the
+next one; results stored as they arrive; where the workers' time went."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from harness.engine.plan import Plan
+from harness.engine.report import MutantStatus
+from harness.engine.store import ResultKey, ResultStore
+from harness.engine.worker import PHASES, CampaignJob, import_ahead, run_campaign_job
+from harness.worker import WorkerLost, WorkerStarter, _converse
+
+
+STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
+
+
+class Progress:
+    """The tqdm bar: mutants done, killed, survived; safe to update from several threads."""
+
+    def __init__(self, total: int, disabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="mutant", disable=True if disabled else None, dynamic_ncols=True,
+                        file=sys.stderr)
+        self.counts = {"killed": 0, "survived": 0}
+        self.lock = threading.Lock()
+
+    def done(self, status: str) -> None:
+        with self.lock:
+            if status in self.counts:
+                self.counts[status] += 1
+            self.bar.set_postfix(self.counts, refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
+
+
+class WorkerTime:
+    """Where the workers' time went, summed over every worker: the phases they report, and the rest
+    (starting the process, importing torch, and whatever a worker that died had not reported yet)
+    as their wall time less those; safe across threads."""
+
+    def __init__(self):
+        self.phases = {name: 0.0 for name in PHASES}
+        self.wall = 0.0
+        self.workers = 0
+        self.lock = threading.Lock()
+
+    def add(self, phases: dict, wall: float) -> None:
+        with self.lock:
+            for name, seconds in phases.items():
+                self.phases[name] = self.phases.get(name, 0.0) + seconds
+            self.wall += wall
+            self.workers += 1
+
+    def describe(self) -> str:
+        rest = max(0.0, self.wall - sum(self.phases.values()))
+        parts = [f"{name} {seconds:.1f}" for name, seconds in self.phases.items()]
+        return (f"worker time {self.wall:.1f} s over {self.workers} worker(s): " + ", ".join(parts)
+                + f", process start, imports and unreported {rest:.1f}")
+
+
+def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter) -> None:
+    """_converse with the worker's wall time and reported phases added to worker_time, however it ends."""
+    reported = {}
+
+    def keep_timings(message) -> bool:
+        if message[0] == "timings":  # cumulative: the last one a worker sent counts
+            reported.update(message[1])
+        return handle(message)
+
+    started = time.perf_counter()
+    try:
+        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=starter.take())
+    finally:
+        worker_time.add(reported, time.perf_counter() - started)
+
+
+def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
+             worker_time: WorkerTime) -> None:
+    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
+    remaining = list(plan.to_run)
+    baseline_needed = True
+    batch_size = args.batch_size
+    # Every judged mutant's code, so a restarted worker (or a resumed campaign) still finds duplicates.
+    known_digests = {}
+    for mutant in plan.mutants:
+        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
+        if record is not None:
+            _remember_digest(known_digests, record)
+    while remaining:
+        state = {"current": None, "compiling_batch": False, "started": 0}
+
+        def handle(message) -> bool:
+            kind = message[0]
+            if kind == "batch":
+                state["compiling_batch"], state["current"] = True, None
+            elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)
+                state["compiling_batch"] = False
+            elif kind == "mutant":
+                state["current"], state["compiling_batch"] = message[1], False
+                state["started"] += 1
+            elif kind == "baseline":
+                _ok, why, _seconds = message[1:]
+                if not _ok:
+                    plan.failure = why
+                    return True
+            elif kind == "result":
+                result = message[1]
+                store.put(ResultKey(plan.source_sha256, backend, result["mutant_id"]), result)
+                _remember_digest(known_digests, result)
+                remaining.remove(result["mutant_id"])
+                progress.done(result["status"])
+                state["current"] = None
+            elif kind == "retry":  # the worker ends; its next one starts with this mutant
+                _move_to_front(remaining, message[1])
+                state["current"] = None
+            elif kind == "step_timeout":
+                plan.step_timeout = float(message[1])
+            elif kind == "done":
+                return True
+            return False
+
+        job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
+                          run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
+                          known_digests=tuple(known_digests.items()),
+                          stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                          kb_root=str(args.kb_root) if args.kb_root else None)
+        try:
+            _timed_converse(worker_time, job, handle, starter)
+        except WorkerLost as lost:
+            current = state["current"]
+            if state["compiling_batch"]:
+                batch_size = 1  # a batch that hangs or crashes the compiler: each mutant alone, with its own limit
+                baseline_needed = False
+                continue
+            if current is None:
+                plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
+                return
+            status = _lost_status(lost)
+            if status is MutantStatus.RUNTIME_ERROR and state["started"] > 1:
+                # A worker that dies may have been broken by an earlier mutant (on the CPU backend a stray
+                # write can corrupt the worker's heap, and the crash comes later): the mutant is run again,
+                # first in a fresh worker, and only a death there is its own.
+                _move_to_front(remaining, current)
+                baseline_needed = False
+                continue
+            detail = str(lost) + (" (the first mutant of a fresh worker)" if state["started"] == 1 else "")
+            store.put(ResultKey(plan.source_sha256, backend, current),
+                      {"mutant_id": current, "status": status.value, "detail": detail, "seconds": 0.0,
+                       "ptx_sha256": ""})
+            remaining.remove(current)
+            progress.done(status.value)
+        if plan.failure:
+            return
+        baseline_needed = False
+
+
+def _lost_status(lost: WorkerLost) -> MutantStatus:
+    return MutantStatus.TIMEOUT if lost.timed_out else MutantStatus.RUNTIME_ERROR
+
+
+def _move_to_front(remaining: list[str], mutant_id: str) -> None:
+    remaining.remove(mutant_id)
+    remaining.insert(0, mutant_id)
+
+
+def _remember_digest(known: dict[str, str], result: dict) -> None:
+    """Record a judged mutant's code digest (the first mutant with that code keeps it)."""
+    if result.get("ptx_sha256") and result["status"] not in (MutantStatus.EQUIVALENT.value,
+                                                               MutantStatus.DUPLICATE.value):
+        known.setdefault(result["ptx_sha256"], result["mutant_id"])
+
+
+def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Progress, starter: WorkerStarter,
+                     worker_time: WorkerTime) -> None:
+    """Each mutant alone: a fresh worker, an empty compile cache, the trials and references built again."""
+    import tempfile
+
+    for mutant_id in plan.to_run:
+        outcome = {}
+
+        def handle(message) -> bool:
+            if message[0] == "step_timeout":
+                plan.step_timeout = plan.step_timeout or float(message[1])
+            elif message[0] == "result":
+                outcome.update(message[1])
+            return message[0] == "done"
+
+        with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:
+            job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(mutant_id,),
+                              run_baseline=False, step_timeout=plan.step_timeout, cache_dir=cache,
+                              check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
+                              kb_root=str(args.kb_root) if args.kb_root else None)
+            try:
+                _timed_converse(worker_time, job, handle, starter)
+            except WorkerLost as lost:
+                status = _lost_status(lost)
+                outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
+        results[mutant_id] = outcome
+        progress.done(outcome.get("status", ""))
+
+
+def worker_log(args) -> Path:
+    return args.store.parent / "workers.log"
+
+
+def worker_environment(slot: int, gpus: int, visible: str | None) -> dict[str, str]:
+    """The GPU a worker slot runs on, as the CUDA_VISIBLE_DEVICES its process starts with.
+
+    Slots take the GPUs in turn (slot 3 of 2 GPUs runs on the second), named as the parent sees
+    them: under CUDA_VISIBLE_DEVICES=2,3 the first GPU is "2".
+    """
+    if not gpus:
+        return {}
+    names = [name.strip() for name in visible.split(",")] if visible else [str(i) for i in range(gpus)]
+    return {"CUDA_VISIBLE_DEVICES": names[slot % gpus]}
+
+
+def prepare_campaign_worker(backend: str, stderr_log: str) -> None:
+    """What every campaign worker does before its job: its stderr to the log, and the imports."""
+    _send_stderr_to(stderr_log)
+    import_ahead(backend)
+
+
+def _send_stderr_to(path: str) -> None:
+    log = open(path, "a", buffering=1)
+    os.dup2(log.fileno(), 2)
+    sys.stderr = log
+
+
+def _campaign_worker_main(job: CampaignJob, conn) -> None:
+    if job.stderr_log:
+        _send_stderr_to(job.stderr_log)
+    run_campaign_job(job, conn)
+    conn.send(("done",))
+
+
+WORKERS_PER_GPU = 4  # MEASUREMENTS.md: on an H200 with 16 cores, 1, 2 and 4 workers ran 1.20, 2.74 and 5.10 mutants/s
+
+
+def spares_wanted(mode: str, workers: int, cpu_cores: int) -> bool:
+    """Whether each worker slot keeps a worker started ahead.
+
+    A spare's imports take CPU time: on a machine whose cores the workers already fill they only
+    slow the workers (measured in MEASUREMENTS.md), so auto starts spares only where each worker
+    and its spare can have a core.
+    """
+    if mode == "auto":
+        return 2 * workers <= cpu_cores
+    return mode == "always"
+
+
+def default_workers(gpus: int, cpu_cores: int) -> int:
+    """Workers when --workers is not given: several per GPU, since a worker leaves its GPU idle while its
+    Python compiles, builds references and compares; but no more than the cores that run that Python."""
+    if not gpus:
+        return 1
+    return max(1, min(WORKERS_PER_GPU * gpus, cpu_cores))
