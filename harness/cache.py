@@ -67,3 +67,24 @@ def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | N
     meta = json.loads(paths["json"].read_text())
     meta["options"] = tuple(meta["options"])
     return nvrtc.CompiledKernel(cubin=paths["cubin"].read_bytes(), **meta), from_cache
+
+
+def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str = "kernel.cu",
+                           cache_dir: Path | None = None) -> nvrtc.CompiledProgram:
+    """NVRTC-compile a whole program (a campaign's batch of mutants) through the cache.
+
+    A campaign compiles each batch ahead of its workers, on every core (harness.engine.compile), and the
+    worker that needs the batch then finds it here.
+    """
+    key = cache_key("nvrtc program", source, list(name_expressions), list(nvrtc.compile_options(arch)),
+                    nvrtc.compiler_version())
+
+    def make() -> dict[str, bytes]:
+        compiled = nvrtc.compile_program(source, name_expressions, arch, program_name)
+        meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
+        return {"cubin": compiled.cubin, "json": json.dumps(meta).encode()}
+
+    paths, _ = lookup_or_make(key, ("json", "cubin"), make, cache_dir)
+    meta = json.loads(paths["json"].read_text())
+    meta["options"] = tuple(meta["options"])
+    return nvrtc.CompiledProgram(cubin=paths["cubin"].read_bytes(), **meta)

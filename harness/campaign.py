@@ -23,9 +23,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
+from harness.backends import BACKEND_NAMES, gpu_arch, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.engine import judge as oracles
+from harness.engine.compile import CompilePool, precompile_order
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
@@ -34,6 +35,7 @@ from harness.engine.run import (Progress, WorkerTime, default_workers, prepare_c
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE
 from harness.oracles import sanitizer as sanitizer_tools
+from harness.nvrtc import DEFAULT_ARCH
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.worker import WorkerStarter
 
@@ -164,11 +166,17 @@ def _run(args) -> int:
                 with devices_lock:
                     free_devices.append(slot)
 
+    # Batches compiled ahead on the cores the workers leave (the workers' arch: the first GPU's, or NVRTC's default).
+    compile_pool = CompilePool(0 if args.naive or args.batch_size < 2 else max(0, cores - workers))
+    arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
+    compile_pool.submit(precompile_order(sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, arch,
+                                         str(args.cache_dir) if args.cache_dir else None))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
             list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
     finally:
+        compile_pool.close()
         for starter in starters:
             starter.close()
     progress.close()

@@ -5,7 +5,8 @@ NVRTC runs without a GPU, so every test here runs in CI.
 
 from types import SimpleNamespace
 
-from harness.engine.compile import batch_program, code_digest, compile_variants, variant_code
+from harness.engine.compile import (CompilePool, batch_program, batches, code_digest, compile_variants,
+                                    group_by_batch, precompile_order, variant_code)
 from harness.nvrtc import compile_program
 
 SOURCE = r"""#include <cuda_fp16.h>
@@ -65,3 +66,49 @@ def test_a_source_the_composition_cannot_take_has_no_variant_but_compiles_alone(
     block = SOURCE.replace('extern "C" __global__ void scale_half(', 'extern "C" {\n__global__ void scale_half(') + "}\n"
     assert compile_variants([block, block], ENTRY, "sm_90", "scale_half.cu") == [None, None]
     assert compile_program(block, ("scale_half",)).lowered_names == {"scale_half": "scale_half"}
+
+
+def _plan(to_run_from: int = 0):
+    from harness.engine.mutants import generate
+
+    mutants = [m for m in generate(SOURCE, "scale_half")][:5]
+    return SimpleNamespace(name="scale_half", source=SOURCE, kernel_name="scale_half", mutants=mutants,
+                           to_run=[m.id for m in mutants[to_run_from:]])
+
+
+def test_the_plans_batches_come_round_robin_and_only_where_a_mutant_is_left():
+    first, second = _plan(), _plan(to_run_from=3)
+    second.name = "other"
+    order = precompile_order([first, second], 2, "sm_90", None)
+    # first: batches (0,1) (2,3) (4); second: only (2,3) and (4) hold mutants left to run.
+    assert [(task[2], len(task[0])) for task in order] == [
+        ("scale_half.cu", 2), ("other.cu", 2), ("scale_half.cu", 2), ("other.cu", 1), ("scale_half.cu", 1)]
+    assert order[0][0] == [m.apply(SOURCE) for m in first.mutants[:2]]
+
+
+def test_mutants_left_after_a_fault_are_grouped_by_the_plans_batches_in_their_own_order():
+    fixed = batches(["a", "b", "c", "d", "e"], 2)
+    assert fixed == [("a", "b"), ("c", "d"), ("e",)]
+    # b was judged again first (moved to the front), then c, d, e: b's batch is compiled whole for b alone.
+    assert group_by_batch(("b", "c", "d", "e", "z"), tuple(fixed)) == [
+        (("a", "b"), ("b",)), (("c", "d"), ("c", "d")), (("e",), ("e",)), (("z",), ("z",))]
+
+
+def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cache(tmp_path, monkeypatch):
+    import functools
+
+    from harness import cache, nvrtc
+
+    plan = _plan()
+    pool = CompilePool(1)
+    pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)))
+    pool.close(wait=True)
+    assert len(list(tmp_path.glob("*.cubin"))) == 2  # batches of 4 and 1
+
+    def compiled_again(*args, **kwargs):
+        raise AssertionError("the batch was compiled again")
+
+    monkeypatch.setattr(nvrtc, "compile_program", compiled_again)
+    found = compile_variants([m.apply(SOURCE) for m in plan.mutants[:4]], ENTRY, "sm_90", "scale_half.cu",
+                             functools.partial(cache.compile_program_cached, cache_dir=tmp_path))
+    assert all(found) and len({v.digest for v in found}) == 4

@@ -35,6 +35,24 @@ def gpu_count() -> int:
         return 0
 
 
+def gpu_arch() -> str | None:
+    """NVRTC's architecture for the first device the driver sees ("sm_90"), or None. Creates no CUDA context."""
+    try:
+        from cuda.bindings import driver
+
+        (status,) = driver.cuInit(0)
+        if status != driver.CUresult.CUDA_SUCCESS:
+            return None
+        attribute = driver.CUdevice_attribute
+        status, major = driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
+        status_minor, minor = driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0)
+        if status != driver.CUresult.CUDA_SUCCESS or status_minor != driver.CUresult.CUDA_SUCCESS:
+            return None
+        return f"sm_{major}{minor}"
+    except Exception:  # no libcuda on this machine
+        return None
+
+
 def resolve_backend_name(requested: str) -> str:
     if requested == "auto":
         return "cuda" if gpu_visible() else "cpu"

@@ -115,13 +115,16 @@ class Variant:
     digest: str     # harness.engine.compile.code_digest: comparable across batches
 
 
-def compile_variants(sources: list[str], entry, arch: str, program: str) -> list[Variant | None]:
+def compile_variants(sources: list[str], entry, arch: str, program: str, compile_program=None) -> list[Variant | None]:
     """Every source compiled as one NVRTC program; a failed batch is compiled one source at a time.
 
     None stands for a source that does not compile in batch form (a compile error, which compiling
-    it alone then reports, or a construct the batch's composition cannot take).
+    it alone then reports, or a construct the batch's composition cannot take). `compile_program`
+    is harness.nvrtc's, or one through the cache (a campaign's workers: the batch compiled ahead).
     """
-    from harness.nvrtc import CompileError, compile_program  # here: the pure part above needs no NVRTC
+    from harness import nvrtc  # here: the pure part above needs no NVRTC
+
+    compile_program = compile_program or nvrtc.compile_program
 
     def attempt(batch: list[str]) -> list[Variant]:
         composed = batch_program(batch, entry.kernel_name, program)
@@ -131,7 +134,85 @@ def compile_variants(sources: list[str], entry, arch: str, program: str) -> list
 
     try:
         return attempt(sources)
-    except CompileError:
+    except nvrtc.CompileError:
         if len(sources) == 1:
             return [None]
-        return [compile_variants([source], entry, arch, program)[0] for source in sources]
+        return [compile_variants([source], entry, arch, program, compile_program)[0] for source in sources]
+
+
+def batches(mutant_ids: list[str], size: int) -> list[tuple[str, ...]]:
+    """A substrate's mutants cut into batches of `size`, in order: fixed by the plan, so a worker started
+    after a fault compiles the same batches (and finds them compiled ahead) whatever is left to run."""
+    return [tuple(mutant_ids[first:first + size]) for first in range(0, len(mutant_ids), size)]
+
+
+def group_by_batch(mutant_ids: tuple[str, ...], fixed: tuple[tuple[str, ...], ...]) -> list[tuple[tuple[str, ...],
+                                                                                                   tuple[str, ...]]]:
+    """(a fixed batch, the mutants of `mutant_ids` in it) for each run of consecutive mutants of one batch,
+    in the order of `mutant_ids`; a mutant in no fixed batch is a batch of its own."""
+    batch_of = {mutant_id: batch for batch in fixed for mutant_id in batch}
+    groups: list[tuple[tuple[str, ...], list[str]]] = []
+    for mutant_id in mutant_ids:
+        batch = batch_of.get(mutant_id, (mutant_id,))
+        if groups and groups[-1][0] == batch:
+            groups[-1][1].append(mutant_id)
+        else:
+            groups.append((batch, [mutant_id]))
+    return [(batch, tuple(members)) for batch, members in groups]
+
+
+def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: str, cache_dir: str | None) -> bool:
+    """Compile one batch into the cache (a compile pool's task); False where it does not compile as a batch
+    (the worker then compiles its mutants one at a time, as it would have)."""
+    from pathlib import Path
+
+    from harness import cache, nvrtc
+
+    composed = batch_program(sources, kernel_name, program)
+    try:
+        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program,
+                                     Path(cache_dir) if cache_dir else None)
+    except nvrtc.CompileError:
+        return False
+    return True
+
+
+class CompilePool:
+    """Processes that compile a campaign's batches into the cache ahead of its workers.
+
+    NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile;
+    the cores the workers leave free compile every batch ahead instead, the first batch of each substrate
+    first. A worker that needs a batch not compiled yet compiles it itself, as before.
+    """
+
+    def __init__(self, processes: int):
+        from concurrent.futures import ProcessPoolExecutor
+
+        from harness.worker import worker_context
+
+        self.executor = ProcessPoolExecutor(max_workers=processes, mp_context=worker_context()) if processes else None
+
+    def submit(self, work: list[tuple[list[str], str, str, str, str | None]]) -> None:
+        """Each (sources, kernel name, program name, arch, cache folder) in order."""
+        for task in work if self.executor else []:
+            self.executor.submit(precompile_batch, *task)
+
+    def close(self, wait: bool = False) -> None:
+        """Batches not started are dropped (the campaign is over, or `wait`: every one finishes first)."""
+        if self.executor:
+            self.executor.shutdown(wait=wait, cancel_futures=not wait)
+
+
+def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -> list[tuple]:
+    """The batches of every plan with mutants to run, as CompilePool tasks: round robin over the plans, so
+    each substrate's first batch comes before any substrate's second."""
+    per_plan = []
+    for plan in plans:
+        sources = {m.id: m.apply(plan.source) for m in plan.mutants}
+        waiting = set(plan.to_run)
+        per_plan.append([([sources[m] for m in batch], plan.kernel_name, f"{plan.name}.cu", arch, cache_dir)
+                         for batch in batches([m.id for m in plan.mutants], size) if waiting & set(batch)])
+    order = []
+    for round_ in range(max((len(p) for p in per_plan), default=0)):
+        order += [p[round_] for p in per_plan if round_ < len(p)]
+    return order

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
@@ -89,6 +90,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     remaining = list(plan.to_run)
     baseline_needed = True
     batch_size = args.batch_size
+    plan_batches = batches([m.id for m in plan.mutants], batch_size)  # as the compile pool compiled them
     # Every judged mutant's code, so a restarted worker (or a resumed campaign) still finds duplicates.
     known_digests = {}
     for mutant in plan.mutants:
@@ -128,7 +130,9 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 return True
             return False
 
+        waiting = set(remaining)
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
+                          batches=tuple(b for b in plan_batches if waiting & set(b)) if batch_size > 1 else (),
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,

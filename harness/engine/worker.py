@@ -21,6 +21,7 @@ batch is compiled before the mutants of this one run); ("mutant", id) as each mu
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ class CampaignJob:
     stderr_log: str | None = None
     cache_dir: str | None = None
     kb_root: str | None = None
+    # The plan's batches (harness.engine.compile.batches) holding mutant_ids: compiled whole, as planned.
+    batches: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
@@ -198,8 +201,8 @@ def import_ahead(backend: str) -> None:
 
 def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     from harness.backends import KernelFault, create_backend
-    from harness.cache import compile_cached
-    from harness.engine.compile import to_load, compile_variants, ptx_digest
+    from harness.cache import compile_cached, compile_program_cached
+    from harness.engine.compile import compile_variants, group_by_batch, ptx_digest, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
     from harness.nvrtc import CompileError
@@ -216,6 +219,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
         trials = prepare_trials(entry, official, backend.device)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
+    compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir)  # finds what was compiled ahead
 
     def compile_digest(source: str) -> str:
         # For the backend's own architecture: its load() then finds this compile in the cache.
@@ -235,7 +239,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
     conn.send(("step", "compiling the unmutated source"))
     with _Phase(phases, "compiling"):
-        original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program)[0] \
+        original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program, compile_batch)[0] \
             if job.batch_size > 1 else None
         batching = original_variant is not None
         digests = {}
@@ -256,22 +260,31 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
         return first_failure(run, trials[i].expected, entry)
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
-    per_compile = job.batch_size if batching else 1
-    chunks = [job.mutant_ids[first:first + per_compile] for first in range(0, len(job.mutant_ids), per_compile)]
+    if batching and job.batches:  # the plan's batches, the same in every worker: compiled ahead, in the cache
+        chunks = group_by_batch(job.mutant_ids, job.batches)
+    else:
+        per_compile = job.batch_size if batching else 1
+        chunks = [(chunk, chunk) for chunk in
+                  (job.mutant_ids[first:first + per_compile] for first in range(0, len(job.mutant_ids), per_compile))]
 
     def prepare(chunk) -> tuple[list[str], list]:
-        """A chunk's sources and NVRTC variants, its g++ build (on the CPU backend) started beside what follows.
+        """The sources and NVRTC variants of a chunk's mutants, their g++ build (on the CPU backend) started
+        beside what follows. The whole batch is compiled, as the plan made it, so that it is the program
+        compiled ahead; a worker after a fault may have only part of it to run.
 
         NVRTC runs here, in this thread, between the ("batch", ...) and ("compiled",) messages:
         a compiler that crashes the worker is then seen as the batch's doing, not a mutant's.
         """
-        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in chunk]
-        variants = [None] * len(chunk)
+        batch, members = chunk
+        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in members]
+        variants = [None] * len(members)
         if batching:
-            conn.send(("batch", chunk))
-            conn.send(("step", f"compiling {len(chunk)} mutants as one program"))
+            conn.send(("batch", members))
+            conn.send(("step", f"compiling {len(batch)} mutants as one program"))
             with _Phase(phases, "compiling"):
-                variants = compile_variants(sources, entry, backend.nvrtc_arch, program)
+                compiled = dict(zip(batch, compile_variants([mutants[m].apply(entry.cuda) for m in batch], entry,
+                                                            backend.nvrtc_arch, program, compile_batch)))
+                variants = [compiled[mutant_id] for mutant_id in members]
                 backend.compile_ahead(to_load(sources, variants, digests if job.check_equivalence else None),
                                       entry.kernel_name, program)
             conn.send(("compiled",))
@@ -331,11 +344,11 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
 
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
-    for index, chunk in enumerate(chunks):
+    for index, (_batch, members) in enumerate(chunks):
         sources, variants = prepared
         # The next batch compiles (g++ beside) while this one's mutants run.
         prepared = prepare(chunks[index + 1]) if index + 1 < len(chunks) else None
-        for mutant_id, source, variant in zip(chunk, sources, variants):
+        for mutant_id, source, variant in zip(members, sources, variants):
             started = time.perf_counter()
             started_here += 1
             conn.send(("mutant", mutant_id))
