@@ -1,6 +1,7 @@
 """report_diff: the check that a campaign on several GPUs decides what it decides on one."""
 
 import json
+from pathlib import Path
 
 from harness.engine.report import OWN_KEY
 from harness.report_diff import StatusDifference, main, status_differences
@@ -38,3 +39,12 @@ def test_a_file_that_is_not_a_report_is_exit_2(tmp_path, capsys):
     bad.write_text("{}")
     assert main([str(bad), str(bad)]) == 2
     assert capsys.readouterr().err == f"report_diff: error: not a campaign report: no {OWN_KEY}.substrates\n"
+
+
+def test_comparing_reports_needs_no_torch():
+    # A report may be compared where the harness's dependencies are not installed (a reviewer's laptop).
+    import subprocess
+    import sys
+
+    program = "import sys, harness.report_diff; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", program], cwd=Path(__file__).resolve().parent.parent).returncode == 0

@@ -34,7 +34,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.engine import judge as oracles
 from harness.engine.store import ResultKey, ResultStore
 
 SCHEMA_VERSION = "2"
@@ -300,9 +299,10 @@ def report_html(report: dict, title_postfix: str = "substrate harness",
                         elements_from=html.escape(where), report=script_json(report))
 
 
-def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = (oracles.VALUES,)
-             ) -> list[MutantOutcome]:
+def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = ("values",)) -> list[MutantOutcome]:
     """Each stored mutant's outcome: the value suites' verdict, or a chosen later oracle's kill of a survivor."""
+    from harness.engine import judge as oracles  # here: the rest of this module needs no torch (report_diff)
+
     found = []
     for mutant in plan.mutants:
         record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
