@@ -11,6 +11,8 @@
 #   KB_GATE=1      also gate examples/kernelbench/ against it (at the problems' real sizes: minutes)
 #   GATE=0         skip the gates (the admission records in the tree are used as they are)
 #   TESTS=none     skip the tests
+#   PYTEST_WORKERS=N  the tests on N pytest-xdist processes (the device has xdist; the GPU tests take
+#                  about 600 s on one, more than a call holds beside the gates)
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
@@ -133,6 +135,7 @@ fi
 
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
+[ -n "${PYTEST_WORKERS:-}" ] && marker+=(-n "$PYTEST_WORKERS")
 if [ "${TESTS:-all}" != none ]; then
   # -v: a run cut off by the call's limit still shows which tests ran; the slowest are listed last.
   python3 -m pytest -v -rfE --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
