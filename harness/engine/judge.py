@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -134,24 +132,21 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
                      timeout: float) -> tuple[dict, str, str]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or "")."""
+    from harness.worker import start_worker
+
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
-    env = program_env()
-
-    def start() -> subprocess.Popen:
-        # Started ahead: a kernel that faults ends its process, and the next one's imports are done by then.
-        return subprocess.Popen([sys.executable, "-m", "harness.oracles.large_index_run", "--wait"], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-    spare = [start()]  # the process started ahead, replaced as each is used
+    # Forked from the fork server: a kernel that faults ends its process, and the next starts in milliseconds.
+    spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
-        return _judge_in_turn(list(kernels), spare, start, work, u, backend, kb_root, cache_dir, min_elements,
-                              timeout)
+        return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
+                              kb_root, cache_dir, min_elements, timeout)
     finally:
-        spare[0].communicate("\n")  # an empty line: the spare exits
+        spare[0].stop()
 
 
 def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, timeout):
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started)."""
+    from harness.oracles.large_index_run import run_in_worker
     from harness.worker import exit_description
 
     results: dict[str, tuple[bool, str]] = {}
@@ -162,14 +157,20 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
                                     "watch_pid": os.getpid(),
                                     "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
-        process, spare[0] = spare[0], start()
+        worker, spare[0] = spare[0], start()
+        stderr = work / f"stderr-{attempt}.txt"
         try:
-            _out, errors = process.communicate(f"{plan} {events}\n", timeout=timeout)
-            ended = f"the process ended ({exit_description(process.returncode)}): {last_line(errors)}"
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+            worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
+            worker.process.join(timeout)
+        except OSError:  # it died before it took the job: judged as any other end
+            worker.process.join(10)
+        if worker.process.is_alive():
+            worker.stop()
             ended = f"timed out after {timeout:g} s"
+        else:
+            errors = stderr.read_text() if stderr.exists() else ""
+            ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
+        worker.stop()
         judged, deliberate_end = [], False
         for line in events.read_text().splitlines() if events.exists() else []:
             record = json.loads(line)

@@ -1,7 +1,8 @@
 """The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on one large trial.
 
 `python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl` (or `--wait`, then the two paths on a line
-of stdin: a process started ahead, its imports done, for after a kernel that ends one). The trial is T0's trial 0 tiled
+of stdin: a process started ahead, its imports done, for after a kernel that ends one); a campaign runs it
+in a worker forked from the fork server instead (`run_in_worker`), a new one in milliseconds after each end. The trial is T0's trial 0 tiled
 along its first axis (every input of the first input's shape alike, so a mask stays aligned; pads
 and scalars unchanged), enough times that the input and the output both have more than
 `min_elements` elements: the same values, the same pads, so within every precondition T0 meets,
@@ -147,6 +148,18 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
         if not judge(key, cuda):
             return LOST_EXIT
     return 0
+
+
+def run_in_worker(plan_path: str, events_path: str, stderr_path: str, conn) -> None:
+    """main() as a campaign's forked worker runs it (harness.engine.judge): its stderr to a file the parent
+    reads for the words of an end, its exit status main's."""
+    import os
+
+    log = open(stderr_path, "a", buffering=1)
+    os.dup2(log.fileno(), 2)
+    sys.stderr = log
+    conn.close()  # the parent waits for this process's exit, not for messages
+    sys.exit(main([plan_path, events_path]))
 
 
 if __name__ == "__main__":
