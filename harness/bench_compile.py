@@ -31,7 +31,7 @@ def classes(original: str, digests: list[str | None]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
-    from harness.engine.compile import ptx_digest
+    from harness.batches import ptx_digest
     from harness.engine.compile import compile_variants
     from harness.engine.mutants import generate
     from harness.engine.worker import BATCH_SIZE

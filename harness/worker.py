@@ -297,7 +297,7 @@ class StartedWorker:
 # the workers that need it).
 FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
-                       "harness.nvrtc", "harness.cache", "harness.engine.compile", "harness.engine.mutants",
+                       "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
                        "harness.engine.worker", "harness.backends.cpu")
 
 

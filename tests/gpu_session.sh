@@ -28,6 +28,9 @@
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
+#   RESUME_FROM=DIR  a campaign starts from DIR/campaign-NAME/results.jsonl where there is one (an earlier
+#                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
+#                  goes on in the next call with nothing redone
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -156,6 +159,11 @@ done | tee "$out/repeats.log"
 # sampled every 250 ms while it runs; extra arguments go to the campaign.
 campaign() {
   local name=$1; shift
+  if [ -n "${RESUME_FROM:-}" ] && [ -f "$RESUME_FROM/campaign-$name/results.jsonl" ]; then
+    mkdir -p "$out/campaign-$name"
+    cp "$RESUME_FROM/campaign-$name/results.jsonl" "$out/campaign-$name/results.jsonl"
+    echo "campaign $name resumes from $(wc -l < "$out/campaign-$name/results.jsonl") stored results"
+  fi
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/$name.smi" &
   local sampler=$!
   python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
+from harness.batches import ptx_digest
 from harness.campaign import main
 from harness.cli import main as gate_main
-from harness.engine.compile import ptx_digest
 from harness.engine.run import default_workers, spares_wanted
 from harness.report_diff import status_differences, statuses
 from tests import rule_candidates

@@ -1,12 +1,13 @@
-"""harness.engine.compile: many variants of a source in one NVRTC program, each variant's code comparable.
+"""harness.batches and harness.engine.compile: many variants of a source in one NVRTC program, each variant's
+code comparable; batches planned, compiled ahead in a pool, found in the cache.
 
 NVRTC runs without a GPU, so every test here runs in CI.
 """
 
 from types import SimpleNamespace
 
-from harness.engine.compile import (CompilePool, batch_program, batches, code_digest, compile_variants,
-                                    group_by_batch, precompile_order, variant_code)
+from harness.batches import batch_program, code_digest, variant_code
+from harness.engine.compile import CompilePool, batches, compile_variants, group_by_batch, precompile_order
 from harness.nvrtc import compile_program
 
 SOURCE = r"""#include <cuda_fp16.h>

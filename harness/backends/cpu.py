@@ -25,7 +25,7 @@ import torch
 
 from harness import cache, signature
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
-from harness.engine.compile import batch_program
+from harness.batches import batch_program
 from harness.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
@@ -117,7 +117,7 @@ def cpp_translation_unit(source: str, kernel_name: str, program_name: str, fiber
 
 
 def batch_translation_unit(sources: list[str], kernel_name: str, program_name: str) -> str:
-    """One C++ file for many sources, each in its namespace (harness.engine.compile); entry point i runs source i."""
+    """One C++ file for many sources, each in its namespace (harness.batches); entry point i runs source i."""
     composed = batch_program(sources, kernel_name, program_name)
     entries = [
         f'extern "C" __attribute__((visibility("default"))) int harness_launch_{i}(\n'

@@ -1,99 +1,12 @@
-"""Many variants of one CUDA source compiled as one NVRTC program, and each variant's own compiled code.
-
-NVRTC pays a fixed cost per program (starting up, parsing cuda_fp16.h) that is most of a small
-kernel's compile; a campaign compiles hundreds of near-copies of one source, so it compiles them
-together. Each copy goes into a namespace of its own (`harness_batch_0007`), its `extern "C"`
-dropped so the copies' kernels stop sharing one symbol, its `#include` lines hoisted to the top
-once and its macros `#undef`ined after it. Kernels are found through NVRTC name expressions.
-
-A copy's code is the set of the PTX's top-level statements (entries, functions, shared and global
-variables) that carry its namespace, with the namespace's number blanked: two copies that compile
-to the same code get the same digest wherever they sit in a batch, and the unmutated source,
-compiled in a batch too, is compared in the same form. Line-info directives and comments are left
-out, so moving code between lines changes nothing, and so are the numbers PTX gives labels and
-local stacks by the function's place in the module.
-
-Anything the composition cannot handle (an `extern "C" { ... }` block, say) makes the batch fail
-to compile; callers then compile each variant alone (`CampaignJob.batch_size = 1`).
-"""
+"""The campaign's compile stage: each substrate's mutants in batches fixed by the plan, every batch compiled
+as one NVRTC program (harness.batches composes it and cuts out each mutant's own code) through the compile
+cache, by a pool ahead of the workers and by the worker that needs it where the pool has not got there."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 
-TAG_WIDTH = 4  # fixed, so every tag has the same length and mangles to the same length prefix
-_TAG = re.compile(r"harness_batch_\d{%d}" % TAG_WIDTH)
-_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
-_EXTERN_C = re.compile(r'\bextern\s+"C"\s*(?!\{)')
-_NOT_CODE = re.compile(r"^\s*(\.loc|\.file|//|@@DWARF)")
-_MODULE_HEADER = re.compile(r"^\.(version|target|address_size)\b")
-# Names PTX numbers by the function's place in the module: blanked, as the tag is.
-_PER_FUNCTION = re.compile(r"(\$L__BB|__local_depot)\d+")
-
-
-def _code_lines(ptx: str) -> list[str]:
-    """The PTX's lines, stripped, without blank lines, line-info directives and comments."""
-    return [line.strip() for line in ptx.splitlines() if line.strip() and not _NOT_CODE.match(line)]
-
-
-def ptx_digest(ptx: str) -> str:
-    """A digest of what a whole program's PTX executes: line-info directives and comments left out."""
-    return hashlib.sha256("\n".join(_code_lines(ptx)).encode()).hexdigest()
-
-
-def tag(index: int) -> str:
-    return f"harness_batch_{index:0{TAG_WIDTH}d}"
-
-
-@dataclass(frozen=True)
-class BatchProgram:
-    source: str
-    name_expressions: tuple[str, ...]  # one per variant, in order
-
-
-def batch_program(sources: list[str], kernel_name: str, program_name: str) -> BatchProgram:
-    """One program holding every source, each in its namespace; `#line` keeps each copy's own numbering."""
-    if len(sources) >= 10 ** TAG_WIDTH:
-        raise ValueError(f"a batch holds at most {10 ** TAG_WIDTH - 1} sources, not {len(sources)}")
-    includes = list(dict.fromkeys(m.group().strip() for s in sources for m in _INCLUDE_LINE.finditer(s)))
-    parts = includes[:]
-    for i, source in enumerate(sources):
-        body = _EXTERN_C.sub("", _INCLUDE_LINE.sub("", source))
-        parts += [f"namespace {tag(i)} {{", f'#line 1 "{program_name} (variant {i})"', body, "}"]
-        parts += [f"#undef {name}" for name in dict.fromkeys(_DEFINE.findall(source))]
-    return BatchProgram("\n".join(parts) + "\n", tuple(f"{tag(i)}::{kernel_name}" for i in range(len(sources))))
-
-
-def _top_level_statements(ptx: str) -> list[str]:
-    """PTX cut at depth 0: each entry or function with its body, each declaration ending in ';'."""
-    statements, current, depth = [], [], 0
-    for stripped in _code_lines(ptx):
-        if depth == 0 and _MODULE_HEADER.match(stripped):
-            statements.append(stripped)
-            continue
-        current.append(stripped)
-        depth += stripped.count("{") - stripped.count("}")
-        if depth == 0 and (stripped.endswith(";") or stripped.endswith("}")):
-            statements.append("\n".join(current))
-            current = []
-    if current:
-        statements.append("\n".join(current))
-    return statements
-
-
-def variant_code(ptx: str, index: int) -> str:
-    """The PTX statements of variant `index` of a batch, its tag blanked."""
-    own = tag(index)
-    return "\n".join(_PER_FUNCTION.sub(r"\1N", _TAG.sub("harness_batch_N", s))
-                     for s in _top_level_statements(ptx) if own in s)
-
-
-def code_digest(ptx: str, index: int) -> str:
-    """A digest of what variant `index` executes, comparable across batches and positions."""
-    return hashlib.sha256(variant_code(ptx, index).encode()).hexdigest()
+from harness.batches import batch_program, code_digest
 
 
 def to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:

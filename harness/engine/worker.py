@@ -2,7 +2,7 @@
 
 The worker builds every trial's inputs and computes the official reference once, compiles the
 unmutated source once, and then takes the mutants `batch_size` at a time: compiles them as one
-NVRTC program (`harness.engine.compile`; a batch that fails is compiled one mutant at a time, and a
+NVRTC program (`harness.engine.compile`, `harness.batches`; a batch that fails is compiled one mutant at a time, and a
 mutant that does not compile alone is a CompileError), and for each mutant compares its code
 with the original's and with earlier mutants' (identical code is Equivalent or Duplicate and
 never runs), then runs the trials, most kills per byte first (`trial_order`), until the first
@@ -193,7 +193,7 @@ def import_ahead(backend: str) -> None:
     """
     import importlib
 
-    for module in ("torch", "cuda.bindings.nvrtc", "harness.engine.compile", "harness.cache", "harness.pipeline",
+    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.engine.compile", "harness.cache", "harness.pipeline",
                    "harness.compare", "harness.candidates", "harness.problems", "harness.engine.mutants",
                    f"harness.backends.{backend}", *(("cuda.bindings.driver",) if backend == "cuda" else ())):
         importlib.import_module(module)
@@ -202,7 +202,8 @@ def import_ahead(backend: str) -> None:
 def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.cache import compile_cached, compile_program_cached
-    from harness.engine.compile import compile_variants, group_by_batch, ptx_digest, to_load
+    from harness.batches import ptx_digest
+    from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
     from harness.nvrtc import CompileError
