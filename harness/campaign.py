@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.backends import BACKEND_NAMES, gpu_arch, gpu_count, gpu_visible, resolve_backend_name
+from harness.cache import default_cache_dir
 from harness.candidates import SUBSTRATES_DIR
 from harness.engine import judge as oracles
 from harness.engine.compile import CompilePool, precompile_order
@@ -169,8 +170,9 @@ def _run(args) -> int:
     # Batches compiled ahead on the cores the workers leave (the workers' arch: the first GPU's, or NVRTC's default).
     compile_pool = CompilePool(0 if args.naive or args.batch_size < 2 else max(0, cores - workers))
     arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
+    # The folder named, not left to the pool: its processes have the fork server's environment, not this one's.
     compile_pool.submit(precompile_order(sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, arch,
-                                         str(args.cache_dir) if args.cache_dir else None))
+                                         str(args.cache_dir or default_cache_dir())))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
