@@ -136,8 +136,10 @@ def _run(args) -> int:
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
+    compilers = 0 if args.naive or args.batch_size < 2 or not pending else max(0, cores - workers)
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
-          f"backend {backend}, {workers} worker(s) over {where}", flush=True)
+          f"backend {backend}, {workers} worker(s) over {where}"
+          + (f", {compilers} process(es) compiling batches ahead" if compilers else ""), flush=True)
 
     progress = Progress(pending, args.no_progress)
     naive_results: dict[str, dict] = {}
@@ -168,7 +170,7 @@ def _run(args) -> int:
                     free_devices.append(slot)
 
     # Batches compiled ahead on the cores the workers leave (the workers' arch: the first GPU's, or NVRTC's default).
-    compile_pool = CompilePool(0 if args.naive or args.batch_size < 2 else max(0, cores - workers))
+    compile_pool = CompilePool(compilers)
     arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
     # The folder named, not left to the pool: its processes have the fork server's environment, not this one's.
     compile_pool.submit(precompile_order(sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, arch,

@@ -7,6 +7,7 @@ makes the second run skip every mutant; a substrate not admitted is refused with
 
 import json
 import multiprocessing
+import os
 import re
 
 import pytest
@@ -51,6 +52,8 @@ def test_a_campaign_gives_every_mutant_a_status_and_resumes_from_its_store(admit
     assert _campaign(admitted, "rule_compliant", "--json", str(report)) == 0
     out = capsys.readouterr().out
     assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored) on backend cpu" in out
+    cores = os.cpu_count() or 1  # one worker on the CPU backend: the other cores compile batches ahead
+    assert (f"1 worker(s) over the CPU, {cores - 1} process(es) compiling batches ahead\n" in out) == (cores > 1)
     data = json.loads(report.read_text())
     mutants = data["files"]["rule_compliant.cu"]["mutants"]
     assert {m["mutatorName"]: m["status"] for m in mutants} == {"relational_boundary": "Killed",

@@ -103,7 +103,7 @@ def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cach
     plan = _plan()
     pool = CompilePool(1)
     pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)))
-    pool.close(wait=True)
+    pool.close(finish=True)
     assert len(list(tmp_path.glob("*.cubin"))) == 2  # batches of 4 and 1
 
     def compiled_again(*args, **kwargs):

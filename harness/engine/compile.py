@@ -110,10 +110,11 @@ class CompilePool:
         for task in work if self.executor else []:
             self.executor.submit(precompile_batch, *task)
 
-    def close(self, wait: bool = False) -> None:
-        """Batches not started are dropped (the campaign is over, or `wait`: every one finishes first)."""
+    def close(self, finish: bool = False) -> None:
+        """Batches not started are dropped (the campaign is over), or with `finish` compiled first; returns
+        once no process of the pool is left."""
         if self.executor:
-            self.executor.shutdown(wait=wait, cancel_futures=not wait)
+            self.executor.shutdown(wait=True, cancel_futures=not finish)
 
 
 def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -> list[tuple]:
