@@ -57,16 +57,21 @@ def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | N
                    program_name: str = "kernel.cu", locate=None) -> tuple[nvrtc.CompiledKernel, bool]:
     """NVRTC-compile through the cache; returns (compiled kernel, True if it came from the cache)."""
     key = cache_key("nvrtc", source, kernel_name, list(nvrtc.compile_options(arch)), nvrtc.compiler_version())
+    return _stored(key, lambda: nvrtc.compile_cuda(source, kernel_name, arch, program_name, locate),
+                   nvrtc.CompiledKernel, cache_dir)
 
+
+def _stored(key: str, compile_now, record, cache_dir: Path | None):
+    """(the compiled record under `key`, True if it came from the cache): its cubin, and the rest as JSON."""
     def make() -> dict[str, bytes]:
-        compiled = nvrtc.compile_cuda(source, kernel_name, arch, program_name, locate)
+        compiled = compile_now()
         meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
         return {"cubin": compiled.cubin, "json": json.dumps(meta).encode()}
 
     paths, from_cache = lookup_or_make(key, ("json", "cubin"), make, cache_dir)
     meta = json.loads(paths["json"].read_text())
     meta["options"] = tuple(meta["options"])
-    return nvrtc.CompiledKernel(cubin=paths["cubin"].read_bytes(), **meta), from_cache
+    return record(cubin=paths["cubin"].read_bytes(), **meta), from_cache
 
 
 def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str = "kernel.cu",
@@ -78,13 +83,6 @@ def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch:
     """
     key = cache_key("nvrtc program", source, list(name_expressions), list(nvrtc.compile_options(arch)),
                     nvrtc.compiler_version())
-
-    def make() -> dict[str, bytes]:
-        compiled = nvrtc.compile_program(source, name_expressions, arch, program_name)
-        meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
-        return {"cubin": compiled.cubin, "json": json.dumps(meta).encode()}
-
-    paths, _ = lookup_or_make(key, ("json", "cubin"), make, cache_dir)
-    meta = json.loads(paths["json"].read_text())
-    meta["options"] = tuple(meta["options"])
-    return nvrtc.CompiledProgram(cubin=paths["cubin"].read_bytes(), **meta)
+    compiled, _ = _stored(key, lambda: nvrtc.compile_program(source, name_expressions, arch, program_name),
+                          nvrtc.CompiledProgram, cache_dir)
+    return compiled

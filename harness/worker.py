@@ -230,19 +230,20 @@ def watch_parent(parent_pid: int) -> None:
     _exit_when(lambda: os.getppid() != parent_pid)
 
 
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # it exists, under another user
+    return False
+
+
 def watch_process(pid: int) -> None:
     """Exit this process as soon as process `pid` (an ancestor further up than the parent: the gate above
     compute-sanitizer, say) is gone, from a thread of its own."""
-    def gone() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass  # it exists, under another user
-        return False
-
-    _exit_when(gone)
+    _exit_when(lambda: _process_gone(pid))
 
 
 def _exit_when(gone) -> None:
@@ -262,25 +263,13 @@ def _run_watched(target, parent_pid: int, *args) -> None:
     and the server exits when that process does: either going ends the worker.
     """
     parent_at_start = os.getppid()
-
-    def gone() -> bool:
-        if os.getppid() != parent_at_start:
-            return True
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass  # it exists, under another user
-        return False
-
-    _exit_when(gone)
+    _exit_when(lambda: os.getppid() != parent_at_start or _process_gone(parent_pid))
     target(*args)
 
 
 @dataclass
 class StartedWorker:
-    """A spawned worker process, waiting for its job on `connection` (the parent's end of its pipe)."""
+    """A worker process, waiting for its job on `connection` (the parent's end of its pipe)."""
 
     process: multiprocessing.process.BaseProcess
     connection: Connection

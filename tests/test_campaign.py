@@ -253,7 +253,6 @@ def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fres
 def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_one(
         admitted, tmp_path, monkeypatch, capsys):
     # A death the shim cannot catch (a heap an earlier mutant corrupted, say): played by a script.
-    from harness.engine import run
     from harness.worker import WorkerLost
 
     jobs = []
@@ -268,15 +267,9 @@ def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_
         handle(("mutant", first))
         raise WorkerLost(f"the worker process died during {first} T0_original trial 0 (killed by signal SIGSEGV)")
 
-    monkeypatch.setattr(run, "_timed_converse", scripted_worker)
-    report = tmp_path / "report.json"
-    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
-                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
-                 "rule_compliant"]) == 0
-    capsys.readouterr()
+    outcomes = _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker)
     first, dying = jobs[0].mutant_ids
     assert [job.mutant_ids for job in jobs] == [(first, dying), (dying,)]
-    outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
     assert {m: o["status"] for m, o in outcomes.items()} == {first: "killed", dying: "runtime_error"}
     assert outcomes[dying]["detail"] == (f"the worker process died during {dying} T0_original trial 0 (killed by "
                                          f"signal SIGSEGV) (the first mutant of a fresh worker)")
@@ -286,7 +279,6 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
         admitted, tmp_path, monkeypatch, capsys):
     # The parent's side of a trial damaged by a stray write (the worker's side is tested below): workers are
     # played by a script, since no real kernel here damages a worker's trial reproducibly.
-    from harness.engine import run
 
     jobs = []
 
@@ -303,18 +295,25 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
             if handle(message):
                 return
 
+    outcomes = _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker)
+    first, handed_back = jobs[0].mutant_ids
+    assert jobs[1].mutant_ids == (handed_back,)
+    assert (jobs[0].run_baseline, jobs[1].run_baseline) == (True, False)
+    assert {m: o["status"] for m, o in outcomes.items()} == {first: "killed", handed_back: "killed"}
+    assert outcomes[handed_back]["detail"] == "detail b"
+
+
+def _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker) -> dict:
+    """A campaign over rule_compliant whose workers are played by `scripted_worker`: its outcomes by mutant id."""
+    from harness.engine import run
+
     monkeypatch.setattr(run, "_timed_converse", scripted_worker)
     report = tmp_path / "report.json"
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
                  "rule_compliant"]) == 0
     capsys.readouterr()
-    first, handed_back = jobs[0].mutant_ids
-    assert jobs[1].mutant_ids == (handed_back,)
-    assert (jobs[0].run_baseline, jobs[1].run_baseline) == (True, False)
-    outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
-    assert {m: o["status"] for m, o in outcomes.items()} == {first: "killed", handed_back: "killed"}
-    assert outcomes[handed_back]["detail"] == "detail b"
+    return json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
 
 
 def _result(mutant_id: str, status: str, digest: str) -> dict:

@@ -99,34 +99,29 @@ def shim_digest() -> str:
     return cache.cache_key(*[(p.name, p.read_text()) for p in sorted(SHIM_DIR.glob("*.h"))])
 
 
+def _entry_points(launches: list[tuple[str, str, bool]]) -> str:
+    """The extern "C" functions ctypes calls: each (symbol, kernel, fibers) a launch of that kernel with
+    cuLaunchKernel's argument array, then harness_last_error."""
+    return ('#line 1 "harness-launch-entry"\n' + "".join(
+        f'extern "C" __attribute__((visibility("default"))) int {symbol}(\n'
+        "    void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {\n"
+        f"    return harness_cpu::launch(&{kernel}, args, dim3(gx, gy, gz), dim3(bx, by, bz), {int(fibers)});\n"
+        "}\n" for symbol, kernel, fibers in launches)
+        + 'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n')
+
+
 def cpp_translation_unit(source: str, kernel_name: str, program_name: str, fibers: bool) -> str:
     """The C++ file g++ compiles: the shim, the unchanged source, and the launch entry points."""
-    return (
-        f"#define HARNESS_CPU_FIBERS {int(fibers)}\n"
-        '#include "cuda_cpu.h"\n'
-        f'#line 1 "{program_name}"\n'
-        f"{source}\n"
-        '#line 1 "harness-launch-entry"\n'
-        'extern "C" int harness_launch(void** args, unsigned gx, unsigned gy, unsigned gz,\n'
-        "                              unsigned bx, unsigned by, unsigned bz) {\n"
-        f"    return harness_cpu::launch(&{kernel_name}, args, dim3(gx, gy, gz), dim3(bx, by, bz), "
-        "HARNESS_CPU_FIBERS);\n"
-        "}\n"
-        'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n'
-    )
+    return (f'#include "cuda_cpu.h"\n#line 1 "{program_name}"\n{source}\n'
+            + _entry_points([("harness_launch", kernel_name, fibers)]))
 
 
 def batch_translation_unit(sources: list[str], kernel_name: str, program_name: str) -> str:
     """One C++ file for many sources, each in its namespace (harness.batches); entry point i runs source i."""
     composed = batch_program(sources, kernel_name, program_name)
-    entries = [
-        f'extern "C" __attribute__((visibility("default"))) int harness_launch_{i}(\n'
-        "    void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {\n"
-        f"    return harness_cpu::launch(&{expression}, args, dim3(gx, gy, gz), dim3(bx, by, bz), "
-        f"{int(needs_fibers(source))});\n}}"
-        for i, (source, expression) in enumerate(zip(sources, composed.name_expressions))]
-    return ('#include "cuda_cpu.h"\n' + composed.source + '#line 1 "harness-launch-entry"\n' + "\n".join(entries)
-            + '\nextern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n')
+    return ('#include "cuda_cpu.h"\n' + composed.source + _entry_points(
+        [(f"harness_launch_{i}", expression, needs_fibers(source))
+         for i, (source, expression) in enumerate(zip(sources, composed.name_expressions))]))
 
 
 def needs_fibers(source: str) -> bool:

@@ -122,10 +122,11 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -
     each substrate's first batch comes before any substrate's second."""
     per_plan = []
     for plan in plans:
-        sources = {m.id: m.apply(plan.source) for m in plan.mutants}
+        by_id = {m.id: m for m in plan.mutants}
         waiting = set(plan.to_run)
-        per_plan.append([([sources[m] for m in batch], plan.kernel_name, f"{plan.name}.cu", arch, cache_dir)
-                         for batch in batches([m.id for m in plan.mutants], size) if waiting & set(batch)])
+        per_plan.append([([by_id[m].apply(plan.source) for m in batch], plan.kernel_name, f"{plan.name}.cu", arch,
+                          cache_dir)
+                         for batch in batches(list(by_id), size) if waiting & set(batch)])
     order = []
     for round_ in range(max((len(p) for p in per_plan), default=0)):
         order += [p[round_] for p in per_plan if round_ < len(p)]

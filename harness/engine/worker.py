@@ -277,14 +277,15 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
         a compiler that crashes the worker is then seen as the batch's doing, not a mutant's.
         """
         batch, members = chunk
-        sources = [mutants[mutant_id].apply(entry.cuda) for mutant_id in members]
+        batch_sources = {mutant_id: mutants[mutant_id].apply(entry.cuda) for mutant_id in batch}
+        sources = [batch_sources[mutant_id] for mutant_id in members]
         variants = [None] * len(members)
         if batching:
             conn.send(("batch", members))
             conn.send(("step", f"compiling {len(batch)} mutants as one program"))
             with _Phase(phases, "compiling"):
-                compiled = dict(zip(batch, compile_variants([mutants[m].apply(entry.cuda) for m in batch], entry,
-                                                            backend.nvrtc_arch, program, compile_batch)))
+                compiled = dict(zip(batch, compile_variants(list(batch_sources.values()), entry, backend.nvrtc_arch,
+                                                            program, compile_batch)))
                 variants = [compiled[mutant_id] for mutant_id in members]
                 backend.compile_ahead(to_load(sources, variants, digests if job.check_equivalence else None),
                                       entry.kernel_name, program)

@@ -1,5 +1,6 @@
-"""Oracles that judge a kernel by more than its output values: compute-sanitizer's tools (sanitizer), and a
-campaign's survivors judged by those tools and on a trial past 2^31 elements (survivors)."""
+"""Oracles that judge a kernel by more than its output values: compute-sanitizer's tools (sanitizer, and the
+program under them, sanitized_run), and the program of a trial past 2^31 elements (large_index_run). A
+campaign's survivors are judged by both in harness.engine.judge."""
 
 import os
 from pathlib import Path

@@ -1,8 +1,7 @@
 """The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on one large trial.
 
-`python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl` (or `--wait`, then the two paths on a line
-of stdin: a process started ahead, its imports done, for after a kernel that ends one); a campaign runs it
-in a worker forked from the fork server instead (`run_in_worker`), a new one in milliseconds after each end. The trial is T0's trial 0 tiled
+`python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl`; a campaign runs it in a worker forked
+from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The trial is T0's trial 0 tiled
 along its first axis (every input of the first input's shape alike, so a mask stays aligned; pads
 and scalars unchanged), enough times that the input and the output both have more than
 `min_elements` elements: the same values, the same pads, so within every precondition T0 meets,
@@ -71,10 +70,6 @@ def main(argv: list[str]) -> int:
     from harness.problems import ProblemSearch, load_problem
     from harness.suite_rules import official_inputs
 
-    if argv == ["--wait"]:  # a spare, started ahead with its imports done: its job comes on stdin
-        argv = sys.stdin.readline().split()
-        if not argv:
-            return 0
     plan = json.loads(Path(argv[0]).read_text())
     if plan.get("watch_pid"):  # the campaign: gone, this run is for nothing
         from harness.worker import watch_process
