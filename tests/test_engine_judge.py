@@ -88,7 +88,8 @@ def _guarded_survivor(condition: str, number: int) -> Survivor:
 
 
 def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp_path):
-    # On the CPU, "large" is scaled down: T0 trial 0 (64 x 256) tiled until its output has more than 4096 rows.
+    # On the CPU, "large" is scaled down: T0 trial 0 (64 x 256) tiled until its output has more than 4096 rows
+    # (65 times: the least factor), then along the last axis until its input has more than 4096 elements.
     # The first survivor drops every element past 300000 (T0's 16384 never reach it); the second past 2^40.
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
@@ -96,23 +97,66 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12)
     assert notes == {}
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
-    assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 128x: 8192x256, out 8192"
+    assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
     assert "elements differ" in killed["detail"]
     spared = store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))
     assert spared["killed_by"] == "" and spared["detail"] == ""
+    assert spared["trial"] == ("T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160; "
+                               "T0 trial 0 tiled 1x along axis -1: 64x256, out 64")
     status, detail, oracle = decided({"status": "survived"}, [killed])
     assert (status, oracle) == ("killed", LARGE_INDEX)
-    assert detail.startswith("killed by the large-index trial (T0 trial 0 tiled 128x: 8192x256, out 8192): ")
+    assert detail.startswith("killed by the large-index trial (T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160): ")
 
 
-def test_the_tile_factor_takes_both_the_input_and_the_output_past_the_bound():
+def test_the_tile_factor_is_the_least_that_takes_both_the_input_and_the_output_past_the_bound():
     import torch
 
     # A pad adding 3 rows: input 8 x 100, output 11 x 110; both past 1000 elements at a factor of 2.
-    assert tile_factor([torch.zeros(8, 100)], (11, 110), 1000, torch) == 2
-    # A backward pad taking 3 rows off: the output decides.
-    assert tile_factor([torch.zeros(8, 100)], (5, 50), 1000, torch) == 4
-    assert tile_factor([torch.zeros(8, 100)], (8, 100), 2**31 + 2**20, torch) == 4 * 2**20
+    assert tile_factor([torch.zeros(8, 100)], (11, 110), 1000) == 2
+    # A backward pad taking 3 rows off: the output decides (8f - 3 rows of 50 > 1000 from f = 3).
+    assert tile_factor([torch.zeros(8, 100)], (5, 50), 1000) == 3
+    # Past 2^31 + 2^20 and no further: the least factor, not the next power of two (800 x 2685666 = 2148532800).
+    assert tile_factor([torch.zeros(8, 100)], (8, 100), 2**31 + 2**20) == 2685666
+    # Along the last axis a pad's output grows by the columns; a reduction's (another rank) is not counted.
+    assert tile_factor([torch.zeros(8, 100)], (8, 90), 1000, axis=-1) == 2
+    assert tile_factor([torch.zeros(64, 256)], (64,), 2**20, axis=-1) == 65
+    # A scalar output (a loss): only the input is counted.
+    assert tile_factor([torch.zeros(4, 4)], (), 100) == 7
+
+
+def test_no_tile_factor_takes_a_trial_past_the_bound_within_the_contract_s_u32_counts():
+    import torch
+
+    # 2^31 + 1 elements already: one more copy passes 2^32 - 1.
+    assert tile_factor([torch.zeros(2**16, 2**15 + 1, device="meta")], (2**16, 2**15 + 1), 2**31 + 2**20) is None
+    assert tile_factor([torch.zeros(0, 8)], (0, 8), 1000) is None
+
+
+def test_a_survivor_wrong_only_past_a_column_count_is_killed_by_the_trial_along_the_last_axis(tmp_path):
+    # T0 trial 0 is 64 x 256: tiled along axis 0 its rows grow, its columns stay; along the last axis they grow.
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    wide = _guarded_survivor("cols > 1000", 2)
+    assert judge_on_large_trial([unmutated], [wide], store, "cpu", min_elements=2**18) == {}
+    killed = store.get(oracle_key("f" * 64, "cpu", wide.mutant_id, LARGE_INDEX))
+    assert killed["killed_by"] == LARGE_INDEX
+    assert killed["trial"] == "T0 trial 0 tiled 17x along axis -1: 64x4352, out 64", killed["trial"]
+
+
+def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next_one_is_still_judged(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    spinning = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:spin:0",
+                        unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) { volatile int spin = 1; "
+                                                                "while (spin) {} }"))
+    dropping = _guarded_survivor("i >= 300000", 0)
+    assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu", min_elements=2**12,
+                                hang_floor=3.0) == {}
+    hung = store.get(oracle_key("f" * 64, "cpu", spinning.mutant_id, LARGE_INDEX))
+    assert hung["killed_by"] == LARGE_INDEX
+    assert hung["detail"].startswith("the kernel hung: ran past 3 s on the large trial, where the unmutated "
+                                     "kernel took "), hung["detail"]
+    assert store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))["killed_by"] == LARGE_INDEX
 
 
 @pytest.mark.parametrize("fault, detail", [

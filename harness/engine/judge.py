@@ -34,6 +34,8 @@ LARGE_INDEX = "large-index"
 ORACLES = (VALUES, SANITIZERS, LARGE_INDEX)  # a kill is credited to the first of these that makes it
 MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
 LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
+LARGE_AXES = (0, -1)  # the axes T0 trial 0 is tiled along, in turn
+HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
 
 
 def oracle_key(source_sha256: str, backend: str, mutant_id: str, oracle: str) -> ResultKey:
@@ -102,36 +104,56 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
 
 def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                          kb_root: str | None = None, cache_dir: str | None = None,
-                         min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT) -> dict[str, str]:
-    """Each substrate's survivors on its large trial, stored as judged; returns, per substrate, why it could not
-    judge them (the device's memory, the unmutated kernel failing the trial), if so."""
+                         min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT,
+                         hang_floor: float = HANG_FLOOR_SECONDS) -> dict[str, str]:
+    """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
+    not judge them (the device's memory, the unmutated kernel failing it), if so.
+
+    T0 trial 0 tiled along axis 0 first, then what survives it tiled along the last axis: an index narrowed
+    in a loop over axes overflows only where the inner axes' product does (a stride, a coordinate)."""
     notes: dict[str, str] = {}
     for u in unmutated:
         mine = [s for s in survivors if s.substrate == u.substrate]
         if not mine:
             continue
-        kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in mine]
-        results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir, min_elements, timeout)
-        base = results.get(u.substrate)
-        if why or base is None or base[0]:
-            notes[u.substrate] = why or ("the unmutated substrate fails its large trial: " + (
-                base[1] if base else "it did not run"))
-            continue
+        judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
+        trials, why_not = [], []
+        for axis in LARGE_AXES:
+            left = [s for s in mine if not judged.get(s.mutant_id, (False,))[0]]
+            if not left:
+                break
+            kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
+            results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir, min_elements,
+                                                   (timeout, hang_floor), axis)
+            base = results.get(u.substrate)
+            if why is None:
+                continue
+            if why or base is None or base[0]:
+                why_not.append(f"axis {axis}: " + (why or ("the unmutated substrate fails its large trial: " + (
+                    base[1] if base else "it did not run"))))
+                continue
+            trials.append(trial)
+            for s in left:
+                found = results.get(program_label(s.mutant_id))
+                if found is not None:  # None: not judged (launch raised), left for a later run
+                    judged[s.mutant_id] = (found[0], found[1], trial)
+        if why_not:
+            notes[u.substrate] = "; ".join(why_not)
         for s in mine:
-            found = results.get(program_label(s.mutant_id))
-            if found is None:
-                continue  # not judged (launch raised): left for a later run
-            killed, detail = found
+            if s.mutant_id not in judged:
+                continue
+            killed, detail, trial = judged[s.mutant_id]
             store.put(oracle_key(s.source_sha256, backend, s.mutant_id, LARGE_INDEX),
                       {"oracle": LARGE_INDEX, "killed_by": LARGE_INDEX if killed else "",
                        "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
-                       "trial": trial})
+                       "trial": trial if killed else "; ".join(trials)})
     return notes
 
 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
-                     timeout: float) -> tuple[dict, str, str]:
-    """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or "")."""
+                     limits: tuple[float, float], axis: int = 0) -> tuple[dict, str, str | None]:
+    """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or ""; None when
+    the trial along `axis` is one along another axis already run)."""
     from harness.worker import start_worker
 
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
@@ -139,56 +161,85 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              kb_root, cache_dir, min_elements, timeout)
+                              kb_root, cache_dir, min_elements, limits, axis)
     finally:
         spare[0].stop()
 
 
-def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, timeout):
-    """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started)."""
+def hang_limit(unmutated_seconds: float, floor: float = HANG_FLOOR_SECONDS) -> float:
+    """How long a mutant may run on the large trial before it counts as hung (and is killed for it)."""
+    return max(floor, HANG_FACTOR * unmutated_seconds)
+
+
+def _events(path: Path) -> list[dict]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]  # a line half-written is read next time
+
+
+def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, limits, axis=0):
+    """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
+
+    `limits`: (timeout, hang floor). A mutant that runs past `hang_limit` of the unmutated kernel's time is
+    killed as hung; a process as a whole (building the trial, the unmutated kernel) has the timeout."""
+    timeout, hang_floor = limits
     from harness.oracles.large_index_run import run_in_worker
     from harness.worker import exit_description
 
     results: dict[str, tuple[bool, str]] = {}
-    trial, attempt = "", 0
+    trial, attempt, unmutated_seconds = "", 0, None
     while remaining:
         attempt += 1
         plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
-                                    "watch_pid": os.getpid(),
+                                    "watch_pid": os.getpid(), "axis": axis,
                                     "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
         worker, spare[0] = spare[0], start()
         stderr = work / f"stderr-{attempt}.txt"
+        began, ended = time.monotonic(), ""
         try:
             worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
-            worker.process.join(timeout)
         except OSError:  # it died before it took the job: judged as any other end
             worker.process.join(10)
-        if worker.process.is_alive():
+        while worker.process.is_alive():
+            worker.process.join(0.2)
+            running = [r for r in _events(events) if r["event"] in ("start", "result")]
+            unmutated_seconds = next((r["seconds"] for r in running if r["event"] == "result"
+                                      and r["key"] == u.substrate and "seconds" in r), unmutated_seconds)
+            if running and running[-1]["event"] == "start" and running[-1]["key"] != u.substrate \
+                    and unmutated_seconds is not None \
+                    and time.time() - running[-1]["at"] > hang_limit(unmutated_seconds, hang_floor):
+                ended = (f"hung: ran past {hang_limit(unmutated_seconds, hang_floor):.0f} s on the large trial, where the "
+                         f"unmutated kernel took {unmutated_seconds:.3f} s")
+                break
+            if time.monotonic() - began > timeout:
+                ended = f"timed out after {timeout:g} s"
+                break
+        if ended:
             worker.stop()
-            ended = f"timed out after {timeout:g} s"
         else:
             errors = stderr.read_text() if stderr.exists() else ""
             ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
         worker.stop()
         judged, deliberate_end = [], False
-        for line in events.read_text().splitlines() if events.exists() else []:
-            record = json.loads(line)
-            if record["event"] == "skipped":
-                return results, trial, record["why"]
+        for record in _events(events):
+            if record["event"] == "skipped":  # None: nothing new to judge (the trial along another axis was it)
+                return results, trial, None if record.get("redundant") else record["why"]
             if record["event"] == "trial":
-                trial = (f"T0 trial 0 tiled {record['factor']}x: {'x'.join(map(str, record['shapes'][0]))}, out "
-                         f"{'x'.join(map(str, record['out']))}")
+                trial = (f"T0 trial 0 tiled {record['factor']}x along axis {record.get('axis', 0)}: "
+                         f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
             elif record["event"] == "result":
                 judged.append(record["key"])
                 deliberate_end = bool(record.get("ends"))
                 if "error" not in record:
                     results[record["key"]] = (record["killed"], record.get("detail", ""))
+                if record["key"] == u.substrate and "seconds" in record:
+                    unmutated_seconds = record["seconds"]
         if not trial:
             return results, trial, f"the large trial could not be built: {ended}"
         left = [k for k in remaining if k[0] not in judged]
         if left and not deliberate_end:  # the process died (or hung) inside the next kernel: its doing
-            results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}")
+            results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}"
+                                   if not ended.startswith("hung") else f"the kernel {ended}")
             left = left[1:]
         remaining = left
     return results, trial, ""

@@ -17,43 +17,75 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 LOST_EXIT = 3
 
 
-def _tiled_elements(main_shape, output_shape, factor: int, torch) -> tuple[int, int]:
-    """(first input, output) element counts once the trial is tiled `factor` times along axis 0."""
-    rows, out_rows = main_shape[0], output_shape[0]
-    per_row_in = int(torch.Size(main_shape).numel()) // rows
-    per_row_out = int(torch.Size(output_shape).numel()) // max(1, out_rows)
-    # the pads add to (or take from) axis 0 the same rows whatever the factor
-    return factor * rows * per_row_in, (factor * rows + out_rows - rows) * per_row_out
+MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
 
 
-def tile_factor(inputs: list, output_shape, min_elements: int, torch) -> int:
-    """How many times T0 trial 0 (`inputs`, its official output of `output_shape`) is tiled along axis 0 so
-    that its first input and its output both have more than `min_elements` elements (a power of two)."""
-    factor = 1
-    while min(_tiled_elements(inputs[0].shape, output_shape, factor, torch)) <= min_elements:
-        factor *= 2
-    return factor
+def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[int, int]:
+    """(first input, output) element counts once the trial is tiled `factor` times along `axis`.
+
+    The output is taken to grow along the same axis by the same rows (a pad adds to, or takes from, an axis
+    the same count whatever its extent; an elementwise op keeps it; a reduction keeps axis 0). An output that
+    cannot be told so (a scalar; another rank, tiled along another axis than 0) is not counted (-1)."""
+    main = [int(e) for e in main_shape]
+    numel_in = 1
+    for extent in main:
+        numel_in *= extent
+    if not output_shape or (axis != 0 and len(output_shape) != len(main)):
+        return factor * numel_in, -1
+    out = [int(e) for e in output_shape]
+    rest = 1
+    for d, extent in enumerate(out):
+        rest *= 1 if d == axis % len(out) else extent
+    a = main[axis]
+    return factor * numel_in, (factor * a + out[axis] - a) * rest
 
 
-def tiled(inputs: list, factor: int, device, torch) -> list:
-    """Every input of the first input's shape repeated `factor` times along axis 0, on `device`."""
+def tile_factor(inputs: list, output_shape, min_elements: int, axis: int = 0) -> int | None:
+    """The least factor that tiles T0 trial 0 (`inputs`, its official output of `output_shape`) along `axis`
+    so that its first input and its output both have more than `min_elements` elements, or None when no
+    factor does within the contract's u32 counts (an input too large already, an empty one)."""
+    numel_in, _ = _tiled_elements(inputs[0].shape, output_shape, 1, axis)
+    if numel_in == 0 or inputs[0].dim() == 0:
+        return None
+    factor = min_elements // numel_in + 1
+    _, out = _tiled_elements(inputs[0].shape, output_shape, factor, axis)
+    if out != -1 and out <= min_elements:  # the output grows by `step` per factor: solve, then check
+        step = _tiled_elements(inputs[0].shape, output_shape, factor + 1, axis)[1] - out
+        if step <= 0:
+            return None
+        factor += (min_elements - out) // step + 1
+    counts = _tiled_elements(inputs[0].shape, output_shape, factor, axis)
+    return factor if max(counts) <= MAX_ELEMENTS and counts[0] > min_elements else None
+
+
+def tiled(inputs: list, factor: int, device, torch, axis: int = 0) -> list:
+    """Every input of the first input's shape repeated `factor` times along `axis`, on `device`."""
     shape = inputs[0].shape
-    return [x.to(device).repeat(factor, *[1] * (x.dim() - 1)) if isinstance(x, torch.Tensor) and x.shape == shape
+
+    def repeat(x):
+        times = [1] * x.dim()
+        times[axis] = factor
+        return x.to(device).repeat(*times)
+
+    return [repeat(x) if isinstance(x, torch.Tensor) and x.shape == shape
             else (x.to(device) if isinstance(x, torch.Tensor) else x) for x in inputs]
 
 
-def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, torch) -> int:
+def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: int = 0) -> int:
     """The device memory the trial takes: its inputs, and its output three times over (the official one,
     a kernel's, the comparison's chunks and the Model's own temporaries, roughly)."""
     main = inputs[0]
     in_bytes = sum(x.numel() * x.element_size() * (factor if x.shape == main.shape else 1)
-                   for x in inputs if isinstance(x, torch.Tensor))
-    _in, out_elements = _tiled_elements(main.shape, output_shape, factor, torch)
+                   for x in inputs if hasattr(x, "shape"))
+    _in, out_elements = _tiled_elements(main.shape, output_shape, factor, axis)
+    if out_elements < 0:  # not told: at most the untiled output `factor` times over
+        out_elements = factor * _tiled_elements(output_shape, output_shape, 1, 0)[0] if output_shape else 1
     return in_bytes + 3 * out_elements * output_dtype.itemsize
 
 
@@ -85,19 +117,29 @@ def main(argv: list[str]) -> int:
     small = official_inputs(problem, 0)
     with torch.no_grad():
         small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
-    factor = tile_factor(small, tuple(small_out.shape), plan["min_elements"], torch)
-    need = needed_bytes(small, tuple(small_out.shape), small_out.dtype, factor, torch)
-    free, total = backend.memory_info()
+    axis = int(plan.get("axis", 0))
+    if axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
+        with open(argv[1], "a") as events:
+            _write(events, event="skipped", redundant=True, why="rank 1: the last axis is axis 0")
+        return 0
+    factor = tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis)
     with open(argv[1], "a") as events:
+        if factor is None:
+            _write(events, event="skipped", why=f"T0 trial 0 (first input {tuple(small[0].shape)}, output "
+                                               f"{tuple(small_out.shape)}) cannot be tiled along axis {axis} past "
+                                               f"{plan['min_elements']} elements within the contract's u32 counts")
+            return 0
+        need = needed_bytes(small, tuple(small_out.shape), small_out.dtype, factor, axis)
+        free, total = backend.memory_info()
         if total and need > free:
             _write(events, event="skipped", why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
                                                f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
             return 0
-        inputs = tiled(small, factor, device, torch)
+        inputs = tiled(small, factor, device, torch, axis)
         del small_out
         with torch.no_grad():
             expected = model(*inputs)
-        _write(events, event="trial", factor=factor, out=list(expected.shape),
+        _write(events, event="trial", factor=factor, axis=axis, out=list(expected.shape),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
         return _judge_all(plan, entry, backend, inputs, expected, events, torch)
 
@@ -105,7 +147,7 @@ def main(argv: list[str]) -> int:
 def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
     from harness import signature
     from harness.compare import compare
-    from harness.guards import tensor_checksum
+    from harness.guards import POISON_BYTES, poisoned_allocations, tensor_checksum
 
     sums = [tensor_checksum(x) if isinstance(x, torch.Tensor) else None for x in inputs]
     expected_sum = tensor_checksum(expected)
@@ -113,13 +155,19 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
     def judge(key: str, cuda: str) -> bool:
         try:
             kernel = backend.load(cuda, entry.kernel_name, f"{key}.cu")
-            out, grid, block, args = entry.launch(inputs, torch)
+            # As in the gate: an out that launch leaves uninitialised holds poison, not the last kernel's
+            # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
+            with poisoned_allocations(POISON_BYTES[0]):
+                out, grid, block, args = entry.launch(inputs, torch)
         except Exception as error:
             _write(events, event="result", key=key, killed=False, error=f"{type(error).__name__}: {error}")
             return True
+        _write(events, event="start", key=key, at=time.time())  # the parent's clock for a kernel that hangs
+        started = time.perf_counter()
         try:
             backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
             backend.synchronize()
+            ran = time.perf_counter() - started
         except Exception as error:  # a fault on an input within the contract: detected
             _write(events, event="result", key=key, killed=True, ends=True,
                    detail=f"the kernel faulted: {type(error).__name__}: {error}")
@@ -135,7 +183,7 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
             _write(events, event="result", key=key, killed=True, ends=True,
                    detail=f"wrote outside its output: {', '.join(harmed)} changed")
             return False
-        _write(events, event="result", key=key, killed=not comparison.ok,
+        _write(events, event="result", key=key, killed=not comparison.ok, seconds=round(ran, 4),
                detail="" if comparison.ok else comparison.describe())
         return True
 
