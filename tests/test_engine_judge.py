@@ -181,11 +181,34 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
     assert store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))["killed_by"] == ""
 
 
-def test_an_unmutated_substrate_that_fails_its_large_trial_judges_none_of_its_survivors(tmp_path):
+def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_survivors_on_it(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     broken = Unmutated(unmutated.substrate, unmutated.file, unmutated.kernel_name, 0,
                        unmutated.source.replace(GUARD, "if (i >= rows * cols || i >= 300000) return;"))
-    notes = judge_on_large_trial([broken], [_guarded_survivor("i >= 300000", 0)], store, "cpu", min_elements=2**12)
-    assert notes["forms_row_sum"].startswith("the unmutated substrate fails its large trial: ")
-    assert len(store) == 0
+    survivor = _guarded_survivor("i >= 300000", 0)
+    notes = judge_on_large_trial([broken], [survivor], store, "cpu", min_elements=2**12)
+    assert notes["forms_row_sum"].startswith("T0 trial 0 along axis 0: the unmutated substrate fails its large "
+                                             "trial: "), notes
+    # Along the last axis T0 stays below 300000 elements: the unmutated kernel passes that trial, which judges.
+    record = store.get(oracle_key("f" * 64, "cpu", survivor.mutant_id, LARGE_INDEX))
+    assert record["killed_by"] == "" and record["trial"] == "T0 trial 0 tiled 1x along axis -1: 64x256, out 64"
+
+
+def test_a_survivor_wrong_only_along_one_long_axis_is_killed_by_the_suites_rank_1_trial_tiled(tmp_path):
+    # T0 of pad_replicate is rank 4: tiled along any axis, each axis stays short. The suites' rank-1 trial,
+    # tiled along its one axis, takes a coordinate past the bound (on the CPU scaled down: a mutant wrong past
+    # coordinate 5000, where narrowing to int is wrong past 2^31).
+    path = REPO / "substrates" / "candidate_pad_replicate.py"
+    raw = register_candidate(import_candidate(path), path)["pad_replicate_b4"]
+    line = "long long i = rest % g.out_shape[d] - g.left_pad[d];"
+    assert line in raw["cuda"]
+    unmutated = Unmutated("pad_replicate_b4", str(path), raw["kernel_name"], 0, raw["cuda"])
+    short = Survivor("pad_replicate_b4", str(path), raw["kernel_name"], 0, "e" * 64, "pad_replicate_b4:L21C9:short:0",
+                     raw["cuda"].replace(line, line + " if (i > 5000) i = 0;"))
+    store = ResultStore(tmp_path / "results.jsonl")
+    assert judge_on_large_trial([unmutated], [short], store, "cpu", min_elements=2**12) == {}
+    killed = store.get(oracle_key("e" * 64, "cpu", short.mutant_id, LARGE_INDEX))
+    assert killed["killed_by"] == LARGE_INDEX, killed
+    # The suites' rank-1 trial of the most elements; T0's two trials judged it first and let it through.
+    assert killed["trial"] == "misaligned trial 0 tiled 1x along axis 0: 75851, out 75854", killed["trial"]

@@ -4,7 +4,7 @@ A mutant that every value suite lets through may still race, overrun a buffer in
 or leave a barrier half-reached (the sanitizers oracle: each survivor, and first its unmutated
 substrate, under compute-sanitizer's tools on the substrate's small cases, harness.oracles.sanitizer),
 or narrow an index that only an input of more than 2^31 elements overflows (the large-index
-oracle: T0's trial 0 tiled past MIN_LARGE_ELEMENTS, harness.oracles.large_index_run). An oracle
+oracle: LARGE_TRIALS, each tiled past MIN_LARGE_ELEMENTS, harness.oracles.large_index_run). An oracle
 judges a substrate's mutants only if the unmutated substrate passes it. Every value survivor is
 judged by every chosen oracle, and the first in ORACLES order that kills it is named. Judgements
 are stored beside the value results, under the mutant's id and the oracle's name (`oracle_key`),
@@ -34,7 +34,9 @@ LARGE_INDEX = "large-index"
 ORACLES = (VALUES, SANITIZERS, LARGE_INDEX)  # a kill is credited to the first of these that makes it
 MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
 LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
-LARGE_AXES = (0, -1)  # the axes T0 trial 0 is tiled along, in turn
+# The large trials, in turn: (what is tiled, along which axis); what survives one goes to the next.
+LARGE_TRIALS = (("t0", 0), ("t0", -1), ("lowest-rank", 0))
+TRIAL_WORDS = {"t0": "T0 trial 0", "lowest-rank": "the suites' lowest-rank trial"}
 HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
 
 
@@ -109,8 +111,9 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
     not judge them (the device's memory, the unmutated kernel failing it), if so.
 
-    T0 trial 0 tiled along axis 0 first, then what survives it tiled along the last axis: an index narrowed
-    in a loop over axes overflows only where the inner axes' product does (a stride, a coordinate)."""
+    LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
+    axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
+    spreads over axes that each stay short)."""
     notes: dict[str, str] = {}
     for u in unmutated:
         mine = [s for s in survivors if s.substrate == u.substrate]
@@ -118,18 +121,18 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
             continue
         judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
         trials, why_not = [], []
-        for axis in LARGE_AXES:
+        for source, axis in LARGE_TRIALS:
             left = [s for s in mine if not judged.get(s.mutant_id, (False,))[0]]
             if not left:
                 break
             kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
             results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir, min_elements,
-                                                   (timeout, hang_floor), axis)
+                                                   (timeout, hang_floor), (source, axis))
             base = results.get(u.substrate)
             if why is None:
                 continue
             if why or base is None or base[0]:
-                why_not.append(f"axis {axis}: " + (why or ("the unmutated substrate fails its large trial: " + (
+                why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}: " + (why or ("the unmutated substrate fails its large trial: " + (
                     base[1] if base else "it did not run"))))
                 continue
             trials.append(trial)
@@ -151,7 +154,7 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
 
 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
-                     limits: tuple[float, float], axis: int = 0) -> tuple[dict, str, str | None]:
+                     limits: tuple[float, float], trial=("t0", 0)) -> tuple[dict, str, str | None]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or ""; None when
     the trial along `axis` is one along another axis already run)."""
     from harness.worker import start_worker
@@ -161,7 +164,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              kb_root, cache_dir, min_elements, limits, axis)
+                              kb_root, cache_dir, min_elements, limits, trial)
     finally:
         spare[0].stop()
 
@@ -176,12 +179,14 @@ def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a line half-written is read next time
 
 
-def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, limits, axis=0):
+def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, limits,
+                   trial_kind=("t0", 0)):
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
 
     `limits`: (timeout, hang floor). A mutant that runs past `hang_limit` of the unmutated kernel's time is
     killed as hung; a process as a whole (building the trial, the unmutated kernel) has the timeout."""
     timeout, hang_floor = limits
+    source, axis = trial_kind
     from harness.oracles.large_index_run import run_in_worker
     from harness.worker import exit_description
 
@@ -191,7 +196,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         attempt += 1
         plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
-                                    "watch_pid": os.getpid(), "axis": axis,
+                                    "watch_pid": os.getpid(), "source": source, "axis": axis,
                                     "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
         worker, spare[0] = spare[0], start()
         stderr = work / f"stderr-{attempt}.txt"
@@ -225,7 +230,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
             if record["event"] == "skipped":  # None: nothing new to judge (the trial along another axis was it)
                 return results, trial, None if record.get("redundant") else record["why"]
             if record["event"] == "trial":
-                trial = (f"T0 trial 0 tiled {record['factor']}x along axis {record.get('axis', 0)}: "
+                trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}: "
                          f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
             elif record["event"] == "result":
                 judged.append(record["key"])

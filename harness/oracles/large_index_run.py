@@ -1,14 +1,17 @@
 """The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on one large trial.
 
 `python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl`; a campaign runs it in a worker forked
-from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The trial is T0's trial 0 tiled
-along its first axis (every input of the first input's shape alike, so a mask stays aligned; pads
-and scalars unchanged), enough times that the input and the output both have more than
-`min_elements` elements: the same values, the same pads, so within every precondition T0 meets,
-and indices past 2^31 (the contract's counts are u32: `min_elements` stays below 2^32). The
+from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The trial is T0's
+trial 0 (or, with plan["source"] LOWEST_RANK, the suites' trial of the lowest rank below T0's) tiled
+along plan["axis"] (every input of the first input's shape alike, so a mask stays aligned; pads and
+scalars unchanged), the least number of times that takes the input and the output both past
+`min_elements` elements: the same values, the same pads, so within every precondition the original
+meets, and indices past 2^31 (the contract's counts are u32: no trial passes 2^32 - 1). The
 official Model's output is made once (the tiling is done on the device; a device without the memory
 for it makes the program say `skipped` with the bytes); then each kernel runs once and is compared as the gate
-compares. Events: `trial` (its shapes), then a `result` per kernel, the unmutated source first; a
+compares, its out poisoned as the gate poisons one. Events: `trial` (its shapes), then per kernel a `start`
+(the parent's clock: a mutant running far past the unmutated kernel is killed as hung) and a `result`,
+the unmutated source first; a
 kernel that faults, or changes an input or the official output (there are no guard bands at this
 size), is killed and ends the process, and the parent starts another for the kernels after it.
 """
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 
 LOST_EXIT = 3
+LOWEST_RANK = "lowest-rank"  # plan["source"]: the suites' lowest-rank trial, not T0 trial 0
 
 
 MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
@@ -89,6 +93,29 @@ def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: in
     return in_bytes + 3 * out_elements * output_dtype.itemsize
 
 
+def lowest_rank_trial(entry, t0: list, torch) -> tuple[list | None, str]:
+    """The suites' trial of the lowest rank below T0's (the most elements among those), and where it comes from;
+    or None and why there is none. Tiled along its axis 0, its one long axis takes a coordinate past 2^31,
+    which T0's shape, tiled along any axis, spreads over axes that each stay short."""
+    from harness.candidates import builder_output
+
+    def rank(inputs):
+        return inputs[0].dim() if inputs and isinstance(inputs[0], torch.Tensor) else None
+
+    best, where = None, ""
+    for suite, n_trials, builder in entry.suites():
+        for t in range(n_trials):
+            inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in builder_output(builder, t, "cpu")]
+            r = rank(inputs)
+            if r is None or r == 0 or inputs[0].numel() == 0:
+                continue
+            if best is None or (r, -inputs[0].numel()) < (rank(best), -best[0].numel()):
+                best, where = inputs, f"{suite} trial {t}"
+    if best is None or rank(best) >= (rank(t0) or 0):
+        return None, f"no suite's trial has a rank below T0's ({rank(t0)})"
+    return best, where
+
+
 def _write(events, **record) -> None:
     events.write(json.dumps(record) + "\n")
     events.flush()
@@ -114,18 +141,24 @@ def main(argv: list[str]) -> int:
     problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(path, Path(plan["kb_root"])
                                                                       if plan.get("kb_root") else None))
     model = problem.build_model(device)
-    small = official_inputs(problem, 0)
-    with torch.no_grad():
-        small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
+    small, source = official_inputs(problem, 0), "T0 trial 0"
     axis = int(plan.get("axis", 0))
-    if axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
+    if plan.get("source") == LOWEST_RANK:
+        small, source = lowest_rank_trial(entry, small, torch)
+        if small is None:
+            with open(argv[1], "a") as events:
+                _write(events, event="skipped", redundant=True, why=source)
+            return 0
+    elif axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
         with open(argv[1], "a") as events:
             _write(events, event="skipped", redundant=True, why="rank 1: the last axis is axis 0")
         return 0
+    with torch.no_grad():
+        small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
     factor = tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis)
     with open(argv[1], "a") as events:
         if factor is None:
-            _write(events, event="skipped", why=f"T0 trial 0 (first input {tuple(small[0].shape)}, output "
+            _write(events, event="skipped", why=f"{source} (first input {tuple(small[0].shape)}, output "
                                                f"{tuple(small_out.shape)}) cannot be tiled along axis {axis} past "
                                                f"{plan['min_elements']} elements within the contract's u32 counts")
             return 0
@@ -139,7 +172,7 @@ def main(argv: list[str]) -> int:
         del small_out
         with torch.no_grad():
             expected = model(*inputs)
-        _write(events, event="trial", factor=factor, axis=axis, out=list(expected.shape),
+        _write(events, event="trial", source=source, factor=factor, axis=axis, out=list(expected.shape),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
         return _judge_all(plan, entry, backend, inputs, expected, events, torch)
 
