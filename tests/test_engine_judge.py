@@ -212,3 +212,12 @@ def test_a_survivor_wrong_only_along_one_long_axis_is_killed_by_the_suites_rank_
     assert killed["killed_by"] == LARGE_INDEX, killed
     # The suites' rank-1 trial of the most elements; T0's two trials judged it first and let it through.
     assert killed["trial"] == "misaligned trial 0 tiled 1x along axis 0: 75851, out 75854", killed["trial"]
+
+
+def test_where_both_past_the_bound_overrun_u32_the_tile_factor_takes_one_past():
+    import torch
+
+    # T0 of pad_reflect: tiled along its last axis, the output (7 x 35 x 105 per column) grows 3.8 times as fast
+    # as the input: with the input past 2^31 + 2^20 the output passes 2^32 - 1. The output alone is taken past.
+    f = tile_factor([torch.zeros(4, 32, 96, 96, device="meta")], (7, 35, 105, 105), 2**31 + 2**20, axis=-1)
+    assert 7 * 35 * 105 * (96 * (f - 1) + 9) <= 2**31 + 2**20 < 7 * 35 * 105 * (96 * f + 9) <= 2**32 - 1

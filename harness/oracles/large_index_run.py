@@ -52,20 +52,33 @@ def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[i
 
 def tile_factor(inputs: list, output_shape, min_elements: int, axis: int = 0) -> int | None:
     """The least factor that tiles T0 trial 0 (`inputs`, its official output of `output_shape`) along `axis`
-    so that its first input and its output both have more than `min_elements` elements, or None when no
-    factor does within the contract's u32 counts (an input too large already, an empty one)."""
+    so that its first input and its output both have more than `min_elements` elements; where that takes one
+    past the contract's u32 counts (a pad that triples an axis), the least that takes either past; None when
+    no factor does (an input too large already, an empty one)."""
     numel_in, _ = _tiled_elements(inputs[0].shape, output_shape, 1, axis)
     if numel_in == 0 or inputs[0].dim() == 0:
         return None
-    factor = min_elements // numel_in + 1
-    _, out = _tiled_elements(inputs[0].shape, output_shape, factor, axis)
-    if out != -1 and out <= min_elements:  # the output grows by `step` per factor: solve, then check
-        step = _tiled_elements(inputs[0].shape, output_shape, factor + 1, axis)[1] - out
-        if step <= 0:
-            return None
-        factor += (min_elements - out) // step + 1
-    counts = _tiled_elements(inputs[0].shape, output_shape, factor, axis)
-    return factor if max(counts) <= MAX_ELEMENTS and counts[0] > min_elements else None
+
+    def least(count) -> int | None:  # the least factor past min_elements of count(factor), linear in it
+        first, second = count(1), count(2)
+        if first > min_elements:
+            return 1
+        step = second - first
+        return None if step <= 0 else 1 + (min_elements - first) // step + 1
+
+    def within(factor) -> bool:
+        return factor is not None and max(_tiled_elements(inputs[0].shape, output_shape, factor, axis)) <= MAX_ELEMENTS
+
+    by_input = least(lambda f: _tiled_elements(inputs[0].shape, output_shape, f, axis)[0])
+    if _tiled_elements(inputs[0].shape, output_shape, 1, axis)[1] == -1:
+        return by_input if within(by_input) else None
+    by_output = least(lambda f: _tiled_elements(inputs[0].shape, output_shape, f, axis)[1])
+    candidates = [f for f in (by_input, by_output) if f is not None]
+    both = max(candidates) if len(candidates) == 2 else None
+    if within(both):
+        return both
+    either = [f for f in candidates if within(f)]
+    return min(either) if either else None
 
 
 def tiled(inputs: list, factor: int, device, torch, axis: int = 0) -> list:
