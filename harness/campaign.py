@@ -26,13 +26,15 @@ from pathlib import Path
 from harness.backends import BACKEND_NAMES, gpu_arch, gpu_count, gpu_visible, resolve_backend_name
 from harness.cache import default_cache_dir
 from harness.candidates import SUBSTRATES_DIR
+from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client
 from harness.engine import judge as oracles
 from harness.engine.compile import CompilePool, precompile_order
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
-from harness.engine.run import (Progress, WorkerTime, default_workers, prepare_campaign_worker, run_plan,
-                                run_plan_naively, spares_wanted, worker_environment, worker_log)
+from harness.cluster.campaign import run_on_cluster
+from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, default_workers, prepare_campaign_worker,
+                                run_plan, run_plan_naively, spares_wanted, worker_environment, worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE
 from harness.oracles import sanitizer as sanitizer_tools
@@ -88,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
+                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
+                             f"(--workers on the CPU backend); needs {INSTALL}")
     return parser
 
 
@@ -103,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     started = time.perf_counter()
     backend = resolve_backend_name(args.backend)
-    if backend == "cuda" and not gpu_visible():
+    remote = bool(args.scheduler) and args.scheduler != LOCAL  # the GPUs are the cluster's, not this host's
+    if backend == "cuda" and not gpu_visible() and not remote:
         raise UsageError("backend cuda: no GPU is visible")
-    gpus = gpu_count() if backend == "cuda" else 0
+    if args.scheduler and args.naive:
+        raise UsageError("--naive runs on this host only: leave out --scheduler")
+    gpus = gpu_count() if backend == "cuda" and not remote else 0
     cores = os.cpu_count() or 1
     workers = args.workers or default_workers(gpus, cores)
     if workers < 1:
@@ -136,15 +145,71 @@ def _run(args) -> int:
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    compilers = 0 if args.naive or args.batch_size < 2 or not pending else max(0, cores - workers)
+    compilers = 0 if args.naive or args.scheduler or args.batch_size < 2 or not pending else max(0, cores - workers)
+    per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
+    running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
+               else f"{workers} worker(s) over {where}")
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
-          f"backend {backend}, {workers} worker(s) over {where}"
+          f"backend {backend}, {running}"
           + (f", {compilers} process(es) compiling batches ahead" if compilers else ""), flush=True)
 
     progress = Progress(pending, args.no_progress)
     naive_results: dict[str, dict] = {}
     worker_time = WorkerTime()
     run_started = time.perf_counter()
+    if args.scheduler:
+        try:
+            with cluster_client(args.scheduler, gpus, args.workers or 1, per_gpu,
+                                os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
+                run_on_cluster(client, sorted(plans, key=lambda plan: -len(plan.to_run)), args, backend, store,
+                               progress, worker_time, gpu_share=1 / per_gpu if backend == "cuda" else 0)
+        except ClusterUnavailable as error:
+            raise UsageError(str(error))
+    else:
+        _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, cores,
+                  compilers)
+    progress.close()
+    run_seconds = time.perf_counter() - run_started
+    if args.naive:
+        statuses = {}
+        for outcome in naive_results.values():
+            statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
+        print(worker_time.describe())
+        print(f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
+              f"statuses {dict(sorted(statuses.items()))}")
+        return EXIT_RAN
+
+    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
+    if judged:
+        print(judged, flush=True)
+    campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
+                                   device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
+    print(format_table(campaigns))
+    survivors = format_survivors(plans, campaigns)
+    if survivors:
+        print("survivors:\n" + survivors)
+    for plan in plans:
+        if plan.failure:
+            print(f"not run: {plan.name}: {plan.failure}")
+    if worker_log(args).is_file() and worker_log(args).stat().st_size > log_size:
+        print(f"the workers' own messages (tracebacks of those that died) are in {worker_log(args)}")
+    if args.json or args.html:
+        report = report_json(campaigns)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
+        if args.html:
+            args.html.write_text(report_html(report))
+    if worker_time.workers:
+        print(worker_time.describe())
+    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
+    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
+          flush=True)
+    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
+
+
+def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, cores,
+              compilers) -> None:
+    """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs."""
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
     devices_lock = threading.Lock()
@@ -183,43 +248,6 @@ def _run(args) -> int:
         compile_pool.close()
         for starter in starters:
             starter.close()
-    progress.close()
-    run_seconds = time.perf_counter() - run_started
-    if args.naive:
-        statuses = {}
-        for outcome in naive_results.values():
-            statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
-        print(worker_time.describe())
-        print(f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
-              f"statuses {dict(sorted(statuses.items()))}")
-        return EXIT_RAN
-
-    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
-    if judged:
-        print(judged, flush=True)
-    campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
-                                   device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
-    print(format_table(campaigns))
-    survivors = format_survivors(plans, campaigns)
-    if survivors:
-        print("survivors:\n" + survivors)
-    for plan in plans:
-        if plan.failure:
-            print(f"not run: {plan.name}: {plan.failure}")
-    if worker_log(args).is_file() and worker_log(args).stat().st_size > log_size:
-        print(f"the workers' own messages (tracebacks of those that died) are in {worker_log(args)}")
-    if args.json or args.html:
-        report = report_json(campaigns)
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=2) + "\n")
-        if args.html:
-            args.html.write_text(report_html(report))
-    if worker_time.workers:
-        print(worker_time.describe())
-    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
-    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
-          flush=True)
-    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 
 if __name__ == "__main__":

@@ -61,6 +61,14 @@ class WorkerTime:
             self.wall += wall
             self.workers += 1
 
+    def merge(self, phases: dict, wall: float, workers: int) -> None:
+        """Another host's totals (a cluster item's) added to these."""
+        with self.lock:
+            for name, seconds in phases.items():
+                self.phases[name] = self.phases.get(name, 0.0) + seconds
+            self.wall += wall
+            self.workers += workers
+
     def describe(self) -> str:
         rest = max(0.0, self.wall - sum(self.phases.values()))
         parts = [f"{name} {seconds:.1f}" for name, seconds in self.phases.items()]

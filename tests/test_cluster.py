@@ -1,0 +1,120 @@
+"""Campaigns on a Dask cluster (`--scheduler`): a LocalCluster of two workers on the CPU backend decides every
+mutant as a local run does, also when a Dask worker is killed mid-item or the client is killed and the
+campaign resumed; each mutant is stored once. Skipped where dask and distributed are not installed
+(`pip install -e '.[cluster]'`; .ci/run installs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import main as campaign_main
+from harness.report_diff import status_differences
+
+distributed = pytest.importorskip("distributed", reason="pip install -e '.[cluster]'")
+
+REPO = Path(__file__).resolve().parent.parent
+SUBSTRATES = ["masked_fill_b4", "pad_const_b4"]  # 19 and 52 mutants on the CPU backend
+
+
+def _campaign_args(tmp: Path, *extra: str) -> list[str]:
+    return [*SUBSTRATES, "--backend", "cpu", "--workers", "2", "--no-progress", "--store", str(tmp / "results.jsonl"),
+            "--cache-dir", str(tmp / "cache"), "--json", str(tmp / "report.json"), *extra]
+
+
+def _stored_keys(store: Path) -> list[str]:
+    keys = []
+    for line in store.read_text().splitlines() if store.exists() else []:
+        try:
+            keys.append(json.loads(line)["mutant_id"])
+        except (json.JSONDecodeError, KeyError):
+            pass  # a line torn by a kill
+    return keys
+
+
+@pytest.fixture(scope="module")
+def local_report(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("local")
+    assert campaign_main(_campaign_args(tmp)) == 0
+    return json.loads((tmp / "report.json").read_text())
+
+
+def _wait_for(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {seconds:g} s"
+        time.sleep(0.1)
+
+
+def test_a_dask_worker_killed_mid_item_loses_nothing_and_changes_no_status(tmp_path, local_report, capsys):
+    from distributed import Client, Scheduler, SpecCluster
+
+    from harness.cluster.connect import local_worker_specs
+
+    cluster = SpecCluster(workers=local_worker_specs(0, 2, 1, None),
+                          scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, silence_logs=40)
+    client = Client(cluster)
+    try:
+        outcome = []
+        run = threading.Thread(target=lambda: outcome.append(
+            campaign_main(_campaign_args(tmp_path, "--scheduler", cluster.scheduler_address))))
+        run.start()
+        store = tmp_path / "results.jsonl"
+        _wait_for(lambda: sum(k.startswith("pad_const_b4:") for k in _stored_keys(store)) >= 3, 300,
+                  "pad_const_b4 results")
+        # The Dask worker running pad_const_b4's item, killed as a lost host is: its item runs again.
+        running = {worker: keys for worker, keys in client.processing().items()
+                   if any("pad_const_b4" in str(key) for key in keys)}
+        assert running, f"pad_const_b4's item is not running: {client.processing()}"
+        pids = client.run(os.getpid, workers=list(running))
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+        run.join(600)
+        assert outcome == [0]
+    finally:
+        client.close()
+        cluster.close()
+    output = capsys.readouterr().out
+    assert "71 to run (0 stored) on backend cpu, one item per substrate on the Dask cluster tcp://" in output
+    keys = _stored_keys(tmp_path / "results.jsonl")
+    assert len(keys) == len(set(keys)) == 71  # every mutant stored, and once
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert status_differences(local_report, report) == []
+
+
+def test_a_client_killed_mid_run_resumes_with_nothing_redone(tmp_path, local_report):
+    command = [sys.executable, "-m", "harness.campaign", *_campaign_args(tmp_path, "--scheduler", "local")]
+    # Its own session, as a terminal's job is: the kill takes the local cluster's processes with it.
+    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    store = tmp_path / "results.jsonl"
+    try:
+        _wait_for(lambda: len(_stored_keys(store)) >= 10, 300, "10 stored results")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    time.sleep(1)  # an item's process notices its Dask worker gone within 0.5 s, its workers theirs
+    stored = _stored_keys(store)
+    assert len(stored) < 71, "the campaign finished before the kill: nothing to resume"
+    second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"71 mutants, {71 - len(set(stored))} to run ({len(set(stored))} stored)" in second.stdout
+    keys = _stored_keys(store)
+    assert len(keys) == len(set(keys)) == 71
+    assert keys[:len(stored)] == stored  # the results stored before the kill, kept as they were
+    assert status_differences(local_report, json.loads((tmp_path / "report.json").read_text())) == []
+
+
+def test_without_dask_the_scheduler_option_is_a_usage_error_naming_the_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    assert campaign_main(["masked_fill_b4", "--backend", "cpu", "--scheduler", "local"]) == 2
+    error = capsys.readouterr().err
+    assert "campaign: error: --scheduler needs dask and distributed (" in error
+    assert "pip install -e '.[cluster]'" in error
