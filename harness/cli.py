@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import admissions
-from harness.backends import BACKEND_NAMES, BackendUnavailable, create_backend, gpu_visible, resolve_backend_name
+from harness.backends import (BACKEND_NAMES, BackendUnavailable, create_backend, gpu_count, gpu_visible,
+                              resolve_backend_name)
 from harness.candidates import candidate_files
+from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client
+from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import MemoryBudget, device_memory_bytes, estimate_bytes
@@ -65,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer.TOOLS), metavar="LIST",
                         help=f"compute-sanitizer tools to run, comma-separated (default: {','.join(sanitizer.TOOLS)})")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="gate each substrate as an item of a Dask distributed cluster: a scheduler's address "
+                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
+                             f"(--jobs items at once on each); needs {INSTALL}")
     return parser
 
 
@@ -101,16 +110,54 @@ def _note_rerun(report: SubstrateReport) -> None:
                                                                           "ran out of device memory)")
 
 
+class ClusterGate:
+    """Gate jobs as items of a Dask cluster, each taking `gpu_share` of a GPU (none on the CPU backend)."""
+
+    def __init__(self, client, step_timeout: float, gpu_share: float, remote: bool):
+        self.client, self.step_timeout, self.gpu_share, self.remote = client, step_timeout, gpu_share, remote
+
+    def gate(self, job: GateJob, report: GateReport, progress) -> SubstrateReport:
+        progress.total += 1
+        progress.refresh()
+        result = self._run(job, report, self.gpu_share)
+        if self.gpu_share and self.gpu_share < 1 and _ran_out_of_memory(result):
+            # Other items held part of the memory: the candidate is judged on a GPU to itself.
+            result = self._run(job, report, 1.0)
+            _note_rerun(result)
+        progress.set_description_str(f"{job.name}: gated on the cluster", refresh=False)
+        progress.update(1)
+        return result
+
+    def _run(self, job: GateJob, report: GateReport, share: float) -> SubstrateReport:
+        from harness.cluster.item import run_gate_item
+
+        future = self.client.submit(run_gate_item, job, self.step_timeout, key=f"gate-{job.name}-{uuid.uuid4().hex[:8]}",
+                                    resources={"GPU": share} if share else None, retries=ITEM_RETRIES,
+                                    pure=False)
+        try:
+            summary = future.result()
+        except Exception as error:  # retries spent, or the scheduler gave up on it (KilledWorker)
+            why = f"its item failed on the cluster: {type(error).__name__}: {error}"
+            return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(
+                [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, why)], f"not run: {why}"))
+        if "unavailable" in summary:
+            raise BackendUnavailable(summary["unavailable"])
+        report.device = report.device or summary["device"]
+        return SubstrateReport.from_json(summary["report"])
+
+
 class SanitizerStage:
     """compute-sanitizer's tools over the run's substrates, beside the gate jobs; their checks join each report."""
 
-    def __init__(self, args, backend: str, tools: tuple[str, ...], jobs: list, entries: dict, errors: dict):
-        self.tools, self.backend = tools, backend
-        self.path = args.sanitizer or sanitizer.find_sanitizer()
+    def __init__(self, args, backend: str, tools: tuple[str, ...], jobs: list, entries: dict, errors: dict,
+                 cluster=None):
+        self.tools, self.backend, self.cluster = tools, backend, cluster
+        # On a cluster of other hosts the tools are found where they run, not here.
+        self.path = args.sanitizer or (None if cluster is not None and cluster.remote else sanitizer.find_sanitizer())
         self.why_not = ("--no-sanitize" if args.no_sanitize else "no tools chosen" if not tools
                         else "CPU backend (compute-sanitizer checks CUDA kernels)" if backend == "cpu"
-                        else "compute-sanitizer not found (PATH, $CUDA_HOME, /usr/local/cuda*)" if self.path is None
-                        else "")
+                        else "compute-sanitizer not found (PATH, $CUDA_HOME, /usr/local/cuda*)"
+                        if self.path is None and not (cluster is not None and cluster.remote) else "")
         summaries = {(file, s.name): s for file, found in entries.items() for s in found}
         self.targets = [sanitizer.SanitizerTarget(file, name, s.kernel_name, s.t0_bytes, s.cuda)
                         for file, name in jobs if file not in errors and (s := summaries.get((file, name)))
@@ -133,6 +180,11 @@ class SanitizerStage:
             finally:
                 self._seconds = time.perf_counter() - started
 
+        if self.cluster is not None and self.cluster.remote:  # an item of its own, on a GPU of the cluster
+            self._future = self.cluster.client.submit(
+                sanitizer.sanitize_found_here, self.targets, self.tools, self.path, self.backend, self.cache_dir,
+                self.timeout, resources={"GPU": self.cluster.gpu_share}, pure=False)
+            return
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers")
         self._future = pool.submit(run)
         pool.shutdown(wait=False)  # the thread ends with its one task
@@ -161,6 +213,8 @@ class SanitizerStage:
             return f"sanitizers: skipped ({self.why_not})"
         if self._future is None:
             return "sanitizers: no substrate to run"
+        if self.cluster is not None and self.cluster.remote:
+            return f"sanitizers: {', '.join(self.tools)} over {len(self.targets)} substrate(s) on the cluster"
         return (f"sanitizers: {', '.join(self.tools)} over {len(self.targets)} substrate(s) in {self._seconds:.1f} s "
                 f"({self.path})")
 
@@ -273,14 +327,30 @@ def _run(args) -> int:
     why = ""
     if args.backend == "auto":
         why = " (auto: a GPU is visible)" if backend == "cuda" else " (auto: no GPU is visible)"
-    if backend == "cuda" and not gpu_visible():
+    remote = bool(args.scheduler) and args.scheduler != LOCAL  # the GPUs are the cluster's, not this host's
+    if backend == "cuda" and not gpu_visible() and not remote:
         raise UsageError("backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)")
     if backend == "cpu":
         try:
             create_backend(backend)  # cheap: finds the C++ compiler, so a missing one is a usage error here
         except BackendUnavailable as error:
             raise UsageError(f"backend {backend}{why}: {error}")
-    print(f"gate: {len(jobs)} substrate(s) on backend {backend}{why}", flush=True)
+    print(f"gate: {len(jobs)} substrate(s) on backend {backend}{why}"
+          + (f", one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler else ""), flush=True)
+    if args.scheduler:
+        gpus = gpu_count() if backend == "cuda" and not remote else 0
+        try:
+            with cluster_client(args.scheduler, gpus, args.jobs, args.jobs,
+                                os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
+                return _gate_all(args, backend, jobs, entries, errors, records, tools, started,
+                                 ClusterGate(client, args.timeout, 1 / args.jobs if backend == "cuda" else 0, remote))
+        except ClusterUnavailable as error:
+            raise UsageError(str(error))
+    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, None)
+
+
+def _gate_all(args, backend, jobs, entries, errors, records, tools, started, cluster) -> int:
+    """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
 
     report = GateReport(backend=backend, device="")
     progress = _make_progress(args.no_progress)
@@ -298,7 +368,7 @@ def _run(args) -> int:
                 report.device = message[1]
         return handle
 
-    budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 else None)
+    budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 and cluster is None else None)
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
 
     def gate_one(job: tuple[str, str]) -> SubstrateReport:
@@ -308,6 +378,8 @@ def _run(args) -> int:
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
                        kb_root=str(args.kb_root) if args.kb_root else None)
+        if cluster is not None:
+            return cluster.gate(work, report, progress)
         with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
             result = run_gate_job(work, args.timeout, on_message(name))
             beside_others = shared()
@@ -318,9 +390,9 @@ def _run(args) -> int:
             _note_rerun(result)
         return result
 
-    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors)
+    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster)
     try:
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        with ThreadPoolExecutor(max_workers=len(jobs) if cluster is not None else args.jobs) as pool:
             sanitizing.start()
             for result in pool.map(gate_one, jobs):
                 report.substrates.append(result)

@@ -118,3 +118,21 @@ def test_without_dask_the_scheduler_option_is_a_usage_error_naming_the_install(m
     error = capsys.readouterr().err
     assert "campaign: error: --scheduler needs dask and distributed (" in error
     assert "pip install -e '.[cluster]'" in error
+
+
+def test_the_gate_on_a_cluster_gives_every_candidate_the_checks_it_gets_here(tmp_path):
+    """The row-sum forms: one admitted, the others rejected for their own reasons, one crashing at a late trial."""
+    from harness.cli import main as gate_main
+
+    forms = str(REPO / "tests" / "candidates" / "candidate_row_sum_forms.py")
+    verdicts = {}
+    for how, extra in (("here", []), ("cluster", ["--scheduler", "local"])):
+        assert gate_main([forms, "--backend", "cpu", "--no-record", "--no-progress", "--jobs", "2",
+                          "--json", str(tmp_path / f"{how}.json"), *extra]) == 1
+        report = json.loads((tmp_path / f"{how}.json").read_text())
+        verdicts[how] = {s["name"]: (s["admitted"], [(c["check"], c["status"]) for c in s["checks"]],
+                                     [(x["name"], x["passed"], x["trials"]) for x in s["suites"]])
+                         for s in report["substrates"]}
+    assert verdicts["cluster"] == verdicts["here"]
+    assert verdicts["here"]["forms_row_sum"][0] is True
+    assert verdicts["here"]["forms_crash_late"][0] is False

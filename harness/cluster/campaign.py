@@ -7,11 +7,8 @@ import threading
 import uuid
 from pathlib import Path
 
-from harness.cluster.item import ItemArgs, run_campaign_item
+from harness.cluster.item import ITEM_RETRIES, ItemArgs, run_campaign_item
 from harness.engine.store import ResultKey
-
-ITEM_RETRIES = 2  # an item whose process ends without its summary (not a lost Dask worker: the scheduler
-#                   reschedules those by itself) is tried again, elsewhere if the cluster has room
 
 
 def item_spec(plan, args, backend: str, store) -> bytes:

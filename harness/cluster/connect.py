@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 LOCAL = "local"
 INSTALL = "pip install -e '.[cluster]'"
+QUIET = ("DASK_LOGGING__DISTRIBUTED", "error")  # a local cluster's workers: their start and stop are not news
 
 
 class ClusterUnavailable(Exception):
@@ -19,7 +21,8 @@ def local_worker_specs(gpus: int, cpu_workers: int, per_gpu: int, visible: str |
     from distributed import Nanny
 
     if not gpus:
-        return {f"cpu-{i}": {"cls": Nanny, "options": {"nthreads": 1}} for i in range(max(1, cpu_workers))}
+        return {f"cpu-{i}": {"cls": Nanny, "options": {"nthreads": 1}}
+                for i in range(max(1, cpu_workers))}
     names = [n.strip() for n in visible.split(",")] if visible else [str(i) for i in range(gpus)]
     return {f"gpu-{name}": {"cls": Nanny, "options": {"nthreads": per_gpu, "resources": {"GPU": 1},
                                                        "env": {"CUDA_VISIBLE_DEVICES": name}}}
@@ -34,6 +37,10 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
     except ImportError as error:
         raise ClusterUnavailable(f"--scheduler needs dask and distributed ({error}): {INSTALL}") from None
     if address == LOCAL:
+        import logging
+
+        for name in ("distributed", "distributed.nanny", "distributed.core", "distributed.scheduler"):
+            logging.getLogger(name).setLevel(logging.ERROR)  # the nannies and the scheduler live in this process
         try:
             import dask_cuda  # noqa: F401  (where installed, its cluster pins each worker to its GPU)
         except ImportError:
@@ -42,9 +49,19 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
             cluster = dask_cuda.LocalCUDACluster(threads_per_worker=per_gpu, resources={"GPU": 1},
                                                  dashboard_address=None)
         else:
-            cluster = SpecCluster(workers=local_worker_specs(gpus, cpu_workers, per_gpu, visible),
-                                  scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
-                                  silence_logs=40)
+            # The workers' processes read their logging setting when they import distributed, before a nanny's
+            # `env` applies: it is in this process's environment while they start.
+            before = os.environ.get(QUIET[0])
+            os.environ[QUIET[0]] = QUIET[1]
+            try:
+                cluster = SpecCluster(workers=local_worker_specs(gpus, cpu_workers, per_gpu, visible),
+                                      scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+                                      silence_logs=logging.ERROR)
+            finally:
+                if before is None:
+                    del os.environ[QUIET[0]]
+                else:
+                    os.environ[QUIET[0]] = before
         try:
             with Client(cluster) as client:
                 yield client

@@ -1,9 +1,13 @@
-"""One substrate's campaign on a Dask worker: the task (`run_campaign_item`), and the process of ours it runs.
+"""One substrate's item on a Dask worker: the tasks (`run_campaign_item`, `run_gate_item`), and the process of
+ours each runs.
 
-`python -m harness.cluster.item SPEC.pickle` runs `harness.engine.run.run_plan` over the plan in the spec,
-with a store that holds the results the client already has for that substrate (for the duplicate check)
-and prints every result it is given as a line `MARK {json}`; its last line is the summary (the plan's
-failure and step timeout, the workers' time). It exits when the Dask worker that started it is gone.
+`python -m harness.cluster.item SPEC.pickle` runs what the spec names: a campaign's plan through
+`harness.engine.run.run_plan`, with a store that holds the results the client already has for that substrate
+(for the duplicate check) and prints every result it is given as a line `MARK {json}`; or one substrate's gate
+run through `harness.worker.run_gate_job`. Its last line is the summary (the plan's failure, step timeout and
+workers' time; the gate's report). It exits when the Dask worker that started it is gone. A process, not the
+Dask worker's own threads: its fault or hang ends it alone, and it may start our worker processes (a Dask
+worker is a daemon process, which multiprocessing does not let have children).
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.worker import WorkerStarter, watch_parent
+
 MARK = "@@harness-item "
+ITEM_RETRIES = 2  # an item whose process ends without its summary (not a lost Dask worker: the scheduler
+#                   reschedules those by itself) is tried again, elsewhere if the cluster has room
 
 
 @dataclass(frozen=True)
@@ -54,13 +62,10 @@ class StreamingStore:
         self.out.flush()
 
 
-def run_campaign_item(spec: bytes, queue_name: str) -> dict:
-    """The Dask task: our process over the pickled spec, each result put on the queue as it comes; the summary."""
-    from distributed import Queue
-
-    queue = Queue(queue_name)
+def _run_item(spec: dict, on_result) -> dict:
+    """Our process over the pickled spec; on_result(message) for each result line; the summary it ends with."""
     with tempfile.NamedTemporaryFile(prefix="harness-item-", suffix=".pickle", delete=False) as stream:
-        stream.write(spec)
+        stream.write(pickle.dumps(spec))
     try:
         process = subprocess.Popen([sys.executable, "-m", "harness.cluster.item", stream.name],
                                    stdout=subprocess.PIPE, text=True)
@@ -70,7 +75,7 @@ def run_campaign_item(spec: bytes, queue_name: str) -> dict:
                 continue
             message = json.loads(line[len(MARK):])
             if message["event"] == "result":
-                queue.put(message)
+                on_result(message)
             else:
                 summary = message
         code = process.wait()
@@ -81,12 +86,44 @@ def run_campaign_item(spec: bytes, queue_name: str) -> dict:
     return summary
 
 
-def main(argv: list[str]) -> int:
-    from harness.engine.run import Progress, WorkerTime, prepare_campaign_worker, run_plan, worker_log
-    from harness.worker import WorkerStarter, watch_parent
+def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
+    """The Dask task of a campaign: one substrate's plan, each result put on the queue as it comes; the summary."""
+    from distributed import Queue
 
+    queue = Queue(queue_name)
+    return _run_item({"kind": "campaign", **pickle.loads(plan_spec)}, queue.put)
+
+
+def run_gate_item(job, step_timeout: float) -> dict:
+    """The Dask task of a gate run: one substrate gated (`harness.worker.run_gate_job`); its report as JSON."""
+    return _run_item({"kind": "gate", "job": job, "timeout": step_timeout}, lambda message: None)
+
+
+def main(argv: list[str]) -> int:
     watch_parent(os.getppid())  # the Dask worker gone (killed, its nanny restarting it): this item is for nothing
     spec = pickle.loads(Path(argv[0]).read_bytes())
+    summary = _gate(spec) if spec["kind"] == "gate" else _campaign(spec)
+    sys.stdout.write(MARK + json.dumps({"event": "summary", **summary}) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _gate(spec: dict) -> dict:
+    from harness.backends import BackendUnavailable
+    from harness.worker import run_gate_job
+
+    device = []
+    try:
+        report = run_gate_job(spec["job"], spec["timeout"],
+                              lambda message: device.append(message[1]) if message[0] == "device" else None)
+    except BackendUnavailable as error:
+        return {"unavailable": str(error)}
+    return {"report": report.to_json(), "device": device[0] if device else ""}
+
+
+def _campaign(spec: dict) -> dict:
+    from harness.engine.run import Progress, WorkerTime, prepare_campaign_worker, run_plan, worker_log
+
     plan, args, backend = spec["plan"], spec["args"], spec["backend"]
     store = StreamingStore(spec["known"], sys.stdout)
     args.store.parent.mkdir(parents=True, exist_ok=True)
@@ -97,11 +134,8 @@ def main(argv: list[str]) -> int:
         run_plan(plan, args, backend, store, Progress(len(plan.to_run), disabled=True), starter, worker_time)
     finally:
         starter.close()
-    sys.stdout.write(MARK + json.dumps({"event": "summary", "failure": plan.failure,
-                                        "step_timeout": plan.step_timeout, "phases": worker_time.phases,
-                                        "wall": worker_time.wall, "workers": worker_time.workers}) + "\n")
-    sys.stdout.flush()
-    return 0
+    return {"failure": plan.failure, "step_timeout": plan.step_timeout, "phases": worker_time.phases,
+            "wall": worker_time.wall, "workers": worker_time.workers}
 
 
 if __name__ == "__main__":

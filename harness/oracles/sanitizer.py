@@ -275,6 +275,18 @@ def cuda_line_locator(cuda: str, locate_text):
     return locate
 
 
+def sanitize_found_here(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path | None,
+                        backend: str = "cuda", cache_dir: str | None = None,
+                        timeout: float = PROCESS_TIMEOUT) -> dict[str, list[CheckResult]]:
+    """sanitize() with the tool found on this host when none is named (a cluster's item: the client's host may
+    have none); where none is found, every check says so, not run."""
+    sanitizer = sanitizer or find_sanitizer()
+    if sanitizer is None:
+        return {target.key: skipped(tools, "compute-sanitizer not found on the cluster's host "
+                                           "(PATH, $CUDA_HOME, /usr/local/cuda*)") for target in targets}
+    return sanitize(targets, tools, sanitizer, backend, cache_dir, timeout)
+
+
 def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT) -> dict[str, list[CheckResult]]:
     """Every tool over every target, the tools side by side: per substrate, one check per tool."""
