@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
-                             f"survivors sanitizers (compute-sanitizer's tools) and large-index (T0 tiled past 2^31 "
+                             f"survivors sanitizers (compute-sanitizer's tools) and large-index (trials past 2^31 "
                              f"elements), both cuda only (default: {','.join(oracles.ORACLES)})")
     parser.add_argument("--sanitizer", type=Path, metavar="PATH",
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")

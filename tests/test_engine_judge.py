@@ -10,7 +10,7 @@ from harness.candidates import import_candidate, register_candidate
 from harness.engine.judge import (LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, judge_on_large_trial,
                                   judge_with_sanitizers, oracle_key, program_label)
 from harness.engine.store import ResultStore
-from harness.oracles.large_index_run import tile_factor
+from harness.oracles.large_index_run import largest_length, tile_factor
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fake_sanitizer.py"
@@ -94,15 +94,17 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
-    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12)
+    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12, max_elements=2**21)
     assert notes == {}
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
     assert "elements differ" in killed["detail"]
     spared = store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))
     assert spared["killed_by"] == "" and spared["detail"] == ""
+    # Then, T0's rank being the lowest, the largest trial of that rank cut to the most rows the bound allows.
     assert spared["trial"] == ("T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160; "
-                               "T0 trial 0 tiled 1x along axis -1: 64x256, out 64")
+                               "T0 trial 0 tiled 1x along axis -1: 64x256, out 64; "
+                               "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192")
     status, detail, oracle = decided({"status": "survived"}, [killed])
     assert (status, oracle) == ("killed", LARGE_INDEX)
     assert detail.startswith("killed by the large-index trial (T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160): ")
@@ -124,6 +126,15 @@ def test_the_tile_factor_is_the_least_that_takes_both_the_input_and_the_output_p
     assert tile_factor([torch.zeros(4, 4)], (), 100) == 7
 
 
+def test_the_largest_legal_length_keeps_every_tensor_within_the_u32_counts():
+    # A pad adding 3001 to a rank-1 input: the output decides; a backward pad taking 2000 off: the input does.
+    assert largest_length((3,), (3004,)) == 2**32 - 1 - 3001
+    assert largest_length((3001,), (1001,)) == 2**32 - 1
+    # Rows of 256 summed into one value each; a loss (a scalar) counts the input alone.
+    assert largest_length((64, 256), (64,)) == (2**32 - 1) // 256
+    assert largest_length((4, 4), ()) == (2**32 - 1) // 4
+
+
 def test_no_tile_factor_takes_a_trial_past_the_bound_within_the_contract_s_u32_counts():
     import torch
 
@@ -137,7 +148,7 @@ def test_a_survivor_wrong_only_past_a_column_count_is_killed_by_the_trial_along_
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     wide = _guarded_survivor("cols > 1000", 2)
-    assert judge_on_large_trial([unmutated], [wide], store, "cpu", min_elements=2**18) == {}
+    assert judge_on_large_trial([unmutated], [wide], store, "cpu", min_elements=2**18, max_elements=2**21) == {}
     killed = store.get(oracle_key("f" * 64, "cpu", wide.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX
     assert killed["trial"] == "T0 trial 0 tiled 17x along axis -1: 64x4352, out 64", killed["trial"]
@@ -151,7 +162,7 @@ def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next
                                                                 "while (spin) {} }"))
     dropping = _guarded_survivor("i >= 300000", 0)
     assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu", min_elements=2**12,
-                                hang_floor=3.0) == {}
+                                hang_floor=3.0, max_elements=2**21) == {}
     hung = store.get(oracle_key("f" * 64, "cpu", spinning.mutant_id, LARGE_INDEX))
     assert hung["killed_by"] == LARGE_INDEX
     assert hung["detail"].startswith("the kernel hung: ran past 3 s on the large trial, where the unmutated "
@@ -174,7 +185,7 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
     crashing = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:crash:0",
                         unmutated.source.replace(GUARD, GUARD + fault))
     harmless = _guarded_survivor("i >= (1LL << 40)", 1)
-    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12) == {}
+    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12, max_elements=2**21) == {}
     died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
     assert died["killed_by"] == LARGE_INDEX
     assert died["detail"].startswith(detail), died["detail"]
@@ -187,7 +198,7 @@ def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_surv
     broken = Unmutated(unmutated.substrate, unmutated.file, unmutated.kernel_name, 0,
                        unmutated.source.replace(GUARD, "if (i >= rows * cols || i >= 300000) return;"))
     survivor = _guarded_survivor("i >= 300000", 0)
-    notes = judge_on_large_trial([broken], [survivor], store, "cpu", min_elements=2**12)
+    notes = judge_on_large_trial([broken], [survivor], store, "cpu", min_elements=2**12, max_elements=2**21)
     assert notes["forms_row_sum"].startswith("T0 trial 0 along axis 0: the unmutated substrate fails its large "
                                              "trial: "), notes
     # Along the last axis T0 stays below 300000 elements: the unmutated kernel passes that trial, which judges.
@@ -207,7 +218,7 @@ def test_a_survivor_wrong_only_along_one_long_axis_is_killed_by_the_suites_rank_
     short = Survivor("pad_replicate_b4", str(path), raw["kernel_name"], 0, "e" * 64, "pad_replicate_b4:L21C9:short:0",
                      raw["cuda"].replace(line, line + " if (i > 5000) i = 0;"))
     store = ResultStore(tmp_path / "results.jsonl")
-    assert judge_on_large_trial([unmutated], [short], store, "cpu", min_elements=2**12) == {}
+    assert judge_on_large_trial([unmutated], [short], store, "cpu", min_elements=2**12, max_elements=2**23) == {}
     killed = store.get(oracle_key("e" * 64, "cpu", short.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX, killed
     # The suites' rank-1 trial of the most elements; T0's two trials judged it first and let it through.
@@ -221,3 +232,17 @@ def test_where_both_past_the_bound_overrun_u32_the_tile_factor_takes_one_past():
     # as the input: with the input past 2^31 + 2^20 the output passes 2^32 - 1. The output alone is taken past.
     f = tile_factor([torch.zeros(4, 32, 96, 96, device="meta")], (7, 35, 105, 105), 2**31 + 2**20, axis=-1)
     assert 7 * 35 * 105 * (96 * (f - 1) + 9) <= 2**31 + 2**20 < 7 * 35 * 105 * (96 * f + 9) <= 2**32 - 1
+
+
+def test_a_survivor_wrong_only_near_the_largest_legal_count_is_killed_by_the_trial_cut_to_it(tmp_path):
+    # A thread index computed in 32 bits wraps only once the grid passes 2^32 threads: a launch within one
+    # block of the u32 counts' end. On the CPU, scaled down: a survivor wrong only past 2^21 - 256 elements,
+    # where the trials tiled the least past the bound (4160 x 256 and 64 x 256) stay below.
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    near_the_end = _guarded_survivor("rows * cols > 2097152 - 256", 3)
+    assert judge_on_large_trial([unmutated], [near_the_end], store, "cpu", min_elements=2**12,
+                                max_elements=2**21) == {}
+    killed = store.get(oracle_key("f" * 64, "cpu", near_the_end.mutant_id, LARGE_INDEX))
+    assert killed["killed_by"] == LARGE_INDEX
+    assert killed["trial"] == "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192"

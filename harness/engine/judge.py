@@ -33,9 +33,12 @@ SANITIZERS = "sanitizers"
 LARGE_INDEX = "large-index"
 ORACLES = (VALUES, SANITIZERS, LARGE_INDEX)  # a kill is credited to the first of these that makes it
 MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
+MAX_LARGE_ELEMENTS = 2**32 - 1  # the contract's counts are u32
 LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
-# The large trials, in turn: (what is tiled, along which axis); what survives one goes to the next.
-LARGE_TRIALS = (("t0", 0), ("t0", -1), ("lowest-rank", 0))
+# The large trials, in turn: (what is tiled, along which axis, to what size); what survives one goes to the next.
+# The last gives a kernel the most threads the u32 counts allow: a thread index computed in 32 bits then wraps
+# past 2^32 (a grid within one block of it), which no smaller trial reaches.
+LARGE_TRIALS = (("t0", 0, "least"), ("t0", -1, "least"), ("lowest-rank", 0, "least"), ("lowest-rank", 0, "largest"))
 TRIAL_WORDS = {"t0": "T0 trial 0", "lowest-rank": "the suites' lowest-rank trial"}
 HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
 
@@ -107,13 +110,14 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
 def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                          kb_root: str | None = None, cache_dir: str | None = None,
                          min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT,
-                         hang_floor: float = HANG_FLOOR_SECONDS) -> dict[str, str]:
+                         hang_floor: float = HANG_FLOOR_SECONDS,
+                         max_elements: int = MAX_LARGE_ELEMENTS) -> dict[str, str]:
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
     not judge them (the device's memory, the unmutated kernel failing it), if so.
 
     LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
     axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
-    spreads over axes that each stay short)."""
+    spreads over axes that each stay short), then that trial cut to the largest legal count."""
     notes: dict[str, str] = {}
     for u in unmutated:
         mine = [s for s in survivors if s.substrate == u.substrate]
@@ -121,18 +125,20 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
             continue
         judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
         trials, why_not = [], []
-        for source, axis in LARGE_TRIALS:
+        for source, axis, size in LARGE_TRIALS:
             left = [s for s in mine if not judged.get(s.mutant_id, (False,))[0]]
             if not left:
                 break
             kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
-            results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir, min_elements,
-                                                   (timeout, hang_floor), (source, axis))
+            results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir,
+                                                   (min_elements, max_elements), (timeout, hang_floor),
+                                                   (source, axis, size))
             base = results.get(u.substrate)
             if why is None:
                 continue
             if why or base is None or base[0]:
-                why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}: " + (why or ("the unmutated substrate fails its large trial: " + (
+                why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}"
+                               + (" at the largest legal count" if size == "largest" else "") + ": " + (why or ("the unmutated substrate fails its large trial: " + (
                     base[1] if base else "it did not run"))))
                 continue
             trials.append(trial)
@@ -153,8 +159,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     return notes
 
 
-def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, min_elements: int,
-                     limits: tuple[float, float], trial=("t0", 0)) -> tuple[dict, str, str | None]:
+def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, counts: tuple[int, int],
+                     limits: tuple[float, float], trial=("t0", 0, "least")) -> tuple[dict, str, str | None]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or ""; None when
     the trial along `axis` is one along another axis already run)."""
     from harness.worker import start_worker
@@ -164,7 +170,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              kb_root, cache_dir, min_elements, limits, trial)
+                              kb_root, cache_dir, counts, limits, trial)
     finally:
         spare[0].stop()
 
@@ -179,14 +185,15 @@ def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a line half-written is read next time
 
 
-def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, min_elements, limits,
-                   trial_kind=("t0", 0)):
+def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, counts, limits,
+                   trial_kind=("t0", 0, "least")):
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
 
     `limits`: (timeout, hang floor). A mutant that runs past `hang_limit` of the unmutated kernel's time is
     killed as hung; a process as a whole (building the trial, the unmutated kernel) has the timeout."""
     timeout, hang_floor = limits
-    source, axis = trial_kind
+    source, axis, size = trial_kind
+    min_elements, max_elements = counts
     from harness.oracles.large_index_run import run_in_worker
     from harness.worker import exit_description
 
@@ -196,8 +203,9 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         attempt += 1
         plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
-                                    "watch_pid": os.getpid(), "source": source, "axis": axis,
-                                    "name": u.substrate, "min_elements": min_elements, "kernels": remaining}))
+                                    "watch_pid": os.getpid(), "source": source, "axis": axis, "size": size,
+                                    "name": u.substrate, "min_elements": min_elements,
+                                    "max_elements": max_elements, "kernels": remaining}))
         worker, spare[0] = spare[0], start()
         stderr = work / f"stderr-{attempt}.txt"
         began, ended = time.monotonic(), ""
@@ -230,7 +238,8 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
             if record["event"] == "skipped":  # None: nothing new to judge (the trial along another axis was it)
                 return results, trial, None if record.get("redundant") else record["why"]
             if record["event"] == "trial":
-                trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}: "
+                trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
+                         + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
                          f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
             elif record["event"] == "result":
                 judged.append(record["key"])

@@ -5,8 +5,9 @@ from the fork server (`run_in_worker`), a new one in milliseconds after a kernel
 trial 0 (or, with plan["source"] LOWEST_RANK, the suites' trial of the lowest rank below T0's) tiled
 along plan["axis"] (every input of the first input's shape alike, so a mask stays aligned; pads and
 scalars unchanged), the least number of times that takes the input and the output both past
-`min_elements` elements: the same values, the same pads, so within every precondition the original
-meets, and indices past 2^31 (the contract's counts are u32: no trial passes 2^32 - 1). The
+`min_elements` elements, or (plan["size"] LARGEST) cut along axis 0 to the longest the counts allow: the
+same values, the same pads, so within every precondition the original meets, and indices past 2^31 (the
+contract's counts are u32: no trial passes 2^32 - 1). The
 official Model's output is made once (the tiling is done on the device; a device without the memory
 for it makes the program say `skipped` with the bytes); then each kernel runs once and is compared as the gate
 compares, its out poisoned as the gate poisons one. Events: `trial` (its shapes), then per kernel a `start`
@@ -25,6 +26,7 @@ from pathlib import Path
 
 LOST_EXIT = 3
 LOWEST_RANK = "lowest-rank"  # plan["source"]: the suites' lowest-rank trial, not T0 trial 0
+LARGEST = "largest"  # plan["size"]: axis 0 as long as the u32 counts allow (else: the least past min_elements)
 
 
 MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
@@ -50,7 +52,8 @@ def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[i
     return factor * numel_in, (factor * a + out[axis] - a) * rest
 
 
-def tile_factor(inputs: list, output_shape, min_elements: int, axis: int = 0) -> int | None:
+def tile_factor(inputs: list, output_shape, min_elements: int, axis: int = 0,
+                max_elements: int = MAX_ELEMENTS) -> int | None:
     """The least factor that tiles T0 trial 0 (`inputs`, its official output of `output_shape`) along `axis`
     so that its first input and its output both have more than `min_elements` elements; where that takes one
     past the contract's u32 counts (a pad that triples an axis), the least that takes either past; None when
@@ -67,7 +70,7 @@ def tile_factor(inputs: list, output_shape, min_elements: int, axis: int = 0) ->
         return None if step <= 0 else 1 + (min_elements - first) // step + 1
 
     def within(factor) -> bool:
-        return factor is not None and max(_tiled_elements(inputs[0].shape, output_shape, factor, axis)) <= MAX_ELEMENTS
+        return factor is not None and max(_tiled_elements(inputs[0].shape, output_shape, factor, axis)) <= max_elements
 
     by_input = least(lambda f: _tiled_elements(inputs[0].shape, output_shape, f, axis)[0])
     if _tiled_elements(inputs[0].shape, output_shape, 1, axis)[1] == -1:
@@ -106,10 +109,34 @@ def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: in
     return in_bytes + 3 * out_elements * output_dtype.itemsize
 
 
-def lowest_rank_trial(entry, t0: list, torch) -> tuple[list | None, str]:
+def largest_length(main_shape, output_shape, max_elements: int = MAX_ELEMENTS) -> int:
+    """The longest axis 0 a trial of these shapes can be given (its other axes kept) with no tensor past the
+    contract's 2^32 - 1 elements; the output's axis 0 grows with it as `_tiled_elements` takes it to."""
+    main = [int(e) for e in main_shape]
+    per_row_in = 1
+    for extent in main[1:]:
+        per_row_in *= extent
+    length = max_elements // max(1, per_row_in)
+    if output_shape:
+        out = [int(e) for e in output_shape]
+        per_row_out = 1
+        for extent in out[1:]:
+            per_row_out *= extent
+        length = min(length, max_elements // max(1, per_row_out) - (out[0] - main[0]))
+    return length
+
+
+def cut(inputs: list, length: int, torch) -> list:
+    """Every input of the first input's shape cut along axis 0 to `length` (a mask stays aligned)."""
+    shape = inputs[0].shape
+    return [x[:length] if isinstance(x, torch.Tensor) and x.shape == shape else x for x in inputs]
+
+
+def lowest_rank_trial(entry, t0: list, torch, below_t0: bool = True) -> tuple[list | None, str]:
     """The suites' trial of the lowest rank below T0's (the most elements among those), and where it comes from;
     or None and why there is none. Tiled along its axis 0, its one long axis takes a coordinate past 2^31,
-    which T0's shape, tiled along any axis, spreads over axes that each stay short."""
+    which T0's shape, tiled along any axis, spreads over axes that each stay short. With `below_t0` False, T0's
+    own rank will do (the trial at the largest legal count is worth running on T0's shape too)."""
     from harness.candidates import builder_output
 
     def rank(inputs):
@@ -124,7 +151,7 @@ def lowest_rank_trial(entry, t0: list, torch) -> tuple[list | None, str]:
                 continue
             if best is None or (r, -inputs[0].numel()) < (rank(best), -best[0].numel()):
                 best, where = inputs, f"{suite} trial {t}"
-    if best is None or rank(best) >= (rank(t0) or 0):
+    if best is None or (below_t0 and rank(best) >= (rank(t0) or 0)):
         return None, f"no suite's trial has a rank below T0's ({rank(t0)})"
     return best, where
 
@@ -156,8 +183,9 @@ def main(argv: list[str]) -> int:
     model = problem.build_model(device)
     small, source = official_inputs(problem, 0), "T0 trial 0"
     axis = int(plan.get("axis", 0))
+    largest = plan.get("size") == LARGEST
     if plan.get("source") == LOWEST_RANK:
-        small, source = lowest_rank_trial(entry, small, torch)
+        small, source = lowest_rank_trial(entry, small, torch, below_t0=not largest)
         if small is None:
             with open(argv[1], "a") as events:
                 _write(events, event="skipped", redundant=True, why=source)
@@ -168,7 +196,10 @@ def main(argv: list[str]) -> int:
         return 0
     with torch.no_grad():
         small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
-    factor = tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis)
+    most = plan.get("max_elements", MAX_ELEMENTS)
+    length = largest_length(small[0].shape, tuple(small_out.shape), most) if largest else 0
+    factor = (-(-length // int(small[0].shape[0])) if length > int(small[0].shape[0]) else None) if largest \
+        else tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis, most)
     with open(argv[1], "a") as events:
         if factor is None:
             _write(events, event="skipped", why=f"{source} (first input {tuple(small[0].shape)}, output "
@@ -182,10 +213,13 @@ def main(argv: list[str]) -> int:
                                                f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
             return 0
         inputs = tiled(small, factor, device, torch, axis)
+        if largest:
+            inputs = cut(inputs, length, torch)
         del small_out
         with torch.no_grad():
             expected = model(*inputs)
-        _write(events, event="trial", source=source, factor=factor, axis=axis, out=list(expected.shape),
+        _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
+               out=list(expected.shape),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
         return _judge_all(plan, entry, backend, inputs, expected, events, torch)
 
