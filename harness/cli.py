@@ -129,9 +129,10 @@ class ClusterGate:
         return result
 
     def _run(self, job: GateJob, report: GateReport, share: float) -> SubstrateReport:
-        from harness.cluster.item import run_gate_item
+        from harness.cluster.item import client_thread_caps, run_gate_item
 
-        future = self.client.submit(run_gate_item, job, self.step_timeout, key=f"gate-{job.name}-{uuid.uuid4().hex[:8]}",
+        future = self.client.submit(run_gate_item, job, self.step_timeout, client_thread_caps(),
+                                    key=f"gate-{job.name}-{uuid.uuid4().hex[:8]}",
                                     resources={"GPU": share} if share else None, retries=ITEM_RETRIES,
                                     pure=False)
         try:

@@ -136,3 +136,17 @@ def test_the_gate_on_a_cluster_gives_every_candidate_the_checks_it_gets_here(tmp
     assert verdicts["cluster"] == verdicts["here"]
     assert verdicts["here"]["forms_row_sum"][0] is True
     assert verdicts["here"]["forms_crash_late"][0] is False
+
+
+def test_an_item_s_processes_get_the_client_s_thread_caps_not_the_nanny_s(monkeypatch):
+    from harness.cluster.connect import cluster_client
+    from harness.cluster.item import client_thread_caps, item_environment
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    with cluster_client("local", 0, 1, 1, None):
+        # Starting the nannies sets OMP_NUM_THREADS=1 in this process for their workers; it is put back.
+        caps = client_thread_caps()
+    assert caps == {"OMP_NUM_THREADS": None, "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": None}
+    nanny_set = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    assert item_environment(caps, nanny_set) == {"PATH": "/bin", "MKL_NUM_THREADS": "3"}

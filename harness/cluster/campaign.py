@@ -7,7 +7,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from harness.cluster.item import ITEM_RETRIES, ItemArgs, run_campaign_item
+from harness.cluster.item import ITEM_RETRIES, ItemArgs, client_thread_caps, run_campaign_item
 from harness.engine.store import ResultKey
 
 
@@ -19,7 +19,8 @@ def item_spec(plan, args, backend: str, store) -> bytes:
     remote_store = Path(".campaign-cluster") / "results.jsonl"
     item_args = ItemArgs(batch_size=args.batch_size, cache_dir=args.cache_dir, kb_root=args.kb_root,
                          store=remote_store)
-    return pickle.dumps({"plan": plan, "args": item_args, "backend": backend, "known": known})
+    return pickle.dumps({"plan": plan, "args": item_args, "backend": backend, "known": known,
+                         "thread_caps": client_thread_caps()})
 
 
 def run_on_cluster(client, plans: list, args, backend: str, store, progress, worker_time, gpu_share: float) -> None:

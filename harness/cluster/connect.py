@@ -32,10 +32,14 @@ def local_worker_specs(gpus: int, cpu_workers: int, per_gpu: int, visible: str |
 @contextmanager
 def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visible: str | None):
     """A `distributed.Client` of `address`, or of a cluster started here for `local` (and stopped after)."""
+    from harness.cluster.item import THREAD_CAPS
+
+    caps = {name: os.environ.get(name) for name in THREAD_CAPS}
     try:
         from distributed import Client, Scheduler, SpecCluster
     except ImportError as error:
         raise ClusterUnavailable(f"--scheduler needs dask and distributed ({error}): {INSTALL}") from None
+
     if address == LOCAL:
         import logging
 
@@ -64,6 +68,9 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
                     os.environ[QUIET[0]] = before
         try:
             with Client(cluster) as client:
+                # Every worker up before the items go: the first to register would otherwise be handed them all.
+                client.wait_for_workers(len(cluster.worker_spec), timeout=120)
+                _restore(caps)
                 yield client
         finally:
             cluster.close()
@@ -72,5 +79,17 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
         client = Client(address, timeout=30)
     except (OSError, TimeoutError, ValueError) as error:
         raise ClusterUnavailable(f"--scheduler {address}: cannot reach the scheduler: {error}") from None
+    _restore(caps)
     with client:
         yield client
+
+
+def _restore(caps: dict) -> None:
+    """This process's thread caps as they were before distributed started its nannies, which set OMP_NUM_THREADS
+    (and kin) to 1 here for the workers they spawn: every process of ours started after (the items' own, this
+    host's oracles) is to get the user's setting, as without --scheduler."""
+    for name, value in caps.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

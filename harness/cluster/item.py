@@ -62,13 +62,32 @@ class StreamingStore:
         self.out.flush()
 
 
+# A Dask nanny starts its worker with these set to 1 (distributed.nanny.pre-spawn-environ), for tasks that
+# would each spread over every core. Our item's workers are processes that share the host's cores as a local
+# run's do (the CPU backend runs a kernel's blocks over OpenMP threads): they get what the client had, or the
+# libraries' own defaults. Measured: on 2 cores, capped at 1 the CPU campaign ran 1.8x slower.
+THREAD_CAPS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def client_thread_caps() -> dict[str, str | None]:
+    return {name: os.environ.get(name) for name in THREAD_CAPS}
+
+
+def item_environment(caps: dict[str, str | None], environ: dict[str, str]) -> dict[str, str]:
+    """The environment of our item's process: the Dask worker's, with the client's thread caps (or none)."""
+    environment = {k: v for k, v in environ.items() if k not in THREAD_CAPS}
+    environment.update({k: v for k, v in caps.items() if v is not None})
+    return environment
+
+
 def _run_item(spec: dict, on_result) -> dict:
     """Our process over the pickled spec; on_result(message) for each result line; the summary it ends with."""
     with tempfile.NamedTemporaryFile(prefix="harness-item-", suffix=".pickle", delete=False) as stream:
         stream.write(pickle.dumps(spec))
     try:
         process = subprocess.Popen([sys.executable, "-m", "harness.cluster.item", stream.name],
-                                   stdout=subprocess.PIPE, text=True)
+                                   stdout=subprocess.PIPE, text=True,
+                                   env=item_environment(spec.get("thread_caps", {}), dict(os.environ)))
         summary = None
         for line in process.stdout:
             if not line.startswith(MARK):
@@ -94,9 +113,10 @@ def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
     return _run_item({"kind": "campaign", **pickle.loads(plan_spec)}, queue.put)
 
 
-def run_gate_item(job, step_timeout: float) -> dict:
+def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) -> dict:
     """The Dask task of a gate run: one substrate gated (`harness.worker.run_gate_job`); its report as JSON."""
-    return _run_item({"kind": "gate", "job": job, "timeout": step_timeout}, lambda message: None)
+    return _run_item({"kind": "gate", "job": job, "timeout": step_timeout, "thread_caps": thread_caps},
+                     lambda message: None)
 
 
 def main(argv: list[str]) -> int:
