@@ -32,7 +32,7 @@
 #                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
 #                  goes on in the next call with nothing redone
 #   CLUSTER=1      the campaign over every admitted substrate on a local Dask cluster (--scheduler local), then
-#                  the same on this host's workers, statuses compared; the device has no dask: carry .whl (the
+#                  the same on this host's workers, value suites only, statuses compared; the device has no dask: carry .whl (the
 #                  wheels of dask[distributed] and its needs the device lacks), installed into /tmp/site
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
@@ -230,8 +230,9 @@ if [ "${CLUSTER:-0}" = 1 ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site
   fi
-  campaign cluster --workers $((per_gpu * gpus)) --scheduler local
-  campaign here --workers $((per_gpu * gpus))
+  # The value suites only: the oracles run on the client's host either way (one call holds no more).
+  campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
+  campaign here --workers $((per_gpu * gpus)) --oracles values
   python3 -m harness.report_diff "$out/campaign-cluster.json" "$out/campaign-here.json" | tail -n 5
 fi
 if [ "${CAMPAIGN:-}" = one ]; then
