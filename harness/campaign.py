@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.backends import BACKEND_NAMES, gpu_arch, gpu_count, gpu_visible, resolve_backend_name
 from harness.cache import default_cache_dir
 from harness.candidates import SUBSTRATES_DIR
-from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client
+from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
 from harness.engine.compile import CompilePool, precompile_order
 from harness.engine.mutants import Operator
@@ -161,6 +161,8 @@ def _run(args) -> int:
         try:
             with cluster_client(args.scheduler, gpus, args.workers or 1, per_gpu,
                                 os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
+                if backend == "cuda":
+                    require_gpu_workers(client, args.scheduler)
                 run_on_cluster(client, sorted(plans, key=lambda plan: -len(plan.to_run)), args, backend, store,
                                progress, worker_time, gpu_share=1 / per_gpu if backend == "cuda" else 0)
         except ClusterUnavailable as error:
@@ -179,7 +181,14 @@ def _run(args) -> int:
               f"statuses {dict(sorted(statuses.items()))}")
         return EXIT_RAN
 
-    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
+    if remote and backend == "cuda" and not gpu_visible() and len(chosen) > 1:
+        # The oracles run here, after the items: a host without a GPU leaves the survivors to a later run.
+        print("\n".join(f"oracle {o}: skipped (the oracles run on the client's host, which has no GPU: run the "
+                        f"campaign again on a GPU host to judge the survivors; the value results are stored)"
+                        for o in chosen[1:]), flush=True)
+        judged = ""
+    else:
+        judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
     if judged:
         print(judged, flush=True)
     campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,

@@ -19,7 +19,7 @@ from harness import admissions
 from harness.backends import (BACKEND_NAMES, BackendUnavailable, create_backend, gpu_count, gpu_visible,
                               resolve_backend_name)
 from harness.candidates import candidate_files
-from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client
+from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
@@ -343,6 +343,8 @@ def _run(args) -> int:
         try:
             with cluster_client(args.scheduler, gpus, args.jobs, args.jobs,
                                 os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
+                if backend == "cuda":
+                    require_gpu_workers(client, args.scheduler)
                 return _gate_all(args, backend, jobs, entries, errors, records, tools, started,
                                  ClusterGate(client, args.timeout, 1 / args.jobs if backend == "cuda" else 0, remote))
         except ClusterUnavailable as error:

@@ -150,3 +150,20 @@ def test_an_item_s_processes_get_the_client_s_thread_caps_not_the_nanny_s(monkey
     assert caps == {"OMP_NUM_THREADS": None, "MKL_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": None}
     nanny_set = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     assert item_environment(caps, nanny_set) == {"PATH": "/bin", "MKL_NUM_THREADS": "3"}
+
+
+def test_a_cuda_campaign_on_a_cluster_without_gpu_workers_is_refused_not_left_waiting(capsys):
+    from distributed import Scheduler, SpecCluster
+
+    from harness.cluster.connect import local_worker_specs
+
+    cluster = SpecCluster(workers=local_worker_specs(0, 1, 1, None),
+                          scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, silence_logs=40)
+    try:
+        address = cluster.scheduler_address
+        # This host has no GPU: with a scheduler elsewhere that is allowed, the cluster's GPUs are what count.
+        assert campaign_main(["masked_fill_b4", "--backend", "cuda", "--no-progress", "--scheduler", address]) == 2
+    finally:
+        cluster.close()
+    assert (f"campaign: error: --scheduler {address}: none of its 1 worker(s) has the resource GPU that a cuda item "
+            f"needs (start each with: dask worker {address} --resources GPU=1)") in capsys.readouterr().err

@@ -93,3 +93,11 @@ def _restore(caps: dict) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def require_gpu_workers(client, address: str) -> None:
+    """Refuse a cluster none of whose workers has the resource GPU: items that ask for one would wait forever."""
+    workers = client.scheduler_info().get("workers", {})
+    if not any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers.values()):
+        raise ClusterUnavailable(f"--scheduler {address}: none of its {len(workers)} worker(s) has the resource GPU "
+                                 f"that a cuda item needs (start each with: dask worker {address} --resources GPU=1)")
