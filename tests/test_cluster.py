@@ -167,3 +167,21 @@ def test_a_cuda_campaign_on_a_cluster_without_gpu_workers_is_refused_not_left_wa
         cluster.close()
     assert (f"campaign: error: --scheduler {address}: none of its 1 worker(s) has the resource GPU that a cuda item "
             f"needs (start each with: dask worker {address} --resources GPU=1)") in capsys.readouterr().err
+
+
+def test_a_remote_cuda_campaign_from_a_host_without_a_gpu_leaves_the_oracles_for_later(tmp_path, capsys):
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    # Workers that claim a GPU they lack: each item's own run says so, and the client names what it skipped.
+    cluster = SpecCluster(workers={"fake-gpu": {"cls": Nanny, "options": {"nthreads": 1, "resources": {"GPU": 1}}}},
+                          scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, silence_logs=40)
+    try:
+        assert campaign_main(["masked_fill_b4", "--backend", "cuda", "--no-progress", "--operator", "guard_deletion",
+                              "--store", str(tmp_path / "results.jsonl"),
+                              "--scheduler", cluster.scheduler_address]) == 1
+    finally:
+        cluster.close()
+    out = capsys.readouterr().out
+    assert ("oracle sanitizers: skipped (the oracles run on the client's host, which has no GPU: run the campaign "
+            "again on a GPU host to judge the survivors; the value results are stored)") in out
+    assert "not run: masked_fill_b4: " in out
