@@ -185,3 +185,41 @@ def test_a_remote_cuda_campaign_from_a_host_without_a_gpu_leaves_the_oracles_for
     assert ("oracle sanitizers: skipped (the oracles run on the client's host, which has no GPU: run the campaign "
             "again on a GPU host to judge the survivors; the value results are stored)") in out
     assert "not run: masked_fill_b4: " in out
+
+
+def test_a_killed_client_s_items_stop_on_a_cluster_that_outlives_it(tmp_path):
+    import psutil
+    from distributed import Client, Scheduler, SpecCluster
+
+    from harness.cluster.connect import local_worker_specs
+
+    cluster = SpecCluster(workers=local_worker_specs(0, 2, 1, None),
+                          scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, silence_logs=40)
+    client = Client(cluster)
+    try:
+        command = [sys.executable, "-m", "harness.campaign",
+                   *_campaign_args(tmp_path, "--scheduler", cluster.scheduler_address)]
+        run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(lambda: len(_stored_keys(tmp_path / "results.jsonl")) >= 3, 300, "3 stored results")
+        finally:
+            run.kill()
+            run.wait()
+        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+
+        def items_left() -> list:
+            left = []
+            for process in [p for w in workers for p in w.children(recursive=True)]:
+                try:
+                    if process.status() != psutil.STATUS_ZOMBIE and "harness.cluster.item" in " ".join(
+                            process.cmdline()):
+                        left.append(process)
+                except psutil.Error:  # gone while looked at
+                    pass
+            return left
+
+        assert items_left(), "no item was running when the client was killed"
+        _wait_for(lambda: not items_left(), 8, "end of the killed client's items")
+    finally:
+        client.close()
+        cluster.close()

@@ -19,6 +19,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,44 @@ def item_environment(caps: dict[str, str | None], environ: dict[str, str]) -> di
     return environment
 
 
+WANTED_POLL_SECONDS = 2.0
+
+
+def _still_wanted(key: str) -> bool:
+    """Does the scheduler still hold this task? Its client gone (killed, its futures released), it does not."""
+    from distributed import get_client
+
+    return bool(get_client().run_on_scheduler(lambda dask_scheduler, key=key: key in dask_scheduler.tasks))
+
+
+def _stop_when_unwanted(process: subprocess.Popen, key: str | None) -> None:
+    """End our process once no client wants its result: a running Dask task cannot be cancelled, and a
+    substrate's item could otherwise hold its GPU for minutes after its client was killed."""
+    import threading
+
+    def watch():
+        while process.poll() is None:
+            time.sleep(WANTED_POLL_SECONDS)
+            try:
+                wanted = _still_wanted(key)
+            except Exception:  # the scheduler itself unreachable: nothing to send results to either
+                wanted = False
+            if not wanted and process.poll() is None:
+                process.kill()
+
+    if key is not None:
+        threading.Thread(target=watch, name="item-wanted", daemon=True).start()
+
+
+def _current_key() -> str | None:
+    try:
+        from distributed import get_worker
+
+        return get_worker().get_current_task()
+    except (ImportError, ValueError):  # not in a Dask task (a test calling the task's function)
+        return None
+
+
 def _run_item(spec: dict, on_result) -> dict:
     """Our process over the pickled spec; on_result(message) for each result line; the summary it ends with."""
     with tempfile.NamedTemporaryFile(prefix="harness-item-", suffix=".pickle", delete=False) as stream:
@@ -88,6 +127,7 @@ def _run_item(spec: dict, on_result) -> dict:
         process = subprocess.Popen([sys.executable, "-m", "harness.cluster.item", stream.name],
                                    stdout=subprocess.PIPE, text=True,
                                    env=item_environment(spec.get("thread_caps", {}), dict(os.environ)))
+        _stop_when_unwanted(process, _current_key())
         summary = None
         for line in process.stdout:
             if not line.startswith(MARK):
