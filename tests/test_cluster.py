@@ -25,6 +25,19 @@ REPO = Path(__file__).resolve().parent.parent
 SUBSTRATES = ["masked_fill_b4", "pad_const_b4"]  # 19 and 52 mutants on the CPU backend
 
 
+@pytest.fixture(autouse=True)
+def _thread_caps_kept(monkeypatch):
+    """A cluster started in this process sets OMP_NUM_THREADS (and kin) here for its workers: each test puts
+    back what was there, so the tests after it start their workers as they would have."""
+    from harness.cluster.item import THREAD_CAPS
+
+    for name in THREAD_CAPS:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+
+
 def _campaign_args(tmp: Path, *extra: str) -> list[str]:
     return [*SUBSTRATES, "--backend", "cpu", "--workers", "2", "--no-progress", "--store", str(tmp / "results.jsonl"),
             "--cache-dir", str(tmp / "cache"), "--json", str(tmp / "report.json"), *extra]
@@ -143,6 +156,7 @@ def test_an_item_s_processes_get_the_client_s_thread_caps_not_the_nanny_s(monkey
     from harness.cluster.item import client_thread_caps, item_environment
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "3")
     with cluster_client("local", 0, 1, 1, None):
         # Starting the nannies sets OMP_NUM_THREADS=1 in this process for their workers; it is put back.

@@ -84,39 +84,36 @@ def item_environment(caps: dict[str, str | None], environ: dict[str, str]) -> di
 WANTED_POLL_SECONDS = 2.0
 
 
-def _still_wanted(key: str) -> bool:
-    """Does the scheduler still hold this task? Its client gone (killed, its futures released), it does not."""
-    from distributed import get_client
-
-    return bool(get_client().run_on_scheduler(lambda dask_scheduler, key=key: key in dask_scheduler.tasks))
+UNREACHABLE_CHECKS = 5  # the scheduler not answering this many checks in a row: no one can take the results
 
 
-def _stop_when_unwanted(process: subprocess.Popen, key: str | None) -> None:
+def _stop_when_unwanted(process: subprocess.Popen) -> None:
     """End our process once no client wants its result: a running Dask task cannot be cancelled, and a
-    substrate's item could otherwise hold its GPU for minutes after its client was killed."""
+    substrate's item could otherwise hold its GPU for minutes after its client was killed. Called in the
+    task's thread: the worker and its client are found there, not in the watching thread."""
     import threading
 
+    try:
+        from distributed import get_client, get_worker
+
+        key, client = get_worker().get_current_task(), get_client()
+    except (ImportError, ValueError):  # not in a Dask task (a test calling the task's function)
+        return
+
     def watch():
+        unanswered = 0
         while process.poll() is None:
             time.sleep(WANTED_POLL_SECONDS)
-            try:
-                wanted = _still_wanted(key)
-            except Exception:  # the scheduler itself unreachable: nothing to send results to either
-                wanted = False
+            try:  # the scheduler holds the task while a client wants it: a killed client's futures are released
+                wanted = bool(client.run_on_scheduler(lambda dask_scheduler, key=key: key in dask_scheduler.tasks))
+                unanswered = 0
+            except Exception:
+                unanswered += 1
+                wanted = unanswered < UNREACHABLE_CHECKS
             if not wanted and process.poll() is None:
                 process.kill()
 
-    if key is not None:
-        threading.Thread(target=watch, name="item-wanted", daemon=True).start()
-
-
-def _current_key() -> str | None:
-    try:
-        from distributed import get_worker
-
-        return get_worker().get_current_task()
-    except (ImportError, ValueError):  # not in a Dask task (a test calling the task's function)
-        return None
+    threading.Thread(target=watch, name="item-wanted", daemon=True).start()
 
 
 def _run_item(spec: dict, on_result) -> dict:
@@ -127,7 +124,7 @@ def _run_item(spec: dict, on_result) -> dict:
         process = subprocess.Popen([sys.executable, "-m", "harness.cluster.item", stream.name],
                                    stdout=subprocess.PIPE, text=True,
                                    env=item_environment(spec.get("thread_caps", {}), dict(os.environ)))
-        _stop_when_unwanted(process, _current_key())
+        _stop_when_unwanted(process)
         summary = None
         for line in process.stdout:
             if not line.startswith(MARK):
