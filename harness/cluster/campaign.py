@@ -13,8 +13,8 @@ from harness.engine.store import ResultKey
 
 def item_spec(plan, args, backend: str, store) -> bytes:
     """What one item's process needs: the plan, the arguments run_plan reads, and the substrate's stored results."""
-    known = {ResultKey(plan.source_sha256, backend, m.id): store.get(ResultKey(plan.source_sha256, backend, m.id))
-             for m in plan.mutants if ResultKey(plan.source_sha256, backend, m.id) in store}
+    keys = (ResultKey(plan.source_sha256, backend, m.id) for m in plan.mutants)
+    known = {key: store.get(key) for key in keys if key in store}
     # The workers' log goes to a folder of the host that runs the item, not to this host's store folder.
     remote_store = Path(".campaign-cluster") / "results.jsonl"
     item_args = ItemArgs(batch_size=args.batch_size, cache_dir=args.cache_dir, kb_root=args.kb_root,

@@ -55,17 +55,14 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
         else:
             # The workers' processes read their logging setting when they import distributed, before a nanny's
             # `env` applies: it is in this process's environment while they start.
-            before = os.environ.get(QUIET[0])
+            before = {QUIET[0]: os.environ.get(QUIET[0])}
             os.environ[QUIET[0]] = QUIET[1]
             try:
                 cluster = SpecCluster(workers=local_worker_specs(gpus, cpu_workers, per_gpu, visible),
                                       scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                                       silence_logs=logging.ERROR)
             finally:
-                if before is None:
-                    del os.environ[QUIET[0]]
-                else:
-                    os.environ[QUIET[0]] = before
+                _restore(before)
         try:
             with Client(cluster) as client:
                 # Every worker up before the items go: the first to register would otherwise be handed them all.
@@ -84,11 +81,11 @@ def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visi
         yield client
 
 
-def _restore(caps: dict) -> None:
-    """This process's thread caps as they were before distributed started its nannies, which set OMP_NUM_THREADS
-    (and kin) to 1 here for the workers they spawn: every process of ours started after (the items' own, this
-    host's oracles) is to get the user's setting, as without --scheduler."""
-    for name, value in caps.items():
+def _restore(saved: dict) -> None:
+    """Environment variables as they were (None: unset). For the thread caps: distributed's nannies set
+    OMP_NUM_THREADS (and kin) to 1 here for the workers they spawn, and every process of ours started after
+    (the items' own, this host's oracles) is to get the user's setting, as without --scheduler."""
+    for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)
         else:

@@ -197,9 +197,12 @@ def main(argv: list[str]) -> int:
     with torch.no_grad():
         small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
     most = plan.get("max_elements", MAX_ELEMENTS)
-    length = largest_length(small[0].shape, tuple(small_out.shape), most) if largest else 0
-    factor = (-(-length // int(small[0].shape[0])) if length > int(small[0].shape[0]) else None) if largest \
-        else tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis, most)
+    if largest:
+        length = largest_length(small[0].shape, tuple(small_out.shape), most)
+        rows = int(small[0].shape[0])
+        factor = -(-length // rows) if length > rows else None  # enough copies to cut `length` rows from
+    else:
+        length, factor = 0, tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis, most)
     with open(argv[1], "a") as events:
         if factor is None:
             _write(events, event="skipped", why=f"{source} (first input {tuple(small[0].shape)}, output "
