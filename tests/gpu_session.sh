@@ -169,10 +169,15 @@ campaign() {
   fi
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/$name.smi" &
   local sampler=$!
+  # The store's length every 5 s: a campaign cut off by the call's limit still shows when its last result came.
+  (start=$(date +%s); while sleep 5; do
+     echo "$(( $(date +%s) - start )) s: $(wc -l < "$out/campaign-$name/results.jsonl" 2>/dev/null || echo 0) stored"
+   done) > "$out/$name.progress" &
+  local counter=$!
   python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
     --cache-dir "/tmp/cache-$name" --json "$out/campaign-$name.json" "$@" > "$out/campaign-$name.log" 2>&1
   echo "campaign $name exit: $?"
-  kill "$sampler"; wait "$sampler" 2>/dev/null
+  kill "$sampler" "$counter"; wait "$sampler" "$counter" 2>/dev/null
   tail -n 1 "$out/campaign-$name.log"
   grep -E "^oracle |^  [a-z_0-9]+: " "$out/campaign-$name.log"
   # What each oracle beyond the values killed, by operator (every value survivor is judged by each).
@@ -229,6 +234,9 @@ if [ "${CLUSTER:-0}" = 1 ]; then
   if ! python3 -c "import distributed" 2>/dev/null && [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site
+  fi
+  if ! python3 -c "import distributed" 2>/dev/null; then  # not a campaign's failure to find out 4 minutes later
+    echo "CLUSTER=1: distributed cannot be imported and no .whl came with the call (carry .whl)"; exit 3
   fi
   # The value suites only: the oracles run on the client's host either way (one call holds no more).
   campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values

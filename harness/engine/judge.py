@@ -36,8 +36,8 @@ MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u3
 MAX_LARGE_ELEMENTS = 2**32 - 1  # the contract's counts are u32
 LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
 # The large trials, in turn: (what is tiled, along which axis, to what size); what survives one goes to the next.
-# The last gives a kernel the most threads the u32 counts allow: a thread index computed in 32 bits then wraps
-# past 2^32 (a grid within one block of it), which no smaller trial reaches.
+# The last gives a kernel the most threads the u32 counts allow: a thread index computed in 32 bits wraps only in
+# a grid of more than 2^32 threads, which a block size that does not divide 2^32 gives there and nowhere below.
 LARGE_TRIALS = (("t0", 0, "least"), ("t0", -1, "least"), ("lowest-rank", 0, "least"), ("lowest-rank", 0, "largest"))
 TRIAL_WORDS = {"t0": "T0 trial 0", "lowest-rank": "the suites' lowest-rank trial"}
 HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
