@@ -173,6 +173,16 @@ def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_s
     assert os.environ.get("WORKER_TEST_ADDED") is None  # added for the worker, not to the parent
 
 
+def test_a_forked_worker_enters_its_first_poisoned_allocation_without_importing_torch_dynamo():
+    # Every trial's `launch` runs under a TorchDispatchMode, whose first use imports torch._dynamo (800
+    # modules, 2 s): the fork server imports it once, not each of a campaign's hundreds of workers.
+    if worker_context().get_start_method() != "forkserver":
+        pytest.skip("workers are spawned here: nothing is inherited")
+    (message,) = [m for m in _collect(worker_targets.counts_imports_of_a_poisoned_allocation)]
+    assert not [name for name in message[1] if name.startswith("torch._dynamo")], message[1][:20]
+    assert len(message[1]) < 20, message[1][:20]
+
+
 @pytest.mark.parametrize("setting, method", [("", "forkserver"), ("spawn", "spawn")])
 def test_workers_are_forked_from_a_fork_server_unless_told_to_spawn(setting, method):
     import subprocess

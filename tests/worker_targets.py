@@ -39,3 +39,16 @@ def reports_pid(conn):
 def reports_environment(conn):
     conn.send(("done", os.environ.get("WORKER_TEST_VARIABLE"), os.environ.get("WORKER_TEST_ADDED"), os.getcwd(),
                "torch" in __import__("sys").modules))
+
+
+def counts_imports_of_a_poisoned_allocation(conn):
+    import sys
+
+    import torch
+
+    from harness.guards import poisoned_allocations
+
+    before = set(sys.modules)
+    with poisoned_allocations(0xA5):
+        torch.empty(4)
+    conn.send(("done", sorted(set(sys.modules) - before)))
