@@ -10,23 +10,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-DEFAULT_TOLERANCE = 1e-2  # the spec's atol = rtol for arithmetic kernels
+from harness.tolerance import Tolerance  # also named from here by compare's callers
+
 SHOWN_MISMATCHES = 3
 COMPARE_CHUNK = 1 << 22  # elements compared at once: 32 MiB per float64 temporary, a few of them
 
 _BIT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How outputs are compared: `exact` compares bit patterns; otherwise |got-exp| <= atol + rtol*|exp|."""
-
-    exact: bool = False
-    atol: float = DEFAULT_TOLERANCE
-    rtol: float = DEFAULT_TOLERANCE
-
-    def describe(self) -> str:
-        return "bitwise" if self.exact else f"atol={self.atol:g}, rtol={self.rtol:g}"
 
 
 @dataclass

@@ -237,3 +237,53 @@ def test_a_killed_client_s_items_stop_on_a_cluster_that_outlives_it(tmp_path):
     finally:
         client.close()
         cluster.close()
+
+
+def test_an_item_s_host_cores_beside_its_worker_compile_its_batches_ahead():
+    from harness.cluster.item import compilers_per_item
+
+    # The H200 host: 16 cores, one Dask worker of 4 threads: 3 compiling per item, 12 in all, as a local run has.
+    assert compilers_per_item(16, 4) == 3
+    assert compilers_per_item(2, 2) == 0  # this machine's local cluster: every core runs a worker
+    assert compilers_per_item(8, 0) == 7
+
+
+def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as_a_local_run(tmp_path, monkeypatch,
+                                                                                              local_report, capsys):
+    import pickle
+
+    from harness.campaign import build_parser
+    from harness.cluster import item
+    from harness.cluster.campaign import item_spec
+    from harness.engine import compile as engine_compile
+    from harness.engine.plan import plans
+    from harness.engine.report import SCHEMA_STATUS, MutantStatus
+    from harness.engine.store import ResultStore
+
+    pools = []
+
+    class RecordingPool(engine_compile.CompilePool):
+        def __init__(self, processes):
+            super().__init__(processes)
+            pools.append({"processes": processes, "tasks": []})
+
+        def submit(self, work):
+            pools[-1]["tasks"] += work
+            super().submit(work)
+
+    monkeypatch.setattr(engine_compile, "CompilePool", RecordingPool)
+    args = build_parser().parse_args(_campaign_args(tmp_path)[:1] + _campaign_args(tmp_path)[2:])
+    (plan,), _refused = plans(args, "cpu")
+    plan.to_run = [m.id for m in plan.mutants]
+    spec = {"kind": "campaign", "compilers": 1, **pickle.loads(item_spec(plan, args, "cpu", ResultStore(args.store)))}
+    summary = item._campaign(spec)
+    assert not summary["failure"]
+    assert [p["processes"] for p in pools] == [1]
+    assert [len(sources) for sources, *_ in pools[0]["tasks"]] == [len(plan.mutants)]  # 19 mutants: one batch
+    printed = [json.loads(line[len(item.MARK):]) for line in capsys.readouterr().out.splitlines()
+               if line.startswith(item.MARK)]
+    statuses = {m["record"]["mutant_id"]: SCHEMA_STATUS[MutantStatus(m["record"]["status"])]
+                for m in printed if m["event"] == "result"}
+    local = {m["id"]: m["status"] for f in local_report["files"].values() for m in f["mutants"]}
+    assert sorted(statuses) == sorted(m.id for m in plan.mutants)
+    assert statuses == {mutant_id: local[mutant_id] for mutant_id in statuses}

@@ -142,12 +142,28 @@ def _run_item(spec: dict, on_result) -> dict:
     return summary
 
 
+def compilers_per_item(cores: int, items_on_host: int) -> int:
+    """Processes an item keeps compiling its substrate's batches ahead of its worker: its share of the host's
+    cores, less the one its worker runs on (a local campaign gives its compile pool the cores its workers leave)."""
+    return max(0, cores // max(1, items_on_host) - 1)
+
+
+def _items_on_this_host() -> int:
+    """How many items the Dask workers of this task's host run at once: the threads of each worker there."""
+    from distributed import get_client, get_worker
+
+    host = get_worker().address.rsplit(":", 1)[0]
+    workers = get_client().scheduler_info()["workers"]
+    return sum(int(w.get("nthreads", 1)) for address, w in workers.items() if address.rsplit(":", 1)[0] == host)
+
+
 def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
     """The Dask task of a campaign: one substrate's plan, each result put on the queue as it comes; the summary."""
     from distributed import Queue
 
     queue = Queue(queue_name)
-    return _run_item({"kind": "campaign", **pickle.loads(plan_spec)}, queue.put)
+    compilers = compilers_per_item(os.cpu_count() or 1, _items_on_this_host())
+    return _run_item({"kind": "campaign", "compilers": compilers, **pickle.loads(plan_spec)}, queue.put)
 
 
 def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) -> dict:
@@ -179,7 +195,11 @@ def _gate(spec: dict) -> dict:
 
 
 def _campaign(spec: dict) -> dict:
+    from harness.backends import gpu_arch
+    from harness.cache import default_cache_dir
+    from harness.engine.compile import CompilePool, precompile_order
     from harness.engine.run import Progress, WorkerTime, prepare_campaign_worker, run_plan, worker_log
+    from harness.nvrtc import DEFAULT_ARCH
 
     plan, args, backend = spec["plan"], spec["args"], spec["backend"]
     store = StreamingStore(spec["known"], sys.stdout)
@@ -187,9 +207,15 @@ def _campaign(spec: dict) -> dict:
     starter = WorkerStarter(prepare=functools.partial(prepare_campaign_worker, backend, str(worker_log(args))),
                             ahead=False)
     worker_time = WorkerTime()
+    # The plan's batches compiled into this host's cache ahead of the item's worker, as a local campaign's are.
+    compilers = spec.get("compilers", 0) if args.batch_size > 1 else 0
+    compile_pool = CompilePool(compilers)
+    arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
+    compile_pool.submit(precompile_order([plan], args.batch_size, arch, str(args.cache_dir or default_cache_dir())))
     try:
         run_plan(plan, args, backend, store, Progress(len(plan.to_run), disabled=True), starter, worker_time)
     finally:
+        compile_pool.close()
         starter.close()
     return {"failure": plan.failure, "step_timeout": plan.step_timeout, "phases": worker_time.phases,
             "wall": worker_time.wall, "workers": worker_time.workers}
