@@ -246,3 +246,57 @@ def test_a_survivor_wrong_only_near_the_largest_legal_count_is_killed_by_the_tri
     killed = store.get(oracle_key("f" * 64, "cpu", near_the_end.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX
     assert killed["trial"] == "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192"
+
+
+def test_the_memory_a_large_trial_needs_counts_a_model_whose_temporaries_outweigh_its_output():
+    import torch
+
+    from harness.oracles.large_index_run import needed_bytes
+
+    x = torch.zeros(10, 100)  # tiled 10x: 40 000 bytes of input, as much output
+    assert needed_bytes([x], (10, 100), torch.float32, 10) == 40_000 + 3 * 40_000
+    # A Model that held an int64 index per element beside its output at the untiled size (12 000 bytes at its peak):
+    assert needed_bytes([x], (10, 100), torch.float32, 10, model_peak_bytes=12_000) == 40_000 + 10 * 12_000
+    assert needed_bytes([x], (10, 100), torch.float32, 10, model_peak_bytes=100) == 160_000  # the tensors' count
+
+
+def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipped_with_the_reason(tmp_path,
+                                                                                                    monkeypatch):
+    import json
+
+    import torch
+
+    from harness import problems
+    from harness.oracles import large_index_run
+
+    real_load = problems.load_problem
+
+    class OutOfMemoryPast:  # the official Model, failing as the device does on the tiled trial only
+        def __init__(self, problem):
+            self.problem = problem
+
+        def __getattr__(self, name):  # get_inputs and the rest: the real problem's
+            return getattr(self.problem, name)
+
+        def build_model(self, device):
+            model = self.problem.build_model(device)
+
+            def run(*inputs):
+                if inputs[0].numel() > 20_000:
+                    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total "
+                                                 "capacity of 139.80 GiB of which 27.19 GiB is free.\nmore")
+                return model(*inputs)
+
+            return run
+
+    monkeypatch.setattr(problems, "load_problem", lambda *a, **k: OutOfMemoryPast(real_load(*a, **k)))
+    unmutated, _ = _substrate()
+    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
+    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
+                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
+                                "kernels": [[unmutated.substrate, unmutated.source]]}))
+    assert large_index_run.main([str(plan), str(events)]) == 0
+    (record,) = [json.loads(line) for line in events.read_text().splitlines()]
+    assert record == {"event": "skipped", "why": "the large trial did not fit in the device's memory while it was "
+                      "built (about 0.0 GiB estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a "
+                      "total capacity of 139.80 GiB of which 27.19 GiB is free."}

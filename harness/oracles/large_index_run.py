@@ -97,16 +97,37 @@ def tiled(inputs: list, factor: int, device, torch, axis: int = 0) -> list:
             else (x.to(device) if isinstance(x, torch.Tensor) else x) for x in inputs]
 
 
-def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: int = 0) -> int:
+def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: int = 0,
+                 model_peak_bytes: int | None = None) -> int:
     """The device memory the trial takes: its inputs, and its output three times over (the official one,
-    a kernel's, the comparison's chunks and the Model's own temporaries, roughly)."""
+    a kernel's, the comparison's chunks and the Model's own temporaries, roughly). `model_peak_bytes`: the
+    official Model's own peak on the untiled trial (its output and temporaries, measured), which the tiled
+    one takes `factor` times over while the official output is built: a Model whose temporaries outweigh
+    its output (an int64 index per element, 4x a float output) is counted as it is."""
     main = inputs[0]
     in_bytes = sum(x.numel() * x.element_size() * (factor if x.shape == main.shape else 1)
                    for x in inputs if hasattr(x, "shape"))
     _in, out_elements = _tiled_elements(main.shape, output_shape, factor, axis)
     if out_elements < 0:  # not told: at most the untiled output `factor` times over
         out_elements = factor * _tiled_elements(output_shape, output_shape, 1, 0)[0] if output_shape else 1
-    return in_bytes + 3 * out_elements * output_dtype.itemsize
+    out_bytes = out_elements * output_dtype.itemsize
+    building = in_bytes + factor * model_peak_bytes if model_peak_bytes else 0
+    return max(in_bytes + 3 * out_bytes, building)
+
+
+def _model_peak(model, inputs: list, torch) -> tuple:
+    """The Model's output on `inputs` (on the device already), and the device memory it took at its peak
+    beyond what was held before (None off a CUDA device)."""
+    on_cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
+    if on_cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    out = model(*inputs)
+    if not on_cuda:
+        return out, None
+    torch.cuda.synchronize()
+    return out, torch.cuda.max_memory_allocated() - before
 
 
 def largest_length(main_shape, output_shape, max_elements: int = MAX_ELEMENTS) -> int:
@@ -195,7 +216,8 @@ def main(argv: list[str]) -> int:
             _write(events, event="skipped", redundant=True, why="rank 1: the last axis is axis 0")
         return 0
     with torch.no_grad():
-        small_out = model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in small])
+        small_out, model_peak = _model_peak(model, [x.to(device) if isinstance(x, torch.Tensor) else x
+                                                    for x in small], torch)
     most = plan.get("max_elements", MAX_ELEMENTS)
     if largest:
         length = largest_length(small[0].shape, tuple(small_out.shape), most)
@@ -209,18 +231,24 @@ def main(argv: list[str]) -> int:
                                                f"{tuple(small_out.shape)}) cannot be tiled along axis {axis} past "
                                                f"{plan['min_elements']} elements within the contract's u32 counts")
             return 0
-        need = needed_bytes(small, tuple(small_out.shape), small_out.dtype, factor, axis)
+        need = needed_bytes(small, tuple(small_out.shape), small_out.dtype, factor, axis, model_peak)
         free, total = backend.memory_info()
         if total and need > free:
             _write(events, event="skipped", why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
                                                f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
             return 0
-        inputs = tiled(small, factor, device, torch, axis)
-        if largest:
-            inputs = cut(inputs, length, torch)
         del small_out
-        with torch.no_grad():
-            expected = model(*inputs)
+        try:
+            inputs = tiled(small, factor, device, torch, axis)
+            if largest:
+                inputs = cut(inputs, length, torch)
+            with torch.no_grad():
+                expected = model(*inputs)
+        except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
+            _write(events, event="skipped", why=f"the large trial did not fit in the device's memory while it was "
+                                               f"built (about {need / 2**30:.1f} GiB estimated): "
+                                               f"{str(error).splitlines()[0][:200]}")
+            return 0
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
                out=list(expected.shape),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
