@@ -94,8 +94,11 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
-    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12, max_elements=2**21)
+    heard = []  # what the campaign prints as each substrate is done: the oracle takes minutes per substrate
+    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12, max_elements=2**21,
+                                 on_substrate=lambda *said: heard.append(said))
     assert notes == {}
+    assert [said[:3] for said in heard] == [("forms_row_sum", 2, 1)] and heard[0][3] > 0
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
     assert "elements differ" in killed["detail"]

@@ -111,9 +111,11 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
                          kb_root: str | None = None, cache_dir: str | None = None,
                          min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT,
                          hang_floor: float = HANG_FLOOR_SECONDS,
-                         max_elements: int = MAX_LARGE_ELEMENTS) -> dict[str, str]:
+                         max_elements: int = MAX_LARGE_ELEMENTS,
+                         on_substrate=lambda name, judged, killed, seconds: None) -> dict[str, str]:
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
-    not judge them (the device's memory, the unmutated kernel failing it), if so.
+    not judge them (the device's memory, the unmutated kernel failing it), if so. `on_substrate` hears each
+    substrate's count of survivors judged and killed as it is done (minutes each at 2^31 elements).
 
     LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
     axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
@@ -123,6 +125,7 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
         mine = [s for s in survivors if s.substrate == u.substrate]
         if not mine:
             continue
+        started = time.perf_counter()
         judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
         trials, why_not = [], []
         for source, axis, size in LARGE_TRIALS:
@@ -156,6 +159,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
                       {"oracle": LARGE_INDEX, "killed_by": LARGE_INDEX if killed else "",
                        "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
                        "trial": trial if killed else "; ".join(trials)})
+        on_substrate(u.substrate, len(judged), sum(1 for killed, _d, _t in judged.values() if killed),
+                     time.perf_counter() - started)
     return notes
 
 
@@ -298,8 +303,10 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
         if oracle == SANITIZERS:
             notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, path, cache_dir)
         else:
-            notes = judge_on_large_trial(unmutated, survivors, store, backend,
-                                                 str(args.kb_root) if args.kb_root else None, cache_dir)
+            notes = judge_on_large_trial(
+                unmutated, survivors, store, backend, str(args.kb_root) if args.kb_root else None, cache_dir,
+                on_substrate=lambda name, judged, killed, seconds: print(
+                    f"  {name}: {judged} survivor(s) judged, {killed} killed, in {seconds:.1f} s", flush=True))
         killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id,
                                                                                 oracle))) and r.get("killed_by"))
         lines.append(f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
