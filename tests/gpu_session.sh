@@ -33,7 +33,8 @@
 #                  goes on in the next call with nothing redone
 #   CLUSTER=1      the campaign over every admitted substrate on a local Dask cluster (--scheduler local), then
 #                  the same on this host's workers, value suites only, statuses compared; the device has no dask: carry .whl (the
-#                  wheels of dask[distributed] and its needs the device lacks), installed into /tmp/site
+#                  wheels of dask[distributed] and its needs the device lacks), installed into /tmp/site; then
+#                  the gate on that cluster, its verdicts compared with GATE=1's
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -242,6 +243,17 @@ if [ "${CLUSTER:-0}" = 1 ]; then
   campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
   campaign here --workers $((per_gpu * gpus)) --oracles values
   python3 -m harness.report_diff "$out/campaign-cluster.json" "$out/campaign-here.json" | tail -n 5
+  # The gate's items on the same local cluster: every verdict as the local gate's (GATE=1 ran it first).
+  python3 gate.py --no-progress --no-record --jobs 4 --scheduler local --json "$out/gate-cluster.json" 2>&1 \
+    | tee "$out/gate-cluster.log" | tail -n 2
+  [ -f "$out/gate.json" ] && python3 - "$out/gate.json" "$out/gate-cluster.json" <<'PY'
+import json, sys
+verdicts = [{s["name"]: s.get("admitted") for s in json.load(open(path))["substrates"]} for path in sys.argv[1:]]
+differ = sorted(n for n in verdicts[0] if verdicts[0][n] != verdicts[1].get(n))
+print(f"gate here and on the cluster: {len(verdicts[0]) - len(differ)} of {len(verdicts[0])} verdicts the same"
+      + (f"; differ: {', '.join(differ)}" if differ else ""))
+PY
+  pack
 fi
 if [ "${CAMPAIGN:-}" = one ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
