@@ -143,8 +143,8 @@ def summarise_t0(hows: list[str]) -> str:
     if all(how == IDENTICAL for how in hows):
         return f"identical to get_inputs() under torch.manual_seed({T0_SEED_BASE} + t)"
     drawn = [how for how in hows if how != IDENTICAL]
-    return (f"drawn from get_inputs()'s distribution (each tensor tested against get_inputs() under its seed, "
-            f"false rejection at most 1e-6 per tensor): " + "; ".join(drawn))
+    return ("drawn from get_inputs()'s distribution (each tensor tested against get_inputs() under its seed, "
+            "false rejection at most 1e-6 per tensor): " + "; ".join(drawn))
 
 
 def _largest(tensors: list) -> torch.Tensor | None:

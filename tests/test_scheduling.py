@@ -4,8 +4,6 @@ and one that runs out of memory beside others is judged again alone."""
 import threading
 import time
 
-import pytest
-
 from harness import cli
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
 from harness.scheduling import MemoryBudget, estimate_bytes
