@@ -34,7 +34,8 @@
 #   CLUSTER=1      the campaign over every admitted substrate on a local Dask cluster (--scheduler local), then
 #                  the same on this host's workers, value suites only, statuses compared; the device has no dask: carry .whl (the
 #                  wheels of dask[distributed] and its needs the device lacks), installed into /tmp/site; then
-#                  the gate on that cluster, its verdicts compared with GATE=1's
+#                  the gate on that cluster, its verdicts compared with GATE=1's; CLUSTER_LIMIT=S ends the cluster's
+#                  campaign after S seconds (default 420), its store kept
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -175,7 +176,8 @@ campaign() {
      echo "$(( $(date +%s) - start )) s: $(wc -l < "$out/campaign-$name/results.jsonl" 2>/dev/null || echo 0) stored"
    done) > "$out/$name.progress" &
   local counter=$!
-  python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
+  # LIMIT=S: the campaign ends (SIGTERM) after S seconds, its store kept; 0, the default: no limit.
+  timeout -s TERM "${LIMIT:-0}" python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
     --cache-dir "/tmp/cache-$name" --json "$out/campaign-$name.json" "$@" > "$out/campaign-$name.log" 2>&1
   echo "campaign $name exit: $?"
   kill "$sampler" "$counter"; wait "$sampler" "$counter" 2>/dev/null
@@ -240,7 +242,8 @@ if [ "${CLUSTER:-0}" = 1 ]; then
     echo "CLUSTER=1: distributed cannot be imported and no .whl came with the call (carry .whl)"; exit 3
   fi
   # The value suites only: the oracles run on the client's host either way (one call holds no more).
-  campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
+  # Its end was never seen on the H200 (the tenth session cut it off at 320 s with every result stored).
+  LIMIT=${CLUSTER_LIMIT:-420} campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
   campaign here --workers $((per_gpu * gpus)) --oracles values
   python3 -m harness.report_diff "$out/campaign-cluster.json" "$out/campaign-here.json" | tail -n 5
   # The gate's items on the same local cluster: every verdict as the local gate's (GATE=1 ran it first).
