@@ -147,7 +147,7 @@ _helper: dict = {}
 def _helper_start(worker_pid: int, candidate_file: str, name: str, kb_file: str, problem_path: str) -> None:
     from harness.candidates import import_candidate, register_candidate
     from harness.problems import load_problem_file
-    from harness.worker import watch_parent
+    from harness.watch import watch_parent
 
     watch_parent(worker_pid)  # a worker killed for a hang takes its helpers with it
     torch.set_num_threads(1)  # a helper draws with one generator: its threads would only compete

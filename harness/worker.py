@@ -20,13 +20,12 @@ import multiprocessing
 import multiprocessing.context
 import os
 import signal
-import threading
-import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
+from harness.watch import watch_starter
 
 DEFAULT_STEP_TIMEOUT = 120.0
 # Until a worker's first message it is starting Python and importing torch, which on a cold
@@ -218,52 +217,13 @@ def exit_description(code: int | None) -> str:
     return f"exit code {code}"
 
 
-PARENT_CHECK_SECONDS = 1.0
-
-
-def watch_parent(parent_pid: int) -> None:
-    """Exit this process as soon as its parent (`parent_pid`) is gone, from a thread of its own.
-
-    A parent stopped by a signal (SIGTERM, SIGKILL, a closed terminal) cannot kill its workers,
-    and an orphaned worker would go on using a GPU for as long as its mutants or trials last.
-    """
-    _exit_when(lambda: os.getppid() != parent_pid)
-
-
-def _process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass  # it exists, under another user
-    return False
-
-
-def watch_process(pid: int) -> None:
-    """Exit this process as soon as process `pid` (an ancestor further up than the parent: the gate above
-    compute-sanitizer, say) is gone, from a thread of its own."""
-    _exit_when(lambda: _process_gone(pid))
-
-
-def _exit_when(gone) -> None:
-    def watch() -> None:
-        while True:
-            time.sleep(PARENT_CHECK_SECONDS)
-            if gone():
-                os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def _run_watched(target, parent_pid: int, *args) -> None:
     """Run target(*args) in a worker that exits as soon as the process that started it is gone.
 
     That process is `parent_pid`; a worker forked by the fork server has the server as its parent,
     and the server exits when that process does: either going ends the worker.
     """
-    parent_at_start = os.getppid()
-    _exit_when(lambda: os.getppid() != parent_at_start or _process_gone(parent_pid))
+    watch_starter(parent_pid)
     target(*args)
 
 

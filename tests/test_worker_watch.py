@@ -31,7 +31,7 @@ def test_a_worker_whose_parent_lives_runs_to_the_end():
 
 
 def _watch_then_sleep(pid: int, seconds: float) -> None:
-    from harness.worker import watch_process
+    from harness.watch import watch_process
 
     watch_process(pid)
     time.sleep(seconds)

@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.worker import WorkerStarter, watch_parent
+from harness.watch import watch_parent
+from harness.worker import WorkerStarter
 
 MARK = "@@harness-item "
 ITEM_RETRIES = 2  # an item whose process ends without its summary (not a lost Dask worker: the scheduler

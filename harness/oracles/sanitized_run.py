@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
 
     plan = json.loads(Path(argv[0]).read_text())
     if plan.get("watch_pid"):  # the gate or campaign above compute-sanitizer: gone, this run is for nothing
-        from harness.worker import watch_process
+        from harness.watch import watch_process
 
         watch_process(plan["watch_pid"])
     backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
