@@ -213,12 +213,6 @@ def test_a_killed_client_s_items_stop_on_a_cluster_that_outlives_it(tmp_path):
     try:
         command = [sys.executable, "-m", "harness.campaign",
                    *_campaign_args(tmp_path, "--scheduler", cluster.scheduler_address)]
-        run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait_for(lambda: len(_stored_keys(tmp_path / "results.jsonl")) >= 3, 300, "3 stored results")
-        finally:
-            run.kill()
-            run.wait()
         workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
 
         def items_left() -> list:
@@ -232,8 +226,23 @@ def test_a_killed_client_s_items_stop_on_a_cluster_that_outlives_it(tmp_path):
                     pass
             return left
 
-        assert items_left(), "no item was running when the client was killed"
-        _wait_for(lambda: not items_left(), 8, "end of the killed client's items")
+        run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(lambda: len(_stored_keys(tmp_path / "results.jsonl")) >= 3, 300, "3 stored results")
+            # Found before the kill: once the client is gone they may end before a loaded machine looks again.
+            running = items_left()
+        finally:
+            run.kill()
+            run.wait()
+        assert running, "no item was running when the client was killed"
+
+        def alive(process) -> bool:
+            try:
+                return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+            except psutil.Error:  # gone while looked at
+                return False
+
+        _wait_for(lambda: not any(alive(p) for p in running), 8, "end of the killed client's items")
     finally:
         client.close()
         cluster.close()
