@@ -23,12 +23,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.backends import BACKEND_NAMES, gpu_arch, gpu_count, gpu_visible, resolve_backend_name
-from harness.cache import default_cache_dir
+from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
-from harness.engine.compile import CompilePool, precompile_order
+from harness.engine.compile import compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
@@ -38,7 +37,6 @@ from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, default_w
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE
 from harness.oracles import sanitizer as sanitizer_tools
-from harness.nvrtc import DEFAULT_ARCH
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.worker import WorkerStarter
 
@@ -243,12 +241,9 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                 with devices_lock:
                     free_devices.append(slot)
 
-    # Batches compiled ahead on the cores the workers leave (the workers' arch: the first GPU's, or NVRTC's default).
-    compile_pool = CompilePool(compilers)
-    arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
-    # The folder named, not left to the pool: its processes have the fork server's environment, not this one's.
-    compile_pool.submit(precompile_order(sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, arch,
-                                         str(args.cache_dir or default_cache_dir())))
+    # Batches compiled ahead on the cores the workers leave.
+    compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
+                                 backend, args.cache_dir)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

@@ -32,9 +32,9 @@ def local_worker_specs(gpus: int, cpu_workers: int, per_gpu: int, visible: str |
 @contextmanager
 def cluster_client(address: str, gpus: int, cpu_workers: int, per_gpu: int, visible: str | None):
     """A `distributed.Client` of `address`, or of a cluster started here for `local` (and stopped after)."""
-    from harness.cluster.item import THREAD_CAPS
+    from harness.cluster.item import client_thread_caps
 
-    caps = {name: os.environ.get(name) for name in THREAD_CAPS}
+    caps = client_thread_caps()
     try:
         from distributed import Client, Scheduler, SpecCluster
     except ImportError as error:

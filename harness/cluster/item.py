@@ -196,11 +196,8 @@ def _gate(spec: dict) -> dict:
 
 
 def _campaign(spec: dict) -> dict:
-    from harness.backends import gpu_arch
-    from harness.cache import default_cache_dir
-    from harness.engine.compile import CompilePool, precompile_order
+    from harness.engine.compile import compile_ahead
     from harness.engine.run import Progress, WorkerTime, prepare_campaign_worker, run_plan, worker_log
-    from harness.nvrtc import DEFAULT_ARCH
 
     plan, args, backend = spec["plan"], spec["args"], spec["backend"]
     store = StreamingStore(spec["known"], sys.stdout)
@@ -209,10 +206,8 @@ def _campaign(spec: dict) -> dict:
                             ahead=False)
     worker_time = WorkerTime()
     # The plan's batches compiled into this host's cache ahead of the item's worker, as a local campaign's are.
-    compilers = spec.get("compilers", 0) if args.batch_size > 1 else 0
-    compile_pool = CompilePool(compilers)
-    arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
-    compile_pool.submit(precompile_order([plan], args.batch_size, arch, str(args.cache_dir or default_cache_dir())))
+    compile_pool = compile_ahead(spec.get("compilers", 0) if args.batch_size > 1 else 0, [plan], args.batch_size,
+                                 backend, args.cache_dir)
     try:
         run_plan(plan, args, backend, store, Progress(len(plan.to_run), disabled=True), starter, worker_time)
     finally:
