@@ -258,9 +258,22 @@ def test_the_memory_a_large_trial_needs_counts_a_model_whose_temporaries_outweig
 
     x = torch.zeros(10, 100)  # tiled 10x: 40 000 bytes of input, as much output
     assert needed_bytes([x], (10, 100), torch.float32, 10) == 40_000 + 3 * 40_000
-    # A Model that held an int64 index per element beside its output at the untiled size (12 000 bytes at its peak):
-    assert needed_bytes([x], (10, 100), torch.float32, 10, model_peak_bytes=12_000) == 40_000 + 10 * 12_000
-    assert needed_bytes([x], (10, 100), torch.float32, 10, model_peak_bytes=100) == 160_000  # the tensors' count
+    # A Model that holds an int64 index per element beside its output at the tiled size (120 000 bytes at its peak):
+    assert needed_bytes([x], (10, 100), torch.float32, 10, model_bytes=120_000) == 40_000 + 120_000
+    assert needed_bytes([x], (10, 100), torch.float32, 10, model_bytes=100) == 160_000  # the tensors' count
+
+
+def test_the_models_peak_at_a_large_size_grows_only_by_what_grew_between_two_measured_sizes():
+    from harness.oracles.large_index_run import model_peak_at
+
+    # Reflect pad tiled along axis 0 of a rank-4 trial: 88 MiB untiled, hardly more at 28x; not 1822 x 88 MiB.
+    untiled, probe = 88 * 2**20, 90 * 2**20
+    assert model_peak_at(1822, untiled, probe, 28) == int(untiled + 2 * 2**20 / 27 * 1821)
+    assert model_peak_at(1822, untiled, probe, 28) < 1 * 2**30
+    # Its rank-1 trial: an int64 map per element grows with the trial, so the peak does too.
+    assert model_peak_at(100, 8_000, 80_000, 10) == 8_000 + 8_000 * 99
+    # A peak that measured lower at the larger size (the allocator's rounding) is taken not to grow.
+    assert model_peak_at(1000, 5_000, 4_000, 10) == 5_000
 
 
 def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipped_with_the_reason(tmp_path,

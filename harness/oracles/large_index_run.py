@@ -98,12 +98,12 @@ def tiled(inputs: list, factor: int, device, torch, axis: int = 0) -> list:
 
 
 def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: int = 0,
-                 model_peak_bytes: int | None = None) -> int:
+                 model_bytes: int | None = None) -> int:
     """The device memory the trial takes: its inputs, and its output three times over (the official one,
-    a kernel's, the comparison's chunks and the Model's own temporaries, roughly). `model_peak_bytes`: the
-    official Model's own peak on the untiled trial (its output and temporaries, measured), which the tiled
-    one takes `factor` times over while the official output is built: a Model whose temporaries outweigh
-    its output (an int64 index per element, 4x a float output) is counted as it is."""
+    a kernel's, the comparison's chunks and the Model's own temporaries, roughly). `model_bytes`: the
+    official Model's own peak at the tiled size (`model_peak_at`), held beside the inputs while the
+    official output is built: a Model whose temporaries outweigh its output (an int64 index per element,
+    4x a float output) is counted as it is."""
     main = inputs[0]
     in_bytes = sum(x.numel() * x.element_size() * (factor if x.shape == main.shape else 1)
                    for x in inputs if hasattr(x, "shape"))
@@ -111,24 +111,50 @@ def needed_bytes(inputs: list, output_shape, output_dtype, factor: int, axis: in
     if out_elements < 0:  # not told: at most the untiled output `factor` times over
         out_elements = factor * _tiled_elements(output_shape, output_shape, 1, 0)[0] if output_shape else 1
     out_bytes = out_elements * output_dtype.itemsize
-    building = in_bytes + factor * model_peak_bytes if model_peak_bytes else 0
+    building = in_bytes + model_bytes if model_bytes else 0
     return max(in_bytes + 3 * out_bytes, building)
 
 
-def _model_peak(model, inputs: list, torch) -> tuple:
+def model_peak_at(factor: float, peak_untiled: int, peak_probe: int, probe: int) -> int:
+    """The Model's peak at `factor` times the untiled trial, on the line through its peaks measured untiled
+    and at `probe` times. One point scaled would not do: reflect pad's Model gathers through one short map
+    per axis, so tiled along axis 0 of a rank-4 trial its peak hardly grows (the untiled peak scaled 1822x
+    asked 159.9 GiB for a trial that had been built on 139), while on a rank-1 trial its one map is an
+    int64 per element; only what grew between the two sizes is taken to grow on."""
+    growth = max(0, peak_probe - peak_untiled) / max(1, probe - 1)
+    return int(peak_untiled + growth * max(0.0, factor - 1))
+
+
+def _model_peak(model, inputs: list, torch, again: bool = True) -> tuple:
     """The Model's output on `inputs` (on the device already), and the device memory it took at its peak
-    beyond what was held before (None off a CUDA device). Measured on a second run: what a first run
-    allocates once and keeps (a cuBLAS workspace) does not grow with the trial, and is held already."""
-    out = model(*inputs)
-    if not any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
-        return out, None
-    del out
+    beyond what was held before (None off a CUDA device). With `again`, measured on a second run: what a
+    first run allocates once and keeps (a cuBLAS workspace) does not grow with the trial."""
+    on_cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
+    if again or not on_cuda:
+        out = model(*inputs)
+        if not on_cuda:
+            return out, None
+        del out
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
     out = model(*inputs)
     torch.cuda.synchronize()
     return out, torch.cuda.max_memory_allocated() - before
+
+
+def _model_bytes(model, small: list, factor: float, device, axis: int, torch, peak_untiled) -> int | None:
+    """The Model's peak at `factor` times `small`, from its peaks untiled and tiled a 64th of the way (at
+    least twice): far enough that what does not grow (the caching allocator's rounding, short per-axis
+    maps) is told from what does, near enough to cost a fraction of the trial."""
+    if peak_untiled is None:
+        return None
+    probe = max(2, int(factor) // 64)
+    with torch.no_grad():
+        probe_inputs = tiled(small, probe, device, torch, axis)
+        probe_out, peak_probe = _model_peak(model, probe_inputs, torch, again=False)
+    del probe_out, probe_inputs
+    return model_peak_at(factor, peak_untiled, peak_probe, probe)
 
 
 def largest_length(main_shape, output_shape, max_elements: int = MAX_ELEMENTS) -> int:
@@ -226,19 +252,22 @@ def main(argv: list[str]) -> int:
         factor = -(-length // rows) if length > rows else None  # enough copies to cut `length` rows from
     else:
         length, factor = 0, tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis, most)
+    output_shape, output_dtype = tuple(small_out.shape), small_out.dtype
     with open(argv[1], "a") as events:
         if factor is None:
             _write(events, event="skipped", why=f"{source} (first input {tuple(small[0].shape)}, output "
-                                               f"{tuple(small_out.shape)}) cannot be tiled along axis {axis} past "
+                                               f"{output_shape}) cannot be tiled along axis {axis} past "
                                                f"{plan['min_elements']} elements within the contract's u32 counts")
             return 0
-        need = needed_bytes(small, tuple(small_out.shape), small_out.dtype, factor, axis, model_peak)
+        del small_out
+        model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
+                                   device, axis, torch, model_peak)
+        need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
         free, total = backend.memory_info()
         if total and need > free:
             _write(events, event="skipped", why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
                                                f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
             return 0
-        del small_out
         try:
             inputs = tiled(small, factor, device, torch, axis)
             if largest:
