@@ -165,6 +165,7 @@ class SanitizerStage:
                         and s.kernel_name]
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None
         self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
+        self.stall = max(args.timeout, sanitizer.STALL_TIMEOUT)  # no case done for so long: a hung kernel
         self._future = None
         self._seconds = 0.0
 
@@ -177,14 +178,14 @@ class SanitizerStage:
         def run():
             try:
                 return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                                          self.timeout)
+                                          self.timeout, self.stall)
             finally:
                 self._seconds = time.perf_counter() - started
 
         if self.cluster is not None and self.cluster.remote:  # an item of its own, on a GPU of the cluster
             self._future = self.cluster.client.submit(
                 sanitizer.sanitize_found_here, self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                self.timeout, resources={"GPU": self.cluster.gpu_share}, pure=False)
+                self.timeout, self.stall, resources={"GPU": self.cluster.gpu_share}, pure=False)
             return
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers")
         self._future = pool.submit(run)

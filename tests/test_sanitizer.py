@@ -6,6 +6,7 @@ on the CPU backend and writes the report a test asks for, so every step but the 
 """
 
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,24 @@ def test_a_kernel_that_kills_the_sanitized_process_is_not_run_and_the_next_subst
     assert crash.status is CheckStatus.NOT_RUN
     assert crash.detail.startswith("not run: the sanitized process died (killed by signal SIGABRT)")
     assert clean.status is CheckStatus.PASSED
+
+
+def test_a_kernel_that_hangs_under_the_tool_is_ended_when_no_case_is_done_for_the_stall_time(fake_sanitizer,
+                                                                                            tmp_path):
+    # forms_crash_late made to spin forever on every case (on the CPU backend, where the fake tool runs it).
+    hanging = tmp_path / FORMS.name
+    hanging.write_text(FORMS.read_text().replace("if (cols == 57) std::abort();",
+                                                 "if (cols > 0) for (volatile int spin = 1; spin;) {}"))
+    raw = register_candidate(import_candidate(hanging), hanging)["forms_crash_late"]
+    hang_target = SanitizerTarget(str(hanging), "forms_crash_late", raw["kernel_name"], 0, raw["cuda"])
+    started = time.monotonic()
+    checks = sanitize([hang_target, _target("forms_row_sum")], ("memcheck",), fake_sanitizer, backend="cpu",
+                      stall=10)
+    (hung,), (clean,) = checks["forms_crash_late"], checks["forms_row_sum"]
+    assert hung.status is CheckStatus.NOT_RUN
+    assert hung.detail == "not run: timed out under memcheck with no case done for 10 s"
+    assert clean.status is CheckStatus.PASSED  # the substrate after it ran in a process of its own
+    assert time.monotonic() - started < 120  # not the process's 300 s
 
 
 def test_reports_about_other_kernels_are_set_aside(fake_sanitizer, monkeypatch):

@@ -90,6 +90,7 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
             _write(events, event="lost", substrate=name, where=where, error=f"{type(error).__name__}: {error}")
             return False
         ran.append(where)
+        _write(events, event="case", substrate=name, where=where)  # progress: the parent ends a process that stalls
         del out, views
     _write(events, event="done", substrate=name, cases=ran, notes=notes)
     return True

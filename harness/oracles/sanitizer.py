@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,9 @@ CHECK_OF_TOOL = {tool: CheckName(tool) for tool in TOOLS}  # each tool's check b
 FINDINGS_EXIT = 9
 MAX_CASE_BYTES = 64 * 2**20  # a suite whose smallest trial is larger is left out (the probe stands for T0)
 PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up included
+# Seconds a sanitized process may go without a case done (its start-up, a kernel that hangs); the gate
+# gives its --timeout where that is longer.
+STALL_TIMEOUT = 60.0
 SHOWN_FINDINGS = 3
 
 
@@ -173,8 +177,39 @@ def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
     return by_kernel[0] if len(by_kernel) == 1 else None
 
 
+def _run_watched(command: list[str], env: dict, output: Path, events: Path, timeout: float,
+                 stall: float) -> tuple[int | None, str]:
+    """Run a sanitized program until it exits (its status, ""), or end it with everything it started
+    (None, why): past `timeout` in all, or `stall` seconds without a new event (a hung kernel is
+    found in a minute, not in the process's five)."""
+    with open(output, "w") as sink:
+        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # the tool and its program: one group to end
+    began = progressed = time.monotonic()
+    seen = 0
+    while True:
+        try:
+            return process.wait(timeout=0.25), ""
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        size = events.stat().st_size if events.exists() else 0
+        if size != seen:
+            seen, progressed = size, now
+        why = (f"after {timeout:g} s" if now - began > timeout else
+               f"with no case done for {stall:g} s" if now - progressed > stall else "")
+        if why:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+            return None, why
+
+
 def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend: str = "cuda",
-             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None) -> ToolRun:
+             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None,
+             stall: float = STALL_TIMEOUT) -> ToolRun:
     """Every target under one tool, in as few processes as the kernels allow."""
     started = time.perf_counter()
     result = ToolRun(tool)
@@ -184,8 +219,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
     attempt = 0
     while remaining:
         attempt += 1
-        plan, events, log = (work / f"{kind}-{attempt}{ext}" for kind, ext in
-                             (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt")))
+        plan, events, log, printed = (work / f"{kind}-{attempt}{ext}" for kind, ext in
+                                      (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt"), ("output", ".txt")))
         listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
                    "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
@@ -193,13 +228,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
                    "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
                    str(events)]
-        try:
-            completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-            timed_out, output = False, completed.stdout + completed.stderr
-        except subprocess.TimeoutExpired as expired:
-            timed_out = True
-            output = "".join(x.decode() if isinstance(x, bytes) else (x or "")
-                             for x in (expired.stdout, expired.stderr))
+        status, ended = _run_watched(command, env, printed, events, timeout, stall)
+        output = printed.read_text(errors="replace")
         started_names, done = [], set()
         for line in (events.read_text().splitlines() if events.exists() else []):
             record = json.loads(line)
@@ -224,14 +254,14 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
                 result.findings.setdefault(owner, []).append(finding)
         unfinished = [n for n in started_names if n not in done]
         if unfinished:  # the process died or hung inside this substrate
-            why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
-                   f"the sanitized process died ({exit_description(completed.returncode)}): {last_line(output)}")
+            why = (f"timed out under {tool} {ended}" if ended else
+                   f"the sanitized process died ({exit_description(status)}): {last_line(output)}")
             result.not_run[unfinished[-1]] = why
             done.add(unfinished[-1])
         if not started_names:  # nothing started: the tool or the process could not run at all
-            why = (f"timed out under {tool} after {timeout:g} s" if timed_out else
+            why = (f"timed out under {tool} {ended}" if ended else
                    f"compute-sanitizer --tool {tool} did not run the program "
-                   f"({exit_description(completed.returncode)}): "
+                   f"({exit_description(status)}): "
                    f"{last_line(output)}")
             for t in remaining:
                 result.not_run[t.key] = why
@@ -277,21 +307,24 @@ def cuda_line_locator(cuda: str, locate_text):
 
 def sanitize_found_here(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path | None,
                         backend: str = "cuda", cache_dir: str | None = None,
-                        timeout: float = PROCESS_TIMEOUT) -> dict[str, list[CheckResult]]:
+                        timeout: float = PROCESS_TIMEOUT,
+                        stall: float = STALL_TIMEOUT) -> dict[str, list[CheckResult]]:
     """sanitize() with the tool found on this host when none is named (a cluster's item: the client's host may
     have none); where none is found, every check says so, not run."""
     sanitizer = sanitizer or find_sanitizer()
     if sanitizer is None:
         return {target.key: skipped(tools, "compute-sanitizer not found on the cluster's host "
                                            "(PATH, $CUDA_HOME, /usr/local/cuda*)") for target in targets}
-    return sanitize(targets, tools, sanitizer, backend, cache_dir, timeout)
+    return sanitize(targets, tools, sanitizer, backend, cache_dir, timeout, stall)
 
 
 def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
-             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT) -> dict[str, list[CheckResult]]:
+             cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT,
+             stall: float = STALL_TIMEOUT) -> dict[str, list[CheckResult]]:
     """Every tool over every target, the tools side by side: per substrate, one check per tool."""
     with ThreadPoolExecutor(max_workers=len(tools) or 1) as pool:
-        runs = list(pool.map(lambda tool: run_tool(tool, targets, sanitizer, backend, cache_dir, timeout), tools))
+        runs = list(pool.map(lambda tool: run_tool(tool, targets, sanitizer, backend, cache_dir, timeout,
+                                                   stall=stall), tools))
     results: dict[str, list[CheckResult]] = {}
     for target in targets:
         locate = None
