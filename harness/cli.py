@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer.TOOLS), metavar="LIST",
                         help=f"compute-sanitizer tools to run, comma-separated (default: {','.join(sanitizer.TOOLS)})")
+    parser.add_argument("--sanitize-processes", type=int, default=1, metavar="N",
+                        help=sanitizer.PROCESSES_HELP)
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="gate each substrate as an item of a Dask distributed cluster: a scheduler's address "
                              "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
@@ -166,6 +168,7 @@ class SanitizerStage:
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None
         self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
         self.stall = max(args.timeout, sanitizer.STALL_TIMEOUT)  # no case done for so long: a hung kernel
+        self.processes = args.sanitize_processes
         self._future = None
         self._seconds = 0.0
 
@@ -178,14 +181,14 @@ class SanitizerStage:
         def run():
             try:
                 return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                                          self.timeout, self.stall)
+                                          self.timeout, self.stall, self.processes)
             finally:
                 self._seconds = time.perf_counter() - started
 
         if self.cluster is not None and self.cluster.remote:  # an item of its own, on a GPU of the cluster
             self._future = self.cluster.client.submit(
                 sanitizer.sanitize_found_here, self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                self.timeout, self.stall, resources={"GPU": self.cluster.gpu_share}, pure=False)
+                self.timeout, self.stall, self.processes, resources={"GPU": self.cluster.gpu_share}, pure=False)
             return
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers")
         self._future = pool.submit(run)
@@ -307,6 +310,8 @@ def _run(args) -> int:
             raise UsageError(f"cannot read candidate file {file}")
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs must be at least 1 and --timeout positive")
+    if args.sanitize_processes < 1:
+        raise UsageError(f"--sanitize-processes must be at least 1, not {args.sanitize_processes}")
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
     if unknown := [t for t in tools if t not in sanitizer.TOOLS]:
         raise UsageError(f"--sanitize-tools: unknown tool {unknown[0]!r} (choose from {', '.join(sanitizer.TOOLS)})")

@@ -11,8 +11,10 @@
 #   KB_GATE=1      also gate examples/kernelbench/ against it (at the problems' real sizes: minutes)
 #   GATE=0         skip the gates (the admission records in the tree are used as they are)
 #   TESTS=none     skip the tests
-#   PYTEST_WORKERS=N  the tests on N pytest-xdist processes (the device has xdist; the GPU tests take
-#                  about 600 s on one, more than a call holds beside the gates)
+#   PYTEST_WORKERS=N  the tests on N pytest-xdist processes, a file to a worker (the device has xdist; the
+#                  GPU tests take about 600 s on one, more than a call holds beside the gates)
+#   GATE_SPEED=1   the gate over the 28, warm cache, --no-record, at each of GATE_SPEED_RUNS ("JOBS:PROCESSES"
+#                  pairs: --jobs and --sanitize-processes; default "4:1 16:1 16:2 16:4"), twice each
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
@@ -143,7 +145,9 @@ fi
 
 marker=()
 [ "${TESTS:-all}" = gpu ] && marker=(-m gpu)
-[ -n "${PYTEST_WORKERS:-}" ] && marker+=(-n "$PYTEST_WORKERS")
+# --dist loadfile: a file's tests on one worker, so a module's fixture (test_gate_end_to_end's gates) is built
+# once, not once per worker that draws one of its tests.
+[ -n "${PYTEST_WORKERS:-}" ] && marker+=(-n "$PYTEST_WORKERS" --dist loadfile)
 if [ "${TESTS:-all}" != none ]; then
   # -v: a run cut off by the call's limit still shows which tests ran; the slowest are listed last.
   python3 -m pytest -v -rfE --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
@@ -152,6 +156,20 @@ if [ "${TESTS:-all}" != none ]; then
   pack
 fi
 
+
+if [ "${GATE_SPEED:-0}" = 1 ]; then
+  python3 gate.py --no-progress --no-record --jobs 16 > /dev/null 2>&1  # the compile cache warm
+  for round in 1 2; do
+    for run in ${GATE_SPEED_RUNS:-4:1 16:1 16:2 16:4}; do
+      jobs=${run%%:*} processes=${run##*:}
+      python3 gate.py --no-progress --no-record --jobs "$jobs" --sanitize-processes "$processes" \
+        > "$out/gate-speed-$jobs-$processes-$round.log" 2>&1
+      echo "gate --jobs $jobs --sanitize-processes $processes (round $round): $(grep -E '^sanitizers:' \
+        "$out/gate-speed-$jobs-$processes-$round.log" | sed 's/ (.*//') · $(tail -n 1 "$out/gate-speed-$jobs-$processes-$round.log")"
+    done
+  done | tee "$out/gate-speed.log"
+  pack
+fi
 
 atomic=$(python3 gate.py --list | awk '/^pad_backward_(reflect|replicate)_/ {print $1}')
 for i in $(seq 1 "${REPEATS:-0}"); do

@@ -106,6 +106,8 @@ def test_mutants_compiled_in_batches_get_the_statuses_they_get_compiled_alone(ad
 def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
     assert _campaign(admitted, "--batch-size", "0") == 2
     assert capsys.readouterr().err == "campaign: error: --batch-size must be at least 1\n"
+    assert _campaign(admitted, "--sanitize-processes", "0") == 2
+    assert capsys.readouterr().err == "campaign: error: --sanitize-processes must be at least 1, not 0\n"
 
 
 @pytest.mark.parametrize("slot, gpus, visible, expected", [

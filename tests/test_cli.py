@@ -132,6 +132,8 @@ def test_an_unknown_sanitizer_tool_or_path_is_a_usage_error(capsys):
         capsys.readouterr().err)
     assert main(["pad_const_b1", "--no-record", "--sanitizer", "/no/such/compute-sanitizer"]) == 2
     assert "--sanitizer: no such file /no/such/compute-sanitizer" in capsys.readouterr().err
+    assert main(["pad_const_b1", "--no-record", "--sanitize-processes", "0"]) == 2
+    assert "--sanitize-processes must be at least 1, not 0" in capsys.readouterr().err
 
 
 def test_skipped_checks_do_not_bar_admission_but_a_check_not_run_does_and_is_the_reason():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
-from harness.oracles.sanitizer import Finding, SanitizerTarget, find_sanitizer, parse_log, sanitize
+from harness.oracles.sanitizer import Finding, SanitizerTarget, find_sanitizer, parse_log, sanitize, shares
 from harness.records import CheckName, CheckStatus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,6 +163,26 @@ def test_a_kernel_that_hangs_under_the_tool_is_ended_when_no_case_is_done_for_th
     assert hung.detail == "not run: timed out under memcheck with no case done for 10 s"
     assert clean.status is CheckStatus.PASSED  # the substrate after it ran in a process of its own
     assert time.monotonic() - started < 120  # not the process's 300 s
+
+
+def test_targets_are_shared_out_in_turn_and_no_process_gets_none():
+    assert shares(list("abcde"), 2) == [["a", "c", "e"], ["b", "d"]]
+    assert shares(list("ab"), 4) == [["a"], ["b"]]
+    assert shares([], 3) == [[]]
+
+
+def test_a_tool_over_two_processes_judges_every_substrate_as_one_process_does(fake_sanitizer, monkeypatch):
+    line = _cuda_line("forms_row_sum", "atomicAdd")
+    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+                                                   f"const float *, float *, long long, long long)+0x90 in "
+                                                   f"forms_row_sum.cu:{line}")
+    monkeypatch.setenv("FAKE_SANITIZER_WHEN", '"forms_row_sum"')  # from the process that ran it alone
+    targets = [_target("forms_row_sum"), _target("forms_wrong_distribution")]
+    one = sanitize(targets, ("racecheck",), fake_sanitizer, backend="cpu")
+    two = sanitize(targets, ("racecheck",), fake_sanitizer, backend="cpu", processes=2)
+    assert two == one
+    assert one["forms_row_sum"][0].status is CheckStatus.FAILED
+    assert one["forms_wrong_distribution"][0].status is CheckStatus.PASSED
 
 
 def test_reports_about_other_kernels_are_set_aside(fake_sanitizer, monkeypatch):

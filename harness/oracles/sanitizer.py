@@ -40,6 +40,8 @@ PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up inclu
 # gives its --timeout where that is longer.
 STALL_TIMEOUT = 60.0
 SHOWN_FINDINGS = 3
+PROCESSES_HELP = ("processes per tool, the substrates shared out among them: each pays the tool's start-up and "
+                  "runs its share one after another (default: 1)")
 
 
 def find_sanitizer(path_env: str | None = None, cuda_home: str | None = None) -> Path | None:
@@ -166,6 +168,27 @@ class ToolRun:
     not_run: dict[str, str] = field(default_factory=dict)
     elsewhere: int = 0  # reports about code that is no substrate's
     seconds: float = 0.0
+
+
+def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
+    """One tool's runs over disjoint shares of the targets, as one run: its time is the longest share's."""
+    whole = ToolRun(tool)
+    for run in runs:
+        for name, found in run.findings.items():
+            whole.findings.setdefault(name, []).extend(found)
+        whole.cases.update(run.cases)
+        whole.notes.update(run.notes)
+        whole.errors.update(run.errors)
+        whole.not_run.update(run.not_run)
+        whole.elsewhere += run.elsewhere
+        whole.seconds = max(whole.seconds, run.seconds)
+    return whole
+
+
+def shares(targets: list, processes: int) -> list[list]:
+    """The targets dealt out to at most `processes` processes, in turn (their order kept in each), none empty."""
+    count = max(1, min(processes, len(targets)))
+    return [targets[i::count] for i in range(count)]
 
 
 def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
@@ -307,24 +330,28 @@ def cuda_line_locator(cuda: str, locate_text):
 
 def sanitize_found_here(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path | None,
                         backend: str = "cuda", cache_dir: str | None = None,
-                        timeout: float = PROCESS_TIMEOUT,
-                        stall: float = STALL_TIMEOUT) -> dict[str, list[CheckResult]]:
+                        timeout: float = PROCESS_TIMEOUT, stall: float = STALL_TIMEOUT,
+                        processes: int = 1) -> dict[str, list[CheckResult]]:
     """sanitize() with the tool found on this host when none is named (a cluster's item: the client's host may
     have none); where none is found, every check says so, not run."""
     sanitizer = sanitizer or find_sanitizer()
     if sanitizer is None:
         return {target.key: skipped(tools, "compute-sanitizer not found on the cluster's host "
                                            "(PATH, $CUDA_HOME, /usr/local/cuda*)") for target in targets}
-    return sanitize(targets, tools, sanitizer, backend, cache_dir, timeout, stall)
+    return sanitize(targets, tools, sanitizer, backend, cache_dir, timeout, stall, processes)
 
 
 def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT,
-             stall: float = STALL_TIMEOUT) -> dict[str, list[CheckResult]]:
-    """Every tool over every target, the tools side by side: per substrate, one check per tool."""
-    with ThreadPoolExecutor(max_workers=len(tools) or 1) as pool:
-        runs = list(pool.map(lambda tool: run_tool(tool, targets, sanitizer, backend, cache_dir, timeout,
-                                                   stall=stall), tools))
+             stall: float = STALL_TIMEOUT, processes: int = 1) -> dict[str, list[CheckResult]]:
+    """Every tool over every target, the tools side by side, each over `processes` processes that share the
+    targets out (a process pays the tool's start-up, and runs its targets one after another): per substrate,
+    one check per tool."""
+    parts = shares(targets, processes)
+    with ThreadPoolExecutor(max_workers=len(tools) * len(parts) or 1) as pool:
+        pending = {tool: [pool.submit(run_tool, tool, part, sanitizer, backend, cache_dir, timeout, stall=stall)
+                          for part in parts] for tool in tools}
+        runs = [merged(tool, [f.result() for f in futures]) for tool, futures in pending.items()]
     results: dict[str, list[CheckResult]] = {}
     for target in targets:
         locate = None
