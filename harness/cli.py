@@ -167,7 +167,7 @@ class SanitizerStage:
                         and s.kernel_name]
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None
         self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
-        self.stall = max(args.timeout, sanitizer.STALL_TIMEOUT)  # no case done for so long: a hung kernel
+        self.stall = max(args.timeout, sanitizer.MIN_STALL)  # no case done for so long: a hung kernel
         self.processes = args.sanitize_processes
         self._future = None
         self._seconds = 0.0

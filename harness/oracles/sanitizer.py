@@ -29,16 +29,17 @@ from pathlib import Path
 from harness.candidates import locate_line
 from harness.oracles import last_line, program_env
 from harness.records import CheckName, CheckResult, CheckStatus
-from harness.worker import exit_description
+from harness.worker import DEFAULT_STEP_TIMEOUT, exit_description
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 CHECK_OF_TOOL = {tool: CheckName(tool) for tool in TOOLS}  # each tool's check bears its name
 FINDINGS_EXIT = 9
 MAX_CASE_BYTES = 64 * 2**20  # a suite whose smallest trial is larger is left out (the probe stands for T0)
 PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up included
-# Seconds a sanitized process may go without a case done (its start-up, a kernel that hangs); the gate
-# gives its --timeout where that is longer.
-STALL_TIMEOUT = 60.0
+# Seconds a sanitized process may go without a case done (its start-up, a kernel that hangs): the gate's
+# default --timeout; a gate gives its own --timeout, but never less than MIN_STALL (a tool slows a kernel).
+STALL_TIMEOUT = DEFAULT_STEP_TIMEOUT
+MIN_STALL = 60.0
 SHOWN_FINDINGS = 3
 PROCESSES_HELP = ("processes per tool, the substrates shared out among them: each pays the tool's start-up and "
                   "runs its share one after another (default: 1)")
