@@ -276,6 +276,30 @@ def test_the_models_peak_at_a_large_size_grows_only_by_what_grew_between_two_mea
     assert model_peak_at(1000, 5_000, 4_000, 10) == 5_000
 
 
+def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_reason(tmp_path, monkeypatch):
+    import json
+
+    import torch
+
+    from harness.oracles import large_index_run
+
+    def measured(model, inputs, torch, again=True):  # a device's measurement: the probe does not fit
+        if not again:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.\nmore")
+        return model(*inputs), 1000
+
+    monkeypatch.setattr(large_index_run, "_model_peak", measured)
+    unmutated, _ = _substrate()
+    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
+    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
+                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
+                                "kernels": [[unmutated.substrate, unmutated.source]]}))
+    assert large_index_run.main([str(plan), str(events)]) == 0
+    (record,) = [json.loads(line) for line in events.read_text().splitlines()]
+    assert record == {"event": "skipped", "why": "the official Model ran out of device memory on a 64th of the "
+                                                 "large trial: CUDA out of memory. Tried to allocate 2.00 GiB."}
+
+
 def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipped_with_the_reason(tmp_path,
                                                                                                     monkeypatch):
     import json

@@ -260,8 +260,13 @@ def main(argv: list[str]) -> int:
                                                f"{plan['min_elements']} elements within the contract's u32 counts")
             return 0
         del small_out
-        model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
-                                   device, axis, torch, model_peak)
+        try:
+            model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
+                                       device, axis, torch, model_peak)
+        except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
+            _write(events, event="skipped", why=f"the official Model ran out of device memory on a 64th of the "
+                                               f"large trial: {str(error).splitlines()[0][:200]}")
+            return 0
         need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
         free, total = backend.memory_info()
         if total and need > free:
