@@ -279,8 +279,6 @@ def test_the_models_peak_at_a_large_size_grows_only_by_what_grew_between_two_mea
 def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_reason(tmp_path, monkeypatch):
     import json
 
-    import torch
-
     from harness.oracles import large_index_run
 
     def measured(model, inputs, torch, again=True):  # a device's measurement: the probe does not fit
