@@ -5,14 +5,18 @@ stands in for compute-sanitizer: it runs the real sanitized program (harness.ora
 on the CPU backend and writes the report a test asks for, so every step but the tool is real.
 """
 
+import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
-from harness.oracles.sanitizer import Finding, SanitizerTarget, find_sanitizer, parse_log, sanitize, shares
+from harness.oracles.sanitizer import (Finding, SanitizerTarget, find_sanitizer, parse_log, process_tree,
+                                      run_watched, sanitize, shares)
 from harness.records import CheckName, CheckStatus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,6 +167,41 @@ def test_a_kernel_that_hangs_under_the_tool_is_ended_when_no_case_is_done_for_th
     assert hung.detail == "not run: timed out under memcheck with no case done for 10 s"
     assert clean.status is CheckStatus.PASSED  # the substrate after it ran in a process of its own
     assert time.monotonic() - started < 120  # not the process's 300 s
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_stalled_tool_is_ended_with_the_program_it_started(tmp_path):
+    # The tool's program (here a grandchild sleeping) would hold the GPU with its hung kernel if only the tool died.
+    script = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
+              "time.sleep(600)']); print(p.pid, flush=True); time.sleep(600)")
+    output = tmp_path / "output.txt"
+    started = time.monotonic()
+    status, why = run_watched([sys.executable, "-c", script], dict(os.environ), output, tmp_path / "events.jsonl",
+                              timeout=300, stall=2)
+    assert (status, why) == (None, "with no case done for 2 s")
+    assert time.monotonic() - started < 30
+    program = int(output.read_text().split()[0])
+    deadline = time.monotonic() + 5
+    while not _gone_or_zombie(program) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone_or_zombie(program)
+
+
+def test_the_process_tree_holds_a_process_and_those_below_it():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert process_tree(os.getpid())[0] == os.getpid()
+        assert child.pid in process_tree(os.getpid())
+        assert process_tree(child.pid) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_targets_are_shared_out_in_turn_and_no_process_gets_none():

@@ -201,14 +201,34 @@ def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
     return by_kernel[0] if len(by_kernel) == 1 else None
 
 
-def _run_watched(command: list[str], env: dict, output: Path, events: Path, timeout: float,
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc (Linux, where the tools run); [pid] without /proc."""
+    below: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])  # the name may hold spaces
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        below.setdefault(parent, []).append(int(entry))
+    tree, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        tree.append(current)
+        pending.extend(below.get(current, []))
+    return tree
+
+
+def run_watched(command: list[str], env: dict, output: Path, events: Path, timeout: float,
                  stall: float) -> tuple[int | None, str]:
     """Run a sanitized program until it exits (its status, ""), or end it with everything it started
     (None, why): past `timeout` in all, or `stall` seconds without a new event (a hung kernel is
-    found in a minute, not in the process's five)."""
+    found after `stall` s, not the process's `timeout`). The tool stays in the gate's process group,
+    so Ctrl-C still reaches it and its program."""
     with open(output, "w") as sink:
-        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # the tool and its program: one group to end
+        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
     began = progressed = time.monotonic()
     seen = 0
     while True:
@@ -222,11 +242,12 @@ def _run_watched(command: list[str], env: dict, output: Path, events: Path, time
             seen, progressed = size, now
         why = (f"after {timeout:g} s" if now - began > timeout else
                f"with no case done for {stall:g} s" if now - progressed > stall else "")
-        if why:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if why:  # the tool's program too: killed with the tool alone, a hung kernel would hold the GPU
+            for pid in process_tree(process.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             process.wait()
             return None, why
 
@@ -252,7 +273,7 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
                    "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
                    str(events)]
-        status, ended = _run_watched(command, env, printed, events, timeout, stall)
+        status, ended = run_watched(command, env, printed, events, timeout, stall)
         output = printed.read_text(errors="replace")
         started_names, done = [], set()
         for line in (events.read_text().splitlines() if events.exists() else []):
