@@ -14,7 +14,8 @@
 #   PYTEST_WORKERS=N  the tests on N pytest-xdist processes, a file to a worker (the device has xdist; the
 #                  GPU tests take about 600 s on one, more than a call holds beside the gates)
 #   GATE_SPEED=1   the gate over the 28, warm cache, --no-record, at each of GATE_SPEED_RUNS ("JOBS:PROCESSES"
-#                  pairs: --jobs and --sanitize-processes; default "4:1 16:1 16:2 16:4"), twice each
+#                  pairs: --jobs and --sanitize-processes; default "4:1 16:1 16:2 16:4"), GATE_SPEED_ROUNDS times
+#                  each (default 2)
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
@@ -159,7 +160,7 @@ fi
 
 if [ "${GATE_SPEED:-0}" = 1 ]; then
   python3 gate.py --no-progress --no-record --jobs 16 > /dev/null 2>&1  # the compile cache warm
-  for round in 1 2; do
+  for round in $(seq 1 "${GATE_SPEED_ROUNDS:-2}"); do
     for run in ${GATE_SPEED_RUNS:-4:1 16:1 16:2 16:4}; do
       jobs=${run%%:*} processes=${run##*:}
       python3 gate.py --no-progress --no-record --jobs "$jobs" --sanitize-processes "$processes" \
