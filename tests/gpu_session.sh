@@ -53,6 +53,8 @@ trap pack EXIT
 trap 'pack; exit 143' TERM
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
+# The code this call runs, as `bash tests/tree_digest.sh COMMIT` gives a commit's (the device's git log may be stale).
+echo "tree digest: $(bash tests/tree_digest.sh)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
