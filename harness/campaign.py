@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
-    parser.add_argument("--sanitize-processes", type=int, default=1, metavar="N", help=sanitizer_tools.PROCESSES_HELP)
+    sanitizer_tools.add_processes_argument(parser)
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
                              "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
@@ -127,8 +127,8 @@ def _run(args) -> int:
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
     if not tools or any(t not in sanitizer_tools.TOOLS for t in tools):
         raise UsageError(f"--sanitize-tools: {args.sanitize_tools!r}: choose from {', '.join(sanitizer_tools.TOOLS)}")
-    if args.sanitize_processes < 1:
-        raise UsageError(f"--sanitize-processes must be at least 1, not {args.sanitize_processes}")
+    if problem := sanitizer_tools.processes_problem(args.sanitize_processes):
+        raise UsageError(problem)
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     try:

@@ -70,8 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer.TOOLS), metavar="LIST",
                         help=f"compute-sanitizer tools to run, comma-separated (default: {','.join(sanitizer.TOOLS)})")
-    parser.add_argument("--sanitize-processes", type=int, default=1, metavar="N",
-                        help=sanitizer.PROCESSES_HELP)
+    sanitizer.add_processes_argument(parser)
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="gate each substrate as an item of a Dask distributed cluster: a scheduler's address "
                              "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
@@ -310,8 +309,8 @@ def _run(args) -> int:
             raise UsageError(f"cannot read candidate file {file}")
     if args.jobs < 1 or args.timeout <= 0:
         raise UsageError("--jobs must be at least 1 and --timeout positive")
-    if args.sanitize_processes < 1:
-        raise UsageError(f"--sanitize-processes must be at least 1, not {args.sanitize_processes}")
+    if problem := sanitizer.processes_problem(args.sanitize_processes):
+        raise UsageError(problem)
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
     if unknown := [t for t in tools if t not in sanitizer.TOOLS]:
         raise UsageError(f"--sanitize-tools: unknown tool {unknown[0]!r} (choose from {', '.join(sanitizer.TOOLS)})")

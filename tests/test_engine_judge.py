@@ -276,9 +276,22 @@ def test_the_models_peak_at_a_large_size_grows_only_by_what_grew_between_two_mea
     assert model_peak_at(1000, 5_000, 4_000, 10) == 5_000
 
 
-def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_reason(tmp_path, monkeypatch):
+def _large_index_events(tmp_path) -> list[dict]:
+    """The events of the large-index program run here on the unmutated substrate's first large trial."""
     import json
 
+    from harness.oracles import large_index_run
+
+    unmutated, _ = _substrate()
+    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
+    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
+                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
+                                "kernels": [[unmutated.substrate, unmutated.source]]}))
+    assert large_index_run.main([str(plan), str(events)]) == 0
+    return [json.loads(line) for line in events.read_text().splitlines()]
+
+
+def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_reason(tmp_path, monkeypatch):
     from harness.oracles import large_index_run
 
     def measured(model, inputs, torch, again=True):  # a device's measurement: the probe does not fit
@@ -287,25 +300,16 @@ def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_re
         return model(*inputs), 1000
 
     monkeypatch.setattr(large_index_run, "_model_peak", measured)
-    unmutated, _ = _substrate()
-    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
-    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
-                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
-                                "kernels": [[unmutated.substrate, unmutated.source]]}))
-    assert large_index_run.main([str(plan), str(events)]) == 0
-    (record,) = [json.loads(line) for line in events.read_text().splitlines()]
+    (record,) = _large_index_events(tmp_path)
     assert record == {"event": "skipped", "why": "the official Model ran out of device memory on a 64th of the "
                                                  "large trial: CUDA out of memory. Tried to allocate 2.00 GiB."}
 
 
 def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipped_with_the_reason(tmp_path,
                                                                                                     monkeypatch):
-    import json
-
     import torch
 
     from harness import problems
-    from harness.oracles import large_index_run
 
     real_load = problems.load_problem
 
@@ -328,13 +332,7 @@ def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipp
             return run
 
     monkeypatch.setattr(problems, "load_problem", lambda *a, **k: OutOfMemoryPast(real_load(*a, **k)))
-    unmutated, _ = _substrate()
-    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
-    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
-                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
-                                "kernels": [[unmutated.substrate, unmutated.source]]}))
-    assert large_index_run.main([str(plan), str(events)]) == 0
-    (record,) = [json.loads(line) for line in events.read_text().splitlines()]
+    (record,) = _large_index_events(tmp_path)
     assert record == {"event": "skipped", "why": "the large trial did not fit in the device's memory while it was "
                       "built (about 0.0 GiB estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a "
                       "total capacity of 139.80 GiB of which 27.19 GiB is free."}

@@ -204,6 +204,11 @@ def lowest_rank_trial(entry, t0: list, torch, below_t0: bool = True) -> tuple[li
     return best, where
 
 
+def _device_words(error: BaseException) -> str:
+    """The first line of an out-of-memory error: what was asked for, and what the device had."""
+    return str(error).splitlines()[0][:200]
+
+
 def _write(events, **record) -> None:
     events.write(json.dumps(record) + "\n")
     events.flush()
@@ -265,7 +270,7 @@ def main(argv: list[str]) -> int:
                                        device, axis, torch, model_peak)
         except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
             _write(events, event="skipped", why=f"the official Model ran out of device memory on a 64th of the "
-                                               f"large trial: {str(error).splitlines()[0][:200]}")
+                                               f"large trial: {_device_words(error)}")
             return 0
         need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
         free, total = backend.memory_info()
@@ -282,7 +287,7 @@ def main(argv: list[str]) -> int:
         except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
             _write(events, event="skipped", why=f"the large trial did not fit in the device's memory while it was "
                                                f"built (about {need / 2**30:.1f} GiB estimated): "
-                                               f"{str(error).splitlines()[0][:200]}")
+                                               f"{_device_words(error)}")
             return 0
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
                out=list(expected.shape),

@@ -41,8 +41,18 @@ PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up inclu
 STALL_TIMEOUT = DEFAULT_STEP_TIMEOUT
 MIN_STALL = 60.0
 SHOWN_FINDINGS = 3
-PROCESSES_HELP = ("processes per tool, the substrates shared out among them: each pays the tool's start-up and "
-                  "runs its share one after another (default: 1)")
+
+
+def add_processes_argument(parser) -> None:
+    """--sanitize-processes, as the gate and the campaign take it."""
+    parser.add_argument("--sanitize-processes", type=int, default=1, metavar="N",
+                        help="processes per tool, the substrates shared out among them: each pays the tool's "
+                             "start-up and runs its share one after another (default: 1)")
+
+
+def processes_problem(processes: int) -> str:
+    """What is wrong with a --sanitize-processes value, or ""."""
+    return "" if processes >= 1 else f"--sanitize-processes must be at least 1, not {processes}"
 
 
 def find_sanitizer(path_env: str | None = None, cuda_home: str | None = None) -> Path | None:
