@@ -170,6 +170,7 @@ class SanitizerStage:
         self.processes = args.sanitize_processes
         self._future = None
         self._seconds = 0.0
+        self._timings: list[str] = []
 
     def start(self) -> None:
         """Run the tools in a thread of their own, beside the gate jobs (they share the GPU)."""
@@ -180,7 +181,7 @@ class SanitizerStage:
         def run():
             try:
                 return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                                          self.timeout, self.stall, self.processes)
+                                          self.timeout, self.stall, self.processes, self._timings)
             finally:
                 self._seconds = time.perf_counter() - started
 
@@ -219,8 +220,9 @@ class SanitizerStage:
             return "sanitizers: no substrate to run"
         if self.cluster is not None and self.cluster.remote:
             return f"sanitizers: {', '.join(self.tools)} over {len(self.targets)} substrate(s) on the cluster"
+        timings = f"; {', '.join(self._timings)}" if self._timings else ""
         return (f"sanitizers: {', '.join(self.tools)} over {len(self.targets)} substrate(s) in {self._seconds:.1f} s "
-                f"({self.path})")
+                f"({self.path}{timings})")
 
 
 def _suite_summary(report: SubstrateReport) -> str:

@@ -10,9 +10,16 @@ another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the can
 official one. Both use the process's one global generator, so they cannot share a process's
 threads; `TrialInputs` draws them in spawned helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
-memory while the worker's GPU work and the CPU references go on. Helpers start only for a T0 of at least HELPERS_FROM_BYTES; a helper
-that cannot start or hand a trial back (no shared memory, a crash) makes the worker build that
-trial itself, and the report is the same either way. A builder of the form builder(t, device)
+memory while the worker's GPU work and the CPU references go on. A helper that cannot start or
+hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
+report is the same either way.
+
+How the helpers start decides when they pay. A gate worker forks them (`start_early`) before it
+creates its backend: it has no CUDA state to hand on, and a forked helper has torch and the
+candidate already, so it starts in milliseconds, and from FORKED_HELPERS_FROM_BYTES on (a few
+hundred milliseconds of draws per trial) drawing in parallel gains. A T0 reached without that
+(its problem would not load early) gets spawned helpers, which import torch (seconds each), and
+only from HELPERS_FROM_BYTES on. A builder of the form builder(t, device)
 is given device cpu in a helper (a helper holds no CUDA state): the trial is the same tensors.
 """
 
@@ -31,7 +38,9 @@ from harness.candidates import builder_output
 from harness.guards import tensor_checksum
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
-HELPERS_FROM_BYTES = 256 * 2**20
+HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
+FORKED_HELPERS_FROM_BYTES = 16 * 2**20
+SUMS_FROM_BYTES = 256 * 2**20  # a rebuilt trial this large is compared by byte sums, not element by element
 MAX_TRIALS_AHEAD = 3
 HOST_MEMORY_SHARE = 0.35  # of the host's available memory, for trials drawn ahead (the rest: the worker's
 #                           own trial, the CPU second references, other jobs)
@@ -122,7 +131,7 @@ def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
             again = _build(builder, t, device, DETERMINISM_SEEDS[1])
         except Exception as error:
             return BuiltTrial(error=error)
-        big = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) >= HELPERS_FROM_BYTES
+        big = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) >= SUMS_FROM_BYTES
         # A gigabyte trial is compared by its byte sums; a small one element by element, to say where.
         built.difference = _sum_difference(_sums(inputs), _sums(again)) if big else first_difference(inputs, again)
         del again
@@ -144,12 +153,18 @@ def t0_bytes(problem) -> int:
 _helper: dict = {}
 
 
-def _helper_start(worker_pid: int, candidate_file: str, name: str, kb_file: str, problem_path: str) -> None:
+def _helper_start(worker_pid: int, candidate_file: str, name: str, kb_file: str, problem_path: str,
+                  worker_fds: tuple[int, ...] = ()) -> None:
     from harness.candidates import import_candidate, register_candidate
     from harness.problems import load_problem_file
     from harness.watch import watch_parent
 
     watch_parent(worker_pid)  # a worker killed for a hang takes its helpers with it
+    for fd in worker_fds:  # a forked helper's copy of the worker's pipe would keep its death from the gate
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     torch.set_num_threads(1)  # a helper draws with one generator: its threads would only compete
     path = Path(candidate_file)
     registered = register_candidate(import_candidate(path), path)
@@ -187,22 +202,55 @@ class TrialInputs:
     """T0's trials, built ahead of need in helper processes when T0 is large (else in the worker)."""
 
     def __init__(self, candidate_file: str, name: str, builder_device, processes: int | None = None,
-                 ahead: int | None = None, from_bytes: int = HELPERS_FROM_BYTES):
-        """`processes` and `ahead` default to helper_plan's for this host and the T0's size."""
+                 ahead: int | None = None, from_bytes: int | None = None, worker_fds: tuple[int, ...] = ()):
+        """`processes` and `ahead` default to helper_plan's for this host and the T0's size; `from_bytes`
+        to FORKED_HELPERS_FROM_BYTES or HELPERS_FROM_BYTES, as the helpers start; `worker_fds` are the
+        worker's own (its pipe to the gate), which a forked helper closes."""
         self.candidate_file, self.name, self.device = candidate_file, name, builder_device
         self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
+        self.worker_fds = tuple(worker_fds)
         self.problem = None
         self.builder = None
+        self.started = False
+        self.forked = False
         self._pool: ProcessPoolExecutor | None = None
         self._pending: dict[tuple, Future] = {}
         self._rebuild_eagerly = False
         self.fallback = ""  # why the helpers stopped, when they did
 
-    def start(self, problem, builder, n_trials: int) -> None:
-        """Start the helpers for a T0 of `n_trials` trials by `builder`, if its size calls for them."""
+    def start_early(self, entry, search) -> None:
+        """Fork T0's helpers now, in a worker that has no CUDA state yet (before its backend exists).
+
+        Whatever keeps T0 from being found here (no kb_file, a problem that does not load, suites()
+        raising) leaves the start to the pipeline, which reports it.
+        """
+        from harness.problems import load_problem
+        from harness.suite_rules import T0_NAME
+
+        if torch.cuda.is_initialized():  # the candidate's register() or suites() did: a fork would inherit it
+            return
+        try:
+            problem = load_problem(entry.kb_file, search)
+            t0 = [(n, builder) for name, n, builder in entry.suites() if name == T0_NAME]
+        except Exception:
+            return
+        if len(t0) == 1 and type(t0[0][0]) is int and t0[0][0] >= 1 and callable(t0[0][1]):
+            self.start(problem, t0[0][1], t0[0][0], fork=True)
+
+    def start(self, problem, builder, n_trials: int, fork: bool = False) -> None:
+        """Start the helpers for a T0 of `n_trials` trials by `builder`, if its size calls for them.
+
+        `fork`: only from a process with no CUDA state (start_early); else they are spawned. Once
+        started (or found not needed), a later call changes nothing.
+        """
+        if self.started:
+            return
+        self.started = True
         self.problem, self.builder, self.n_trials = problem, builder, n_trials
         size = t0_bytes(problem)
-        if (self.processes is not None and self.processes < 1) or size < self.from_bytes:
+        from_bytes = self.from_bytes if self.from_bytes is not None else (
+            FORKED_HELPERS_FROM_BYTES if fork else HELPERS_FROM_BYTES)
+        if (self.processes is not None and self.processes < 1) or size < from_bytes:
             return
         processes, ahead = helper_plan(size, os.cpu_count(), host_memory_available())
         self.processes = processes if self.processes is None else self.processes
@@ -212,9 +260,11 @@ class TrialInputs:
         multiprocessing.current_process().daemon = False
         try:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+                max_workers=self.processes, mp_context=multiprocessing.get_context("fork" if fork else "spawn"),
                 initializer=_helper_start,
-                initargs=(os.getpid(), self.candidate_file, self.name, problem.kb_file, str(problem.path)))
+                initargs=(os.getpid(), self.candidate_file, self.name, problem.kb_file, str(problem.path),
+                          self.worker_fds if fork else ()))
+            self.forked = fork
         except Exception as error:
             self._stop(f"the helper processes could not start ({type(error).__name__}: {error})")
             return

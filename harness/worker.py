@@ -122,7 +122,7 @@ def quiet_openmp() -> None:
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
-    import torch  # noqa: F401  (imported before the first message: start-up, not the candidate's import)
+    import torch  # imported before the first message: start-up, not the candidate's import
 
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
@@ -143,14 +143,18 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("report", report.to_json()))
         return
     conn.send(("plan", count_cases(entry) + 1))
+    # The helpers that draw T0 are forked before the backend exists: no CUDA state to hand on.
+    trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu"), from_bytes=job.helpers_from_bytes,
+                               worker_fds=(conn.fileno(),))
+    trial_inputs.start_early(entry, search)
     try:
         backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
     except BackendUnavailable as error:
+        trial_inputs.close()
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device()))
-    trial_inputs = TrialInputs(job.file, job.name, backend.device, **(
-        {"from_bytes": job.helpers_from_bytes} if job.helpers_from_bytes is not None else {}))
+    trial_inputs.device = backend.device
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),

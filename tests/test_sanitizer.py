@@ -6,6 +6,7 @@ on the CPU backend and writes the report a test asks for, so every step but the 
 """
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -240,3 +241,43 @@ def test_a_sanitizer_that_cannot_run_the_program_leaves_every_check_not_run(tmp_
     assert check.status is CheckStatus.NOT_RUN
     assert check.detail == ("not run: compute-sanitizer --tool synccheck did not run the program (exit code 1): "
                             "Error: unsupported device")
+
+
+def test_each_tools_time_and_its_slowest_substrate_are_given(fake_sanitizer):
+    timings = []
+    sanitize([_target("forms_row_sum"), _target("forms_wrong_distribution")], ("memcheck", "racecheck"),
+             fake_sanitizer, backend="cpu", timings=timings)
+    assert [t.split()[0] for t in timings] == ["memcheck", "racecheck"]
+    for timing in timings:
+        assert re.fullmatch(r"\w+ \d+\.\d s \(slowest forms_(row_sum|wrong_distribution) \d+\.\d s\)", timing), timing
+
+
+def test_the_sanitized_program_builds_only_t0s_first_trial():
+    """Every T0 trial has get_inputs()'s shapes, so trial 0 is as small as any: the others are not built."""
+    import torch
+
+    from harness.oracles.sanitized_run import cases
+
+    built = []
+
+    def t0(t):
+        built.append(("T0_original", t))
+        return [torch.zeros(8)]
+
+    def targeted(t):
+        built.append(("targeted", t))
+        return [torch.zeros(8 - t)]
+
+    class Entry:
+        @staticmethod
+        def probe(torch):
+            return [("aligned", [torch.zeros(4)])]
+
+        @staticmethod
+        def suites():
+            return [("T0_original", 5, t0), ("targeted", 3, targeted)]
+
+    found, notes = cases(Entry, t0_bytes=32, max_bytes=2**20, torch=torch)
+    assert built == [("T0_original", 0), ("targeted", 0), ("targeted", 1), ("targeted", 2)]
+    assert [where for where, _inputs in found] == ["probe trial 0", "T0_original trial 0", "targeted trial 2"]
+    assert notes == []

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from harness.candidates import import_candidate, make_entry, register_candidate
@@ -25,12 +26,14 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b))
 
 
-def test_helpers_build_what_the_worker_would_build():
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_helpers_build_what_the_worker_would_build(fork):
     # A T0 drawn from get_inputs()'s distribution (not identical), so the second build runs too.
     file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
     name, problem, builder = _t0(file)
     ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=2, from_bytes=0)
-    ahead.start(problem, builder, 5)
+    ahead.start(problem, builder, 5, fork=fork)
+    assert ahead.helping and ahead.forked is fork
     try:
         for t in range(5):
             got, want = ahead.t0(t), build_here(builder, t, torch.device("cpu"), problem)
@@ -106,3 +109,73 @@ def test_helper_plan_draws_as_many_trials_ahead_as_host_memory_allows():
     assert helper_plan(int(8.6e9), 2, 4 * gib) == (1, 1)
     assert helper_plan(int(8.6e9), None, None) == (1, MAX_TRIALS_AHEAD)
     assert helper_plan(256 * 2**20, 64, 512 * gib) == (9, MAX_TRIALS_AHEAD)
+
+
+def _entry(file: Path):
+    registered = register_candidate(import_candidate(file), file)
+    name = next(iter(registered))
+    return name, make_entry(name, registered[name], file)[0]
+
+
+def test_a_worker_forks_its_helpers_before_its_backend_and_starts_them_once():
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, entry = _entry(file)
+    search = ProblemSearch.for_candidate(file, STANDIN)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=1, from_bytes=0)
+    ahead.start_early(entry, search)
+    try:
+        assert ahead.helping and ahead.forked
+        pool = ahead._pool
+        _name, problem, builder = _t0(file)
+        ahead.start(problem, builder, 5)  # the pipeline's call, once T0 is reached: nothing changes
+        assert ahead._pool is pool and ahead.forked
+        assert _same(ahead.t0(0).inputs, build_here(builder, 0, torch.device("cpu"), problem).inputs)
+    finally:
+        ahead.close()
+
+
+def test_a_small_t0_gets_no_forked_helpers():
+    # The stand-in's T0 (a 16 x 64 matmul) is far under FORKED_HELPERS_FROM_BYTES: a draw costs less than a hand-over.
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, entry = _entry(file)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"))
+    ahead.start_early(entry, ProblemSearch.for_candidate(file, STANDIN))
+    assert ahead.started and not ahead.helping
+
+
+def test_no_helper_is_forked_from_a_process_with_cuda_state(monkeypatch):
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, entry = _entry(file)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), from_bytes=0)
+    ahead.start_early(entry, ProblemSearch.for_candidate(file, STANDIN))
+    assert not ahead.started and not ahead.helping  # left to the pipeline, which spawns them
+
+
+def _inode(fd: int):
+    import os
+
+    try:
+        return os.fstat(fd).st_ino
+    except OSError:
+        return None
+
+
+def test_a_forked_helper_closes_its_copy_of_the_workers_pipe():
+    # Else a worker that dies would not close its pipe to the gate until its helpers had noticed.
+    import os
+
+    read_end, write_end = os.pipe()
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, problem, builder = _t0(file)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=1, from_bytes=0, worker_fds=(write_end,))
+    ahead.start(problem, builder, 5, fork=True)
+    try:
+        pipe = os.fstat(write_end).st_ino
+        # The number may name another file in the helper by now: what matters is that it is not the pipe.
+        assert ahead._pool.submit(_inode, write_end).result(timeout=60) != pipe
+        assert ahead._pool.submit(_inode, read_end).result(timeout=60) == pipe  # what it was not told of stays
+    finally:
+        ahead.close()
+        os.close(read_end)
+        os.close(write_end)

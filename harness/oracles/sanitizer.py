@@ -179,6 +179,12 @@ class ToolRun:
     not_run: dict[str, str] = field(default_factory=dict)
     elsewhere: int = 0  # reports about code that is no substrate's
     seconds: float = 0.0
+    substrate_seconds: dict[str, float] = field(default_factory=dict)  # start to done, under the tool
+
+    def timing(self) -> str:
+        """`memcheck 12.1 s (slowest pad_const_b8 1.9 s)`: where a tool's time went."""
+        slowest = max(self.substrate_seconds.items(), key=lambda item: item[1], default=None)
+        return f"{self.tool} {self.seconds:.1f} s" + (f" (slowest {slowest[0]} {slowest[1]:.1f} s)" if slowest else "")
 
 
 def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
@@ -193,6 +199,7 @@ def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
         whole.not_run.update(run.not_run)
         whole.elsewhere += run.elsewhere
         whole.seconds = max(whole.seconds, run.seconds)
+        whole.substrate_seconds.update(run.substrate_seconds)
     return whole
 
 
@@ -294,6 +301,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
             elif record["event"] == "done":
                 done.add(name)
                 result.cases[name], result.notes[name] = record["cases"], record["notes"]
+                if "seconds" in record:
+                    result.substrate_seconds[name] = record["seconds"]
                 if record.get("error"):
                     result.errors[name] = f"could not be set up under {tool}: {record['error']}"
             elif record["event"] == "lost":
@@ -375,15 +384,18 @@ def sanitize_found_here(targets: list[SanitizerTarget], tools: tuple[str, ...], 
 
 def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT,
-             stall: float = STALL_TIMEOUT, processes: int = 1) -> dict[str, list[CheckResult]]:
+             stall: float = STALL_TIMEOUT, processes: int = 1,
+             timings: list[str] | None = None) -> dict[str, list[CheckResult]]:
     """Every tool over every target, the tools side by side, each over `processes` processes that share the
     targets out (a process pays the tool's start-up, and runs its targets one after another): per substrate,
-    one check per tool."""
+    one check per tool. `timings`, when given, gets each tool's ToolRun.timing()."""
     parts = shares(targets, processes)
     with ThreadPoolExecutor(max_workers=len(tools) * len(parts) or 1) as pool:
         pending = {tool: [pool.submit(run_tool, tool, part, sanitizer, backend, cache_dir, timeout, stall=stall)
                           for part in parts] for tool in tools}
         runs = [merged(tool, [f.result() for f in futures]) for tool, futures in pending.items()]
+    if timings is not None:
+        timings.extend(run.timing() for run in runs)
     results: dict[str, list[CheckResult]] = {}
     for target in targets:
         locate = None
