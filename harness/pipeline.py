@@ -208,7 +208,7 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                guarded: list | None = None, initialised: bool | None = None,
-               input_sums: list | None = None, clock: PhaseClock | None = None) -> KernelRun:
+               input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -218,8 +218,11 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     in out, when launch initialises it), and an element still holding its run's pattern after both
     was never written. `initialised`, when known (a campaign's mutants share one launch), spares
     the second launch call that finds out whether launch initialises out. `clock` hears how long
-    each part took.
+    each part took. `runs=1`: the first run only, for a kernel already known to pass both (a
+    campaign's unmutated source, admitted by the gate): no unwritten-output check, half the work.
     """
+    if runs not in (1, 2):
+        raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
     device = backend.device
     clock = clock or PhaseClock()
     if guarded is None:
@@ -254,7 +257,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         result.argument_problems += pointer_problems
         return result
     still_first = None
-    for run_number, pattern in enumerate(POISON_BYTES, 1):
+    for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
         with clock.timing("kernel: runs"):
             if result.initialised_by_launch:
                 guarded_out.tensor.copy_(out)  # what launch put there (zeros) is what the kernel adds to

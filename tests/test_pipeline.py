@@ -624,3 +624,24 @@ def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monk
         "139.80 GiB of which 2.10 GiB is free. (a limit of this machine, not a fault of the kernel)")}
     assert suite_table(report) == {"probe": (2, 1), "misaligned": (8, 8)}  # the other trials still ran
     assert report.suites[0].failures == ["trial 0: out of device memory"]
+
+
+def test_one_run_launches_the_kernel_once_and_skips_only_the_unwritten_check(entry):
+    """run_kernel(runs=1), a campaign's run of its admitted unmutated source: one launch, no unwritten check."""
+    from harness.pipeline import run_kernel
+
+    (_name, _n, builder), = entry.suites()
+    inputs = builder(0, torch.device("cpu"))
+    expected = entry.ref(*inputs)
+    for impl, runs, launches, unwritten, matches in [(fakes.pad_const_b4, 1, 1, 0, True),
+                                                     (fakes.pad_const_b4, 2, 2, 0, True),
+                                                     (fakes.pad_unwritten, 2, 2, None, False),
+                                                     (fakes.pad_unwritten, 1, 1, 0, False)]:
+        backend = fakes.FakeBackend(kernels={"pad_const_b4": impl})
+        kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+        run = run_kernel(entry, kernel, backend, inputs, expected, runs=runs)
+        assert len(backend.launches) == launches and len(run.comparisons) == runs
+        assert (run.unwritten > 0) if unwritten is None else run.unwritten == unwritten
+        assert all(c.ok for c in run.comparisons) is matches
+    with pytest.raises(ValueError, match="runs must be 1 or 2, got 3"):
+        run_kernel(entry, kernel, backend, inputs, expected, runs=3)
