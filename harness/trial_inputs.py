@@ -8,7 +8,7 @@ beside get_inputs() under `torch.manual_seed(1000 + t)` (harness.suite_rules com
 A KernelBench level-1 get_inputs() draws gigabytes with the CPU generator, one value after
 another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the candidate's and the
 official one. Both use the process's one global generator, so they cannot share a process's
-threads; `TrialInputs` draws them in spawned helper processes, trials ahead of the one the worker
+threads; `TrialInputs` draws them in helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
 memory while the worker's GPU work and the CPU references go on. A helper that cannot start or
 hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
@@ -227,12 +227,12 @@ class TrialInputs:
         from harness.problems import load_problem
         from harness.suite_rules import T0_NAME
 
-        if torch.cuda.is_initialized():  # the candidate's register() or suites() did: a fork would inherit it
-            return
         try:
             problem = load_problem(entry.kb_file, search)
             t0 = [(n, builder) for name, n, builder in entry.suites() if name == T0_NAME]
         except Exception:
+            return
+        if torch.cuda.is_initialized():  # the candidate's register() or suites() did: a fork would inherit it
             return
         if len(t0) == 1 and type(t0[0][0]) is int and t0[0][0] >= 1 and callable(t0[0][1]):
             self.start(problem, t0[0][1], t0[0][0], fork=True)
