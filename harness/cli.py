@@ -13,11 +13,11 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import admissions
-from harness.backends import (BACKEND_NAMES, BackendUnavailable, create_backend, gpu_count, gpu_visible,
-                              resolve_backend_name)
+from harness.backends import BACKEND_NAMES, BackendUnavailable, cpu_compiler, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.cluster.item import ITEM_RETRIES
@@ -225,6 +225,20 @@ class SanitizerStage:
                 f"({self.path}{timings})")
 
 
+@dataclass
+class Timeline:
+    """Where a gate run's wall time went, stage by stage: what to shorten when a gate is slow."""
+
+    discovery: float = 0.0  # importing every candidate file, in a worker
+    jobs: float = 0.0  # from the first job's start to the last job's end
+    work: float = 0.0  # the substrates' own seconds, summed
+    sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
+
+    def describe(self, at_once: int) -> str:
+        return (f"timeline: discovery {self.discovery:.1f} s, then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
+                f"of substrate work, {at_once} at once), then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
+
+
 def _suite_summary(report: SubstrateReport) -> str:
     return " · ".join(f"{s.name} {s.passed}/{s.trials}" for s in report.suites) or "no suite ran"
 
@@ -323,7 +337,9 @@ def _run(args) -> int:
     records = RecordBook(args.record)
 
     files = list(dict.fromkeys(candidate_files() + [f.resolve() for f in explicit_files]))
+    timeline = Timeline()
     entries, errors = discover(files, args.timeout, args.kb_root)
+    timeline.discovery = time.perf_counter() - started
     if args.list:
         print(_list(entries, errors, records))
         return EXIT_ADMITTED
@@ -340,7 +356,7 @@ def _run(args) -> int:
         raise UsageError("backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)")
     if backend == "cpu":
         try:
-            create_backend(backend)  # cheap: finds the C++ compiler, so a missing one is a usage error here
+            cpu_compiler.compiler_version()  # a missing compiler is a usage error here (torch is not imported)
         except BackendUnavailable as error:
             raise UsageError(f"backend {backend}{why}: {error}")
     print(f"gate: {len(jobs)} substrate(s) on backend {backend}{why}"
@@ -352,14 +368,14 @@ def _run(args) -> int:
                                 os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
                 if backend == "cuda":
                     require_gpu_workers(client, args.scheduler)
-                return _gate_all(args, backend, jobs, entries, errors, records, tools, started,
+                return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline,
                                  ClusterGate(client, args.timeout, 1 / args.jobs if backend == "cuda" else 0, remote))
         except ClusterUnavailable as error:
             raise UsageError(str(error))
-    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, None)
+    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline, None)
 
 
-def _gate_all(args, backend, jobs, entries, errors, records, tools, started, cluster) -> int:
+def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster) -> int:
     """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
 
     report = GateReport(backend=backend, device="")
@@ -401,15 +417,20 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, clu
         return result
 
     sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster)
+    at_once = len(jobs) if cluster is not None else args.jobs
     try:
-        with ThreadPoolExecutor(max_workers=len(jobs) if cluster is not None else args.jobs) as pool:
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            jobs_started = time.perf_counter()
             sanitizing.start()
             for result in pool.map(gate_one, jobs):
                 report.substrates.append(result)
                 if args.json:
                     args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+            jobs_ended = time.perf_counter()
             progress.set_description_str(sanitizing.waiting_note(), refresh=True)
             report.substrates = [sanitizing.judge(result) for result in report.substrates]
+            timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
+            timeline.work = sum(result.seconds for result in report.substrates)
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")
@@ -420,5 +441,6 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, clu
     if args.json:
         args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     print(sanitizing.summary())
+    print(timeline.describe(at_once))
     print(format_summary(report, time.perf_counter() - started))
     return EXIT_ADMITTED if all(s.admitted for s in report.substrates) else EXIT_REJECTED

@@ -1,6 +1,9 @@
 """gate.py's command line: listing, usage errors and their exit codes, the summary and the JSON report."""
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,14 @@ def test_without_a_gpu_the_cuda_backend_says_why(capsys):
     assert main(["pad_const_b1", "--backend", "cuda", "--no-record"]) == 2
     assert capsys.readouterr().err == (
         "gate.py: error: backend cuda: no GPU is visible (the CUDA driver is missing or sees no device)\n")
+
+
+def test_the_gates_own_process_checks_the_cpu_compiler_without_importing_torch():
+    # torch costs the gate's process seconds to import, and only its workers use it.
+    done = subprocess.run([sys.executable, "-c", "import sys; import harness.cli; from harness.backends import "
+                           "cpu_compiler; cpu_compiler.compiler_version(); print('torch' in sys.modules)"],
+                          capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout == "False\n"
 
 
 def test_a_missing_cpu_compiler_is_a_usage_error(monkeypatch, capsys):
@@ -116,6 +127,12 @@ def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barri
     assert "sanitizers: skipped (CPU backend (compute-sanitizer checks CUDA kernels))" in out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith("forms_row_sum")] == [
         ["forms_row_sum", "admitted"]]
+    # Where the wall time went, with the substrates' own seconds summed from the report.
+    (timeline,) = [line for line in out.splitlines() if line.startswith("timeline: ")]
+    work = sum(s["seconds"] for s in json.loads(report.read_text())["substrates"])
+    found = re.fullmatch(r"timeline: discovery \d+\.\d s, then the jobs \d+\.\d s \((\d+\.\d) s of substrate work, "
+                         r"1 at once\), then 0\.0 s waiting for the sanitizers", timeline)
+    assert found and abs(float(found.group(1)) - work) <= 0.1, (timeline, work)  # the report's seconds are rounded
 
 
 def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):

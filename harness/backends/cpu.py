@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 from harness import cache, signature
-from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
+from harness.backends.base import Backend, KernelFault, LoadedKernel
+from harness.backends.cpu_compiler import compiler_version, cxx
 from harness.batches import batch_program
 from harness.nvrtc import CompileError
 
@@ -72,25 +73,6 @@ def unsupported_constructs(source: str, program_name: str) -> list[str]:
             found.append(f"the CPU backend provides only {', '.join(ALLOWED_HEADERS)}, not <{m.group(1)}> "
                          f"({where(m.start())})")
     return list(dict.fromkeys(found))  # one message per construct and line
-
-
-def cxx() -> str:
-    """The C++ compiler: $CXX when it is set, read at each use (a worker forked from the fork server has
-    this module imported already, but the environment it was started with)."""
-    return os.environ.get("CXX", "g++")
-
-
-def compiler_version() -> str:
-    return _version_of(cxx())
-
-
-@lru_cache(maxsize=None)
-def _version_of(compiler: str) -> str:
-    try:
-        done = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise BackendUnavailable(f"the CPU backend needs a C++17 compiler ({compiler}): {error}") from error
-    return done.stdout.splitlines()[0]
 
 
 @lru_cache(maxsize=None)
