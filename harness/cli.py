@@ -403,7 +403,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             return _import_failure(file, name, errors[file])
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None)
+                       kb_root=str(args.kb_root) if args.kb_root else None,
+                       jobs_at_once=min(args.jobs, len(jobs)))  # a cluster's item counts its own host's
         if cluster is not None:
             return cluster.gate(work, report, progress)
         with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:

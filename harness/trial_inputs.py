@@ -202,12 +202,16 @@ class TrialInputs:
     """T0's trials, built ahead of need in helper processes when T0 is large (else in the worker)."""
 
     def __init__(self, candidate_file: str, name: str, builder_device, processes: int | None = None,
-                 ahead: int | None = None, from_bytes: int | None = None, worker_fds: tuple[int, ...] = ()):
-        """`processes` and `ahead` default to helper_plan's for this host and the T0's size; `from_bytes`
-        to FORKED_HELPERS_FROM_BYTES or HELPERS_FROM_BYTES, as the helpers start; `worker_fds` are the
-        worker's own (its pipe to the gate), which a forked helper closes."""
+                 ahead: int | None = None, from_bytes: int | None = None, worker_fds: tuple[int, ...] = (),
+                 memory_share: float = 1.0):
+        """`processes` and `ahead` default to helper_plan's for this host and the T0's size, in
+        `memory_share` of the host's available memory (1 / the gate jobs running at once: jobs that
+        start together each see all of it); `from_bytes` to FORKED_HELPERS_FROM_BYTES or
+        HELPERS_FROM_BYTES, as the helpers start; `worker_fds` are the worker's own (its pipe to the
+        gate), which a forked helper closes."""
         self.candidate_file, self.name, self.device = candidate_file, name, builder_device
         self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
+        self.memory_share = memory_share
         self.worker_fds = tuple(worker_fds)
         self.problem = None
         self.builder = None
@@ -252,7 +256,9 @@ class TrialInputs:
             FORKED_HELPERS_FROM_BYTES if fork else HELPERS_FROM_BYTES)
         if (self.processes is not None and self.processes < 1) or size < from_bytes:
             return
-        processes, ahead = helper_plan(size, os.cpu_count(), host_memory_available())
+        available = host_memory_available()
+        processes, ahead = helper_plan(size, os.cpu_count(),
+                                       int(available * self.memory_share) if available is not None else None)
         self.processes = processes if self.processes is None else self.processes
         self.ahead = ahead if self.ahead is None else self.ahead
         # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers

@@ -42,6 +42,8 @@ class GateJob:
     kb_root: str | None = None
     # T0s of at least this many bytes are drawn ahead in helper processes (None: harness.trial_inputs' default).
     helpers_from_bytes: int | None = None
+    # Gate jobs running at once on this host (--jobs): each draws T0 ahead in its share of the host's memory.
+    jobs_at_once: int = 1
 
 
 @dataclass
@@ -145,7 +147,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     conn.send(("plan", count_cases(entry) + 1))
     # The helpers that draw T0 are forked before the backend exists: no CUDA state to hand on.
     trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu"), from_bytes=job.helpers_from_bytes,
-                               worker_fds=(conn.fileno(),))
+                               worker_fds=(conn.fileno(),), memory_share=1 / max(1, job.jobs_at_once))
     trial_inputs.start_early(entry, search)
     try:
         backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)

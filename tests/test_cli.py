@@ -162,3 +162,18 @@ def test_skipped_checks_do_not_bar_admission_but_a_check_not_run_does_and_is_the
     held_back = SubstrateReport("a", "f", checks=[passed, skipped, not_run])
     assert not held_back.admitted
     assert held_back.reasons() == ["memcheck: not run: timed out under memcheck after 300 s"]
+
+
+def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys):
+    import harness.cli as cli
+
+    told = []
+
+    def fake_gate_job(job, timeout, on_message):
+        told.append(job.jobs_at_once)
+        return SubstrateReport(name=job.name, file=job.file)
+
+    monkeypatch.setattr(cli, "run_gate_job", fake_gate_job)
+    main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress",
+          "--jobs", "8"])
+    assert told == [3, 3, 3]  # --jobs 8, but three substrates: three at once

@@ -179,3 +179,20 @@ def test_a_forked_helper_closes_its_copy_of_the_workers_pipe():
         ahead.close()
         os.close(read_end)
         os.close(write_end)
+
+
+def test_jobs_at_once_share_the_hosts_memory_for_trials_drawn_ahead(monkeypatch):
+    # Three gate jobs that start together each see all of the host's available memory: each plans in a third.
+    import harness.trial_inputs as trial_inputs
+
+    file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
+    name, problem, builder = _t0(file)
+    monkeypatch.setattr(trial_inputs, "host_memory_available", lambda: 123 * 2**30)
+    monkeypatch.setattr(trial_inputs, "t0_bytes", lambda problem: int(6.4e9))  # a softmax-sized T0
+    planned = {}
+    for share in (1.0, 1 / 3):
+        ahead = TrialInputs(str(file), name, torch.device("cpu"), from_bytes=0, memory_share=share)
+        ahead.start(problem, builder, 5, fork=True)
+        planned[share] = ahead.ahead
+        ahead.close()
+    assert planned == {1.0: 3, 1 / 3: 1}  # 35% of 123 GiB holds three trials of two 6.4 GB draws; of 41 GiB, one

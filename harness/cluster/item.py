@@ -12,6 +12,7 @@ worker is a daemon process, which multiprocessing does not let have children).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -168,7 +169,10 @@ def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
 
 
 def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) -> dict:
-    """The Dask task of a gate run: one substrate gated (`harness.worker.run_gate_job`); its report as JSON."""
+    """The Dask task of a gate run: one substrate gated (`harness.worker.run_gate_job`); its report as JSON.
+
+    The job shares its host's memory with the items the host's Dask workers run beside it."""
+    job = dataclasses.replace(job, jobs_at_once=_items_on_this_host())
     return _run_item({"kind": "gate", "job": job, "timeout": step_timeout, "thread_caps": thread_caps},
                      lambda message: None)
 
