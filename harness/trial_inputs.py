@@ -1,4 +1,4 @@
-"""Where a trial's inputs come from: built in the worker, or, for KernelBench-sized T0s, ahead of need elsewhere.
+"""Where a trial's inputs come from: built in the worker, or (a T0 of 16 MiB a trial or more) drawn ahead.
 
 Every trial is built by its builder under a fixed global RNG state (`DETERMINISM_SEEDS[0]`); a
 builder must not depend on that state, so a trial that is not T0 bit-identical to get_inputs() is
