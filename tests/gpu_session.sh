@@ -153,7 +153,7 @@ marker=()
 [ -n "${PYTEST_WORKERS:-}" ] && marker+=(-n "$PYTEST_WORKERS" --dist loadfile)
 if [ "${TESTS:-all}" != none ]; then
   # -v: a run cut off by the call's limit still shows which tests ran; the slowest are listed last.
-  python3 -m pytest -v -rfE --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
+  python3 -m pytest -v -rfEs --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
     | grep -vE " PASSED|^tests/.* SKIPPED" | tail -n 70
   echo "pytest exit: ${PIPESTATUS[0]}"
   pack
