@@ -395,6 +395,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         return handle
 
     budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 and cluster is None else None)
+    at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
 
     def gate_one(job: tuple[str, str]) -> SubstrateReport:
@@ -403,8 +404,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             return _import_failure(file, name, errors[file])
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None,
-                       jobs_at_once=min(args.jobs, len(jobs)))  # a cluster's item counts its own host's
+                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
         if cluster is not None:
             return cluster.gate(work, report, progress)
         with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
@@ -418,9 +418,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         return result
 
     sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster)
-    at_once = len(jobs) if cluster is not None else args.jobs
     try:
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
             for result in pool.map(gate_one, jobs):
