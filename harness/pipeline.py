@@ -512,7 +512,7 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
 
 def _second_references(ctx: GateContext, state: TrialState) -> bool:
     if ctx.second is not None and isinstance(state.expected, torch.Tensor):
-        ctx.second.submit(state.case.where, state.case.inputs, state.expected)
+        ctx.second.submit(state.case.where, state.case.inputs, state.expected, device_inputs=state.views)
     return True
 
 
@@ -718,6 +718,11 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
             note = (f"the official Model {' and '.join(checked)} agrees with it within {entry.tolerance.describe()} "
                     f"on every trial" if checked else "no second way of computing the official output could run")
             note += "".join(f"; {label} it could not run ({why})" for label, why in ctx.second.unavailable.items())
+            if ctx.second.on_device:
+                note += (f"; in float64 on the device in {ctx.second.on_device} of {ctx.second.submitted} trials "
+                         f"(those of at most {suite_safety.DEVICE_FLOAT64_MAX_BYTES // 2**20} MiB in float64)")
+            if ctx.second.device_float64_error:
+                note += f"; in float64 on the CPU only (on the device: {ctx.second.device_float64_error})"
             book.ran(CheckName.NO_FALSE_KILL, note)
     if ctx.fault:
         book.skip(CheckName.SUITES_CAN_FAIL, "not run: " + ctx.fault)

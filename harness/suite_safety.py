@@ -5,8 +5,10 @@ Model is run a second legitimate way, in float64 (floating inputs and parameters
 output rounded back) and, on a GPU, in float32 on the CPU, and must agree with the official output
 within the tolerance the kernel is held to. Where it does not (catastrophic cancellation in a long
 signed sum, say), two correct implementations can disagree, so the suite would reject a correct
-kernel. Both run on the CPU, in a thread beside the device work (`SecondReferences`): they need no
-GPU, and a KernelBench-sized float64 copy would double the device memory a trial takes.
+kernel. They run in a thread beside the device work (`SecondReferences`), on the CPU: a
+KernelBench-sized float64 copy would double the device memory a trial takes. A trial whose float64
+route needs at most DEVICE_FLOAT64_MAX_BYTES runs that route on the GPU instead, in milliseconds
+where the CPU takes a fifth of a second (a 4096-square matmul) and holds up the gate.
 
 Can fail: a suite whose reference outputs are all (nearly) zero, or all (nearly) the same, lets a
 kernel that computes nothing pass (KernelBench's zeros pass its Softmax, FrobeniusNorm and L2Norm
@@ -44,6 +46,17 @@ def float64_reference(model64: torch.nn.Module, inputs: list, like: torch.Tensor
                for x in inputs]
     with torch.no_grad():
         return model64(*widened).to(like.dtype)
+
+
+def float64_route_bytes(model: torch.nn.Module, inputs: list, like: torch.Tensor) -> int:
+    """Device bytes the float64 route holds at once: widened inputs and parameters, the float64 output, its rounding.
+
+    The Model's own temporaries are not counted: for the level-1 problems they are at most an
+    output or two, inside DEVICE_FLOAT64_MAX_BYTES's margin.
+    """
+    widened = sum(x.numel() * (8 if _is_float(x) else x.element_size()) for x in inputs if isinstance(x, torch.Tensor))
+    parameters = sum(p.numel() * 8 for p in list(model.parameters()) + list(model.buffers()) if p.dtype.is_floating_point)
+    return widened + parameters + like.numel() * (8 + like.element_size())
 
 
 def cpu_reference(model_cpu: torch.nn.Module, inputs: list) -> torch.Tensor:
@@ -125,6 +138,13 @@ def host_copy(x: torch.Tensor) -> torch.Tensor:
     return host
 
 
+# A float64 route of at most this many bytes runs on the GPU: next to the gigabyte a CUDA context,
+# cuBLAS and the allocator's segments hold anyway it is small, and the device does in milliseconds
+# what takes the CPU thread tenths of a second per trial (and the gate waits on that thread).
+DEVICE_FLOAT64_MAX_BYTES = 1 << 30
+FLOAT64 = "in float64"
+
+
 class SecondReferences:
     """The official Model in float64 and (when the device is not the CPU) in float32 on the CPU, per trial.
 
@@ -135,7 +155,9 @@ class SecondReferences:
     The models run on the CPU; each result is compared with the official output where that output
     is, so on a GPU the official outputs of pending trials stay on the device (at most PENDING of
     them: the device memory this costs). Comparing 1.6e9 float32 pairs took 6-7 s on the H200's
-    host CPU, against milliseconds on the device and a second to move the result there.
+    host CPU, against milliseconds on the device and a second to move the result there. On a GPU,
+    a trial whose float64 route fits DEVICE_FLOAT64_MAX_BYTES runs it there, at once, in `submit`
+    (`on_device` counts those trials); one that runs out of device memory there goes to the thread.
     """
 
     PENDING = 2
@@ -143,34 +165,72 @@ class SecondReferences:
     def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None):
         self.tolerance = tolerance
         self.clock = clock or PhaseClock()
-        self.routes = [("in float64", widened_model(copy.deepcopy(official).cpu()), True)]
-        if torch.device(device).type != "cpu":
+        self.routes = [(FLOAT64, widened_model(copy.deepcopy(official).cpu()), True)]
+        self.on_gpu = torch.device(device).type != "cpu"
+        if self.on_gpu:
             self.routes.append(("on the CPU", copy.deepcopy(official).cpu(), False))
+        self._official = official
+        self._model64_on_device: torch.nn.Module | None = None
+        self.device_float64_error = ""  # why the float64 route cannot run on the device (then it runs on the CPU)
+        self.on_device = 0  # trials whose float64 route ran on the device
         self.unavailable: dict[str, str] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
         self._futures: list[Future] = []
-        self._done: list[SecondReference] = []
+        self._done: list[tuple[int, int, SecondReference]] = []  # (trial order, route order, result)
         self.submitted = 0  # trials handed over
 
     def labels(self) -> list[str]:
         return [label for label, _model, _widen in self.routes]
 
-    def submit(self, where: str, inputs: list, expected: torch.Tensor) -> None:
-        """`inputs` as the trial built them (any device; copied to the host here); `expected` where it is."""
+    def submit(self, where: str, inputs: list, expected: torch.Tensor, device_inputs: list | None = None) -> None:
+        """`inputs` as the trial built them (any device; copied to the host here); `expected` where it is.
+
+        `device_inputs`, the same inputs on the GPU, let a small trial's float64 route run there.
+        """
+        order = self.submitted
+        self.submitted += 1
+        skip = ()
+        if device_inputs is not None and self._float64_on_device(order, where, device_inputs, expected):
+            skip = (FLOAT64,)
+        if len(skip) == len(self.routes):
+            return
         running = [f for f in self._futures if not f.done()]
         if len(running) >= self.PENDING:
             with self.clock.timing("second references (waiting for a free slot)"):
                 running[0].result()  # the oldest: a trial behind it waits for it anyway
         with self.clock.timing("second references (host copies)"):
             host_inputs = [host_copy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        self.submitted += 1
-        self._futures.append(self._pool.submit(self._run, where, host_inputs, expected.detach()))
+        self._futures.append(self._pool.submit(self._run, order, where, host_inputs, expected.detach(), skip))
 
-    def _run(self, where: str, inputs: list, expected: torch.Tensor) -> None:
-        for label, model, widen in self.routes:
+    def _float64_on_device(self, order: int, where: str, inputs: list, expected: torch.Tensor) -> bool:
+        """The float64 route on the device, if it is there and small enough; False: leave it to the thread."""
+        if not self.on_gpu or self.device_float64_error or FLOAT64 in self.unavailable:
+            return False
+        if float64_route_bytes(self._official, inputs, expected) > DEVICE_FLOAT64_MAX_BYTES:
+            return False
+        try:
+            with self.clock.timing("official Model in float64 on the device"):
+                if self._model64_on_device is None:
+                    self._model64_on_device = widened_model(self._official)
+                other = float64_reference(self._model64_on_device, inputs, expected)
+                comparison = None if other is None else agreement(other, expected, self.tolerance)
+                del other
+        except torch.OutOfMemoryError:
+            return False  # this trial's float64 route goes to the CPU; a smaller one may still fit
+        except Exception as error:  # the CPU may still run it; if it cannot either, the thread says so
+            self.device_float64_error = f"{type(error).__name__}: {error}"
+            return False
+        self.on_device += 1
+        if comparison is not None:  # None: nothing floating-point, the float64 route is the official one
             with self._lock:
-                if label in self.unavailable:
+                self._done.append((order, 0, SecondReference(where, FLOAT64, comparison)))
+        return True
+
+    def _run(self, order: int, where: str, inputs: list, expected: torch.Tensor, skip: tuple = ()) -> None:
+        for position, (label, model, widen) in enumerate(self.routes):
+            with self._lock:
+                if label in self.unavailable or label in skip:
                     continue
             try:
                 with self.clock.timing(f"[thread] official Model {label}"):
@@ -185,14 +245,14 @@ class SecondReferences:
                 result = SecondReference(where, label, agreement(other, expected, self.tolerance))
             del other
             with self._lock:
-                self._done.append(result)
+                self._done.append((order, position, result))
 
     def collect(self) -> list[SecondReference]:
         """Every comparison made, in trial order, after waiting for those still running."""
         for future in self._futures:
             future.result()
         self._pool.shutdown(wait=True)
-        return list(self._done)
+        return [result for _order, _position, result in sorted(self._done, key=lambda done: done[:2])]
 
 
 # ---------------------------------------------------------------- kernels that compute nothing

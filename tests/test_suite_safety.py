@@ -87,3 +87,96 @@ def test_a_large_device_output_comes_to_the_host_through_page_locked_memory_unch
     large_host, small_host = host_copy(large), host_copy(small)
     assert large_host.is_pinned() and not small_host.is_pinned()
     assert torch.equal(large_host, large.cpu()) and torch.equal(small_host, small.cpu())
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return x * 2.0
+
+
+def test_the_float64_route_counts_widened_inputs_parameters_and_both_outputs():
+    from harness.suite_safety import float64_route_bytes
+
+    x, ints = torch.ones(10), torch.arange(4, dtype=torch.int32)
+    # 10 floats widened (80) + 4 int32 cloned (16) + 3 parameters widened (24) + 10 outputs in float64 and float32 (120)
+    assert float64_route_bytes(_Scale(), [x, ints, 7], torch.ones(10)) == 80 + 16 + 24 + 120
+
+
+def _references_as_on_a_gpu(model):
+    """SecondReferences whose device is the CPU, told it is a GPU: the device route's choices, without a GPU."""
+    from harness.suite_safety import SecondReferences
+
+    references = SecondReferences(model, "cpu", CLOSE)
+    references.on_gpu = True
+    return references
+
+
+def test_a_small_trials_float64_route_runs_at_once_on_the_device_and_a_large_ones_in_the_thread(monkeypatch):
+    from harness import suite_safety
+
+    monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 400)
+    references = _references_as_on_a_gpu(_Scale())
+    small, large = torch.rand(8), torch.rand(32)  # 8 * (8 + 8 + 4) + 24 = 184 bytes; 32 * 20 + 24 = 664
+    references.submit("T0_original trial 0", [large], large * 2, device_inputs=[large])
+    references.submit("misaligned trial 0", [small], small * 2, device_inputs=[small])
+    assert references.on_device == 1 and len(references._futures) == 1  # only the large trial went to the thread
+    assert [(r.where, r.label, r.agreement.ok) for r in references.collect()] == [
+        ("T0_original trial 0", "in float64", True), ("misaligned trial 0", "in float64", True)]  # trial order
+
+
+def test_a_float64_route_out_of_device_memory_runs_on_the_cpu_instead():
+    class OutOfMemoryOnce(torch.nn.Module):
+        calls = []
+
+        def forward(self, x):
+            OutOfMemoryOnce.calls.append(x.dtype)
+            if len(OutOfMemoryOnce.calls) == 1:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return x + 1
+
+    references = _references_as_on_a_gpu(OutOfMemoryOnce())
+    x = torch.rand(16)
+    references.submit("T0_original trial 0", [x], x + 1, device_inputs=[x])
+    results = references.collect()
+    assert references.on_device == 0 and not references.device_float64_error and not references.unavailable
+    assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True)]
+    assert OutOfMemoryOnce.calls == [torch.float64, torch.float64]  # once on the device, then in the thread
+
+
+def test_a_model_that_cannot_run_in_float64_on_the_device_is_not_tried_there_again():
+    class DeviceOnlyFails(torch.nn.Module):
+        device_calls = 0
+
+        def forward(self, x):
+            if not hasattr(self, "on_cpu"):
+                DeviceOnlyFails.device_calls += 1
+                raise RuntimeError('"addmm_cuda" not implemented for \'Double\'')
+            return x + 1
+
+    model = DeviceOnlyFails()
+    references = _references_as_on_a_gpu(model)
+    for label, cpu_model, _widen in references.routes:
+        cpu_model.on_cpu = True  # the thread's copies run; the device's copy (made from `model`) raises
+    x = torch.rand(16)
+    for t in range(3):
+        references.submit(f"T0_original trial {t}", [x], x + 1, device_inputs=[x])
+    results = references.collect()
+    assert DeviceOnlyFails.device_calls == 1 and references.on_device == 0
+    assert references.device_float64_error == 'RuntimeError: "addmm_cuda" not implemented for \'Double\''
+    assert [r.where for r in results] == [f"T0_original trial {t}" for t in range(3)]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu_route():
+    from harness.suite_safety import SecondReferences
+
+    references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
+    x = torch.rand(1000, device="cuda")
+    references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x])
+    results = references.collect()
+    assert references.on_device == 1
+    assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True), ("on the CPU", True)]
