@@ -102,8 +102,10 @@ def test_the_float64_route_counts_widened_inputs_parameters_and_both_outputs():
     from harness.suite_safety import float64_route_bytes
 
     x, ints = torch.ones(10), torch.arange(4, dtype=torch.int32)
-    # 10 floats widened (80) + 4 int32 cloned (16) + 3 parameters widened (24) + 10 outputs in float64 and float32 (120)
-    assert float64_route_bytes(_Scale(), [x, ints, 7], torch.ones(10)) == 80 + 16 + 24 + 120
+    # 3 parameters widened (24), then the larger of: 10 floats widened (80) + 4 int32 cloned (16) + 10 outputs in
+    # float64 (80); or, the inputs let go, 10 outputs in float64 and in float32 (120)
+    assert float64_route_bytes(_Scale(), [x, ints, 7], torch.ones(10)) == 24 + 80 + 16 + 80
+    assert float64_route_bytes(_Scale(), [torch.ones(1)], torch.ones(100)) == 24 + 100 * 12
 
 
 def _references_as_on_a_gpu(model):
@@ -120,7 +122,7 @@ def test_a_small_trials_float64_route_runs_at_once_on_the_device_and_a_large_one
 
     monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 400)
     references = _references_as_on_a_gpu(_Scale())
-    small, large = torch.rand(8), torch.rand(32)  # 8 * (8 + 8 + 4) + 24 = 184 bytes; 32 * 20 + 24 = 664
+    small, large = torch.rand(8), torch.rand(32)  # 24 + 8 * (8 + 8) = 152 bytes; 24 + 32 * (8 + 8) = 536
     references.submit("T0_original trial 0", [large], large * 2, device_inputs=[large])
     references.submit("misaligned trial 0", [small], small * 2, device_inputs=[small])
     assert references.on_device == 1 and len(references._futures) == 1  # only the large trial went to the thread
@@ -175,8 +177,13 @@ def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu
     from harness.suite_safety import SecondReferences
 
     references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
-    x = torch.rand(1000, device="cuda")
-    references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x])
+    x = torch.rand(1 << 20, device="cuda")
+    expected = x * 2
+    before = torch.cuda.memory_allocated()
+    references.submit("T0_original trial 0", [x], expected, device_inputs=[x])
+    del expected
+    # The thread compares the CPU route with a host copy: the 4 MiB official output is not held on the device.
+    assert torch.cuda.memory_allocated() <= before - (1 << 22) + 4096
     results = references.collect()
     assert references.on_device == 1
     assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True), ("on the CPU", True)]
