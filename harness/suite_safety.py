@@ -145,6 +145,10 @@ def host_copy(x: torch.Tensor) -> torch.Tensor:
 # cuBLAS and the allocator's segments hold anyway it is small, and the device does in milliseconds
 # what takes the CPU thread tenths of a second per trial (and the gate waits on that thread).
 DEVICE_FLOAT64_MAX_BYTES = 1 << 30
+# From this size the route's blocks (twice a float32 input's) are returned to the driver before and after it:
+# interleaved with the kernel's runs' smaller blocks they fragmented the allocator's cache, and a 4096-square
+# matmul's gate reserved 0.87 GiB where it allocated about 0.6 (a KernelBench-style check: 0.53).
+RELEASE_CACHE_FROM_BYTES = 64 * 2**20
 FLOAT64 = "in float64"
 
 
@@ -215,10 +219,14 @@ class SecondReferences:
         """The float64 route on the device, if it is there and small enough; False: leave it to the thread."""
         if not self.on_gpu or self.device_float64_error or FLOAT64 in self.unavailable:
             return False
-        if float64_route_bytes(self._official, inputs, expected) > DEVICE_FLOAT64_MAX_BYTES:
+        need = float64_route_bytes(self._official, inputs, expected)
+        if need > DEVICE_FLOAT64_MAX_BYTES:
             return False
+        release = need >= RELEASE_CACHE_FROM_BYTES
         try:
             with self.clock.timing("official Model in float64 on the device"):
+                if release:
+                    torch.cuda.empty_cache()
                 if self._model64_on_device is None:
                     self._model64_on_device = widened_model(self._official)
                 other = float64_reference(self._model64_on_device, inputs, expected)
@@ -229,6 +237,9 @@ class SecondReferences:
         except Exception as error:  # the CPU may still run it; if it cannot either, the thread says so
             self.device_float64_error = f"{type(error).__name__}: {error}"
             return False
+        finally:
+            if release:
+                torch.cuda.empty_cache()
         self.on_device += 1
         if comparison is not None:  # None: nothing floating-point, the float64 route is the official one
             with self._lock:

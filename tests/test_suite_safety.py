@@ -187,3 +187,18 @@ def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu
     results = references.collect()
     assert references.on_device == 1
     assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True), ("on the CPU", True)]
+
+
+@pytest.mark.gpu
+def test_a_large_float64_route_on_the_device_gives_its_blocks_back_to_the_driver():
+    from harness.suite_safety import RELEASE_CACHE_FROM_BYTES, SecondReferences
+
+    references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
+    x = torch.rand(RELEASE_CACHE_FROM_BYTES // 16, device="cuda")  # a route of 24 + 16 * n bytes: just over
+    expected = x * 2
+    torch.cuda.synchronize()
+    reserved = torch.cuda.memory_reserved()
+    references.submit("T0_original trial 0", [x], expected, device_inputs=[x])
+    assert references.on_device == 1
+    assert torch.cuda.memory_reserved() <= reserved  # the route's widened input and float64 output are not cached
+    assert [r.agreement.ok for r in references.collect()] == [True, True]
