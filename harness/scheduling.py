@@ -20,7 +20,9 @@ from contextlib import contextmanager
 # second references: for the level-1 problems whose output is as large as their input, six times
 # the input.
 TRIAL_COPIES = 6
-HEADROOM_BYTES = 2 * 2**30  # the CUDA context, the allocator's rounding, small suites
+# The CUDA context, the allocator's rounding, small suites, and a small trial's float64 route on the
+# device (at most suite_safety.DEVICE_FLOAT64_MAX_BYTES, 1 GiB).
+HEADROOM_BYTES = 2 * 2**30
 
 
 def estimate_bytes(t0_bytes: int) -> int:
