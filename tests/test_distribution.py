@@ -96,3 +96,38 @@ def test_p_values_of_one_distribution_are_spread_as_they_should_be():
          for i in range(60)]
     assert min(p) > 1e-4
     assert 0.1 < sum(x < 0.5 for x in p) / len(p) < 0.9
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_support_counts_in_chunks_are_the_counts_over_the_whole_tensor(monkeypatch, dtype):
+    from harness import distribution
+
+    monkeypatch.setattr(distribution, "SUPPORT_CHUNK", 1000)  # 10 whole chunks and a tail of 537
+    g = _g(7)
+    if dtype == torch.bool:
+        candidate, official = torch.rand(10537, generator=g) < 0.5, torch.zeros(10537, dtype=torch.bool)
+    elif dtype == torch.int64:
+        candidate, official = torch.randint(-3, 12, (10537,), generator=g), torch.randint(0, 10, (10537,), generator=g)
+    else:
+        candidate = (torch.randn(10537, generator=g) * 1.2).to(dtype)
+        official = torch.randn(10537, generator=g).to(dtype)
+        candidate[[5, 2500, 10400]] = torch.tensor([float("nan"), float("inf"), float("-inf")], dtype=dtype)
+    tails, _note = distribution.support_tails(candidate, official)
+
+    def exact(mine, theirs):
+        mine, theirs = mine.to(torch.float64), theirs.to(torch.float64)
+        mine, theirs = mine[torch.isfinite(mine)], theirs[torch.isfinite(theirs)]
+        return int((mine > theirs.max()).sum()), int((mine < theirs.min()).sum())
+
+    assert tails == (*exact(candidate, official), *exact(official, candidate))
+    assert max(tails) > 0  # the comparison is not between zeros
+
+
+def test_a_candidate_with_nans_is_counted_as_before_in_chunks(monkeypatch):
+    from harness import distribution
+
+    monkeypatch.setattr(distribution, "SUPPORT_CHUNK", 4096)
+    candidate = torch.rand(3 * 4096 + 17, generator=_g(1))
+    candidate[[0, 4096 * 2 + 3]] = float("nan")
+    _tails, note = distribution.support_tails(candidate, torch.rand(3 * 4096 + 17, generator=_g(2)))
+    assert note == "2 non-finite values where get_inputs() gives none"
