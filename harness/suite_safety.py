@@ -27,6 +27,7 @@ import torch
 
 from harness.compare import Comparison, Tolerance, compare, compare_bitwise
 from harness.phases import PhaseClock
+from harness.trial_inputs import host_memory_available
 
 
 def _is_float(x) -> bool:
@@ -37,17 +38,65 @@ def widened_model(model: torch.nn.Module) -> torch.nn.Module:
     return copy.deepcopy(model).double()
 
 
-def float64_reference(model64: torch.nn.Module, inputs: list, like: torch.Tensor) -> torch.Tensor | None:
-    """The official output computed in float64 and rounded to `like`'s dtype; None when nothing is floating-point."""
+REUSE_FROM_BYTES = 64 * 2**20
+HOST_BUFFER_SHARE = 0.15  # of the host's available memory, at most, held in HostBuffers between trials
+
+
+class HostBuffers:
+    """Host tensors the CPU routes copy a trial into, kept from one trial to the next of the same shapes.
+
+    A KernelBench-sized trial's widened inputs, its rounded float64 output and the CPU route's input
+    copies are gigabytes of fresh memory per trial, and fresh pages are faulted in one at a time: on
+    the 2-core machine widening 2^27 floats took 0.21 s into fresh memory and 0.045 s into a buffer
+    already touched. Tensors under REUSE_FROM_BYTES are made fresh (cheap, and their shapes vary), and
+    so is one that would take the buffers held past `limit_bytes` (the helpers' trials drawn ahead
+    need the host's memory too). A buffer is overwritten by the next trial: what `copy` returns is
+    valid until then.
+    """
+
+    def __init__(self, limit_bytes: int):
+        self.limit_bytes = limit_bytes
+        self._held: dict = {}
+
+    def held_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._held.values())
+
+    def copy(self, slot, x: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        dtype = dtype or x.dtype
+        size = x.numel() * dtype.itemsize
+        if x.device.type != "cpu" or size < REUSE_FROM_BYTES:
+            return x.to(dtype=dtype, copy=True)
+        held = self._held.get(slot)
+        if held is None or held.shape != x.shape or held.dtype != dtype:
+            self._held.pop(slot, None)  # let the old one go before the new one is made
+            if self.held_bytes() + size > self.limit_bytes:
+                return x.to(dtype=dtype, copy=True)
+            held = self._held[slot] = torch.empty(x.shape, dtype=dtype)
+        return held.copy_(x)
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
+def float64_reference(model64: torch.nn.Module, inputs: list, like: torch.Tensor,
+                      buffers: HostBuffers | None = None) -> torch.Tensor | None:
+    """The official output computed in float64 and rounded to `like`'s dtype; None when nothing is floating-point.
+
+    With `buffers` (the CPU thread's), the widened inputs and the rounded output are copies into them.
+    """
     has_float_parameters = any(p.dtype.is_floating_point for p in model64.parameters())
     if not (any(_is_float(x) for x in inputs) or has_float_parameters or like.dtype.is_floating_point):
         return None
-    widened = [x.to(torch.float64) if _is_float(x) else (x.clone() if isinstance(x, torch.Tensor) else x)
-               for x in inputs]
+    if buffers is None:
+        widened = [x.to(torch.float64) if _is_float(x) else (x.clone() if isinstance(x, torch.Tensor) else x)
+                   for x in inputs]
+    else:
+        widened = [buffers.copy(("widened", i), x, torch.float64 if _is_float(x) else None)
+                   if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
     with torch.no_grad():
         wide = model64(*widened)
     del widened  # before the rounding: on a GPU the widened inputs are the route's largest part
-    return wide.to(like.dtype)
+    return wide.to(like.dtype) if buffers is None else buffers.copy("rounded", wide, like.dtype)
 
 
 def float64_route_bytes(model: torch.nn.Module, inputs: list, like: torch.Tensor) -> int:
@@ -62,9 +111,12 @@ def float64_route_bytes(model: torch.nn.Module, inputs: list, like: torch.Tensor
     return parameters + max(widened + like.numel() * 8, like.numel() * (8 + like.element_size()))
 
 
-def cpu_reference(model_cpu: torch.nn.Module, inputs: list) -> torch.Tensor:
+def cpu_reference(model_cpu: torch.nn.Module, inputs: list, buffers: HostBuffers | None = None) -> torch.Tensor:
+    """The official Model on the CPU, on copies of the inputs (it may change them in place)."""
+    copies = [(buffers.copy(("copied", i), x.cpu()) if buffers is not None else x.cpu().clone())
+              if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
     with torch.no_grad():
-        return model_cpu(*[x.cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        return model_cpu(*copies)
 
 
 def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
@@ -188,6 +240,8 @@ class SecondReferences:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
         self._futures: list[Future] = []
         self._done: list[tuple[int, int, SecondReference]] = []  # (trial order, route order, result)
+        # The thread's alone: it runs one route of one trial at a time.
+        self._buffers = HostBuffers(int(HOST_BUFFER_SHARE * (host_memory_available() or 0)))
         self.submitted = 0  # trials handed over
 
     def labels(self) -> list[str]:
@@ -253,7 +307,8 @@ class SecondReferences:
                     continue
             try:
                 with self.clock.timing(f"[thread] official Model {label}"):
-                    other = float64_reference(model, inputs, expected) if widen else cpu_reference(model, inputs)
+                    other = (float64_reference(model, inputs, expected, self._buffers) if widen
+                             else cpu_reference(model, inputs, self._buffers))
             except Exception as error:
                 with self._lock:
                     self.unavailable[label] = f"{type(error).__name__}: {error}"
@@ -271,6 +326,7 @@ class SecondReferences:
         for future in self._futures:
             future.result()
         self._pool.shutdown(wait=True)
+        self._buffers.clear()
         return [result for _order, _position, result in sorted(self._done, key=lambda done: done[:2])]
 
 

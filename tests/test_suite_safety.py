@@ -202,3 +202,42 @@ def test_a_large_float64_route_on_the_device_gives_its_blocks_back_to_the_driver
     assert references.on_device == 1
     assert torch.cuda.memory_reserved() <= reserved  # the route's widened input and float64 output are not cached
     assert [r.agreement.ok for r in references.collect()] == [True, True]
+
+
+def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(monkeypatch):
+    from harness import suite_safety
+    from harness.suite_safety import HostBuffers
+
+    monkeypatch.setattr(suite_safety, "REUSE_FROM_BYTES", 64)
+    buffers = HostBuffers(limit_bytes=1000)
+    first = buffers.copy("widened", torch.arange(50.0), torch.float64)  # 400 bytes: held
+    second = buffers.copy("widened", torch.arange(50.0) + 1, torch.float64)
+    assert second.data_ptr() == first.data_ptr() and torch.equal(second, torch.arange(50.0, dtype=torch.float64) + 1)
+    assert buffers.copy("rounded", torch.arange(10.0)).data_ptr() != buffers.copy("rounded", torch.arange(10.0)).data_ptr()
+    big = buffers.copy("copied", torch.zeros(200))  # 800 bytes more would pass the limit: a fresh copy, not held
+    assert buffers.held_bytes() == 400 and torch.equal(big, torch.zeros(200))
+    reshaped = buffers.copy("widened", torch.ones(2, 25), torch.float64)  # another shape replaces the buffer
+    assert reshaped.shape == (2, 25) and buffers.held_bytes() == 400
+    buffers.clear()
+    assert buffers.held_bytes() == 0
+
+
+def test_routes_through_host_buffers_give_the_same_outputs_and_keep_the_inputs_apart(monkeypatch):
+    from harness import suite_safety
+    from harness.suite_safety import HostBuffers, cpu_reference, float64_reference, widened_model
+
+    class ScalesInPlace(torch.nn.Module):
+        def forward(self, x, n):
+            x.mul_(3.0)  # a Model may change its inputs: the caller's must not change
+            return x.sum(dim=1) + n.sum()
+
+    monkeypatch.setattr(suite_safety, "REUSE_FROM_BYTES", 64)
+    buffers = HostBuffers(limit_bytes=1 << 20)
+    x, n = torch.rand(16, 8, generator=torch.Generator().manual_seed(3)), torch.arange(4)
+    before = x.clone()
+    expected = ScalesInPlace()(x.clone(), n)
+    for _trial in range(2):
+        assert torch.equal(float64_reference(widened_model(ScalesInPlace()), [x, n], expected, buffers),
+                           float64_reference(widened_model(ScalesInPlace()), [x, n], expected))
+        assert torch.equal(cpu_reference(ScalesInPlace(), [x, n], buffers), expected)
+    assert torch.equal(x, before) and buffers.held_bytes() == 16 * 8 * 8 + 16 * 4 + 16 * 8 * 4  # widened x, the rounded output, copied x
