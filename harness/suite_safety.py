@@ -78,25 +78,24 @@ class HostBuffers:
         self._held.clear()
 
 
+FRESH = HostBuffers(limit_bytes=0)  # holds nothing: every copy is a fresh tensor (the device route's)
+
+
 def float64_reference(model64: torch.nn.Module, inputs: list, like: torch.Tensor,
-                      buffers: HostBuffers | None = None) -> torch.Tensor | None:
+                      buffers: HostBuffers = FRESH) -> torch.Tensor | None:
     """The official output computed in float64 and rounded to `like`'s dtype; None when nothing is floating-point.
 
-    With `buffers` (the CPU thread's), the widened inputs and the rounded output are copies into them.
+    The widened inputs and the rounded output are copies made by `buffers` (the CPU thread's keeps them).
     """
     has_float_parameters = any(p.dtype.is_floating_point for p in model64.parameters())
     if not (any(_is_float(x) for x in inputs) or has_float_parameters or like.dtype.is_floating_point):
         return None
-    if buffers is None:
-        widened = [x.to(torch.float64) if _is_float(x) else (x.clone() if isinstance(x, torch.Tensor) else x)
-                   for x in inputs]
-    else:
-        widened = [buffers.copy(("widened", i), x, torch.float64 if _is_float(x) else None)
-                   if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
+    widened = [buffers.copy(("widened", i), x, torch.float64 if _is_float(x) else None)
+               if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
     with torch.no_grad():
         wide = model64(*widened)
     del widened  # before the rounding: on a GPU the widened inputs are the route's largest part
-    return wide.to(like.dtype) if buffers is None else buffers.copy("rounded", wide, like.dtype)
+    return wide if wide.dtype == like.dtype else buffers.copy("rounded", wide, like.dtype)
 
 
 def float64_route_bytes(model: torch.nn.Module, inputs: list, like: torch.Tensor) -> int:
@@ -111,10 +110,10 @@ def float64_route_bytes(model: torch.nn.Module, inputs: list, like: torch.Tensor
     return parameters + max(widened + like.numel() * 8, like.numel() * (8 + like.element_size()))
 
 
-def cpu_reference(model_cpu: torch.nn.Module, inputs: list, buffers: HostBuffers | None = None) -> torch.Tensor:
+def cpu_reference(model_cpu: torch.nn.Module, inputs: list, buffers: HostBuffers = FRESH) -> torch.Tensor:
     """The official Model on the CPU, on copies of the inputs (it may change them in place)."""
-    copies = [(buffers.copy(("copied", i), x.cpu()) if buffers is not None else x.cpu().clone())
-              if isinstance(x, torch.Tensor) else x for i, x in enumerate(inputs)]
+    copies = [buffers.copy(("copied", i), x.cpu()) if isinstance(x, torch.Tensor) else x
+              for i, x in enumerate(inputs)]
     with torch.no_grad():
         return model_cpu(*copies)
 
