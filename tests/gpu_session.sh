@@ -53,6 +53,13 @@ trap pack EXIT
 trap 'pack; exit 143' TERM
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 
+# Wheels carried in .whl (dask[distributed] and the needs the device lacks: the device has no dask) are installed
+# for every step, so tests/test_cluster.py is collected rather than skipped, and CLUSTER=1 can run.
+if ! python3 -c "import distributed" 2>/dev/null && [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
 # The code this call runs, as `bash tests/tree_digest.sh COMMIT` gives a commit's (the device's git log may be stale).
 echo "tree digest: $(bash tests/tree_digest.sh)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -255,10 +262,6 @@ if [ "${SPARES:-0}" = 1 ]; then
   python3 -m harness.report_diff "$out/campaign-spares-never-1.json" "$out/campaign-spares-always-1.json" | tail -n 5
 fi
 if [ "${CLUSTER:-0}" = 1 ]; then
-  if ! python3 -c "import distributed" 2>/dev/null && [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-      && export PYTHONPATH=/tmp/site
-  fi
   if ! python3 -c "import distributed" 2>/dev/null; then  # not a campaign's failure to find out 4 minutes later
     echo "CLUSTER=1: distributed cannot be imported and no .whl came with the call (carry .whl)"; exit 3
   fi
