@@ -80,10 +80,21 @@ def suite_list_problems(suites: list) -> list[str]:
     return problems
 
 
+# Elements compared before whole tensors: two different draws differ within them, and a whole
+# comparison first copies a device tensor to the host (a 2048x8192 plus 8192x4096 T0: 192 MiB a trial).
+SAME_PREFIX = 1 << 12
+
+
 def _same(a, b) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return (a.dtype == b.dtype and a.shape == b.shape
-                and torch.equal(bits(a.detach().cpu()), bits(b.detach().cpu())))
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        a, b = a.detach(), b.detach()
+        if a.numel() > SAME_PREFIX and a.is_contiguous() and b.is_contiguous():
+            head_a, head_b = a.reshape(-1)[:SAME_PREFIX].cpu(), b.reshape(-1)[:SAME_PREFIX].cpu()
+            if not torch.equal(bits(head_a), bits(head_b)):
+                return False
+        return torch.equal(bits(a.cpu()), bits(b.cpu()))
     return type(a) is type(b) and a == b
 
 

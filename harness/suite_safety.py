@@ -207,7 +207,7 @@ class SecondReferences:
     """The official Model in float64 and (when the device is not the CPU) in float32 on the CPU, per trial.
 
     `submit` hands a trial over and returns at once; the work runs in one background thread, at most
-    PENDING trials behind. `collect` waits for the rest. A route that raises once (a problem whose
+    PENDING trials behind (more where they hold nothing on the device, within PENDING_HOST_BYTES). `collect` waits for the rest. A route that raises once (a problem whose
     Model cannot run in float64, say) is not tried again.
 
     The models run on the CPU; each result is compared with the official output where that output
@@ -222,6 +222,10 @@ class SecondReferences:
     """
 
     PENDING = 2
+    # Beyond PENDING, trials that hold nothing on the device (a small trial's official output goes to the thread
+    # as a host copy) queue up to this many bytes of host copies: a 4096-square matmul's gate waited 0.5 s of its
+    # 2.2 s for a free slot while its five T0 trials (192 MiB each) took turns with the CPU route.
+    PENDING_HOST_BYTES = 1 << 30
 
     def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None):
         self.tolerance = tolerance
@@ -237,7 +241,7 @@ class SecondReferences:
         self.unavailable: dict[str, str] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
-        self._futures: list[Future] = []
+        self._futures: list[tuple[Future, bool, int]] = []  # (the trial's work, on the host only, its bytes)
         self._done: list[tuple[int, int, SecondReference]] = []  # (trial order, route order, result)
         # The thread's alone: it runs one route of one trial at a time.
         self._buffers = HostBuffers(int(HOST_BUFFER_SHARE * (host_memory_available() or 0)))
@@ -260,13 +264,24 @@ class SecondReferences:
                 return
             with self.clock.timing("second references (host copies)"):
                 expected = host_copy(expected)  # a small trial: compared on the host, nothing held on the device
-        running = [f for f in self._futures if not f.done()]
-        if len(running) >= self.PENDING:
+        on_host = expected.device.type == "cpu"
+        host_bytes = sum(x.nbytes for x in [*inputs, expected] if isinstance(x, torch.Tensor))
+        while not self._may_queue(on_host, host_bytes):
+            oldest = next(f for f, _on_host, _bytes in self._futures if not f.done())
             with self.clock.timing("second references (waiting for a free slot)"):
-                running[0].result()  # the oldest: a trial behind it waits for it anyway
+                oldest.result()  # a trial behind it waits for it anyway
         with self.clock.timing("second references (host copies)"):
             host_inputs = [host_copy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        self._futures.append(self._pool.submit(self._run, order, where, host_inputs, expected.detach(), skip))
+        future = self._pool.submit(self._run, order, where, host_inputs, expected.detach(), skip)
+        self._futures.append((future, on_host, host_bytes))
+
+    def _may_queue(self, on_host: bool, host_bytes: int) -> bool:
+        """Fewer than PENDING trials queued; or this one and every queued one on the host, within PENDING_HOST_BYTES."""
+        running = [(on, size) for f, on, size in self._futures if not f.done()]
+        if len(running) < self.PENDING:
+            return True
+        return (on_host and all(on for on, _size in running)
+                and sum(size for _on, size in running) + host_bytes <= self.PENDING_HOST_BYTES)
 
     def _float64_on_device(self, order: int, where: str, inputs: list, expected: torch.Tensor) -> bool:
         """The float64 route on the device, if it is there and small enough; False: leave it to the thread."""
@@ -322,7 +337,7 @@ class SecondReferences:
 
     def collect(self) -> list[SecondReference]:
         """Every comparison made, in trial order, after waiting for those still running."""
-        for future in self._futures:
+        for future, _on_host, _bytes in self._futures:
             future.result()
         self._pool.shutdown(wait=True)
         self._buffers.clear()

@@ -1,5 +1,7 @@
 """harness.suite_safety: the do-nothing kernels and the second legitimate reference, as pure functions."""
 
+import threading
+
 import pytest
 import torch
 
@@ -170,6 +172,64 @@ def test_a_model_that_cannot_run_in_float64_on_the_device_is_not_tried_there_aga
     assert DeviceOnlyFails.device_calls == 1 and references.on_device == 0
     assert references.device_float64_error == 'RuntimeError: "addmm_cuda" not implemented for \'Double\''
     assert [r.where for r in results] == [f"T0_original trial {t}" for t in range(3)]
+
+
+class _Held(torch.nn.Module):
+    """x * 2, once `release` is set: the second references' thread stays busy until the test lets it go."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def forward(self, x):
+        assert self.release.wait(timeout=60)
+        return x * 2.0
+
+    def __deepcopy__(self, memo):  # the routes' copies share the event
+        return self
+
+
+def _submit_in_background(references, trials):
+    """Submit each (inputs, expected) in a thread; the count that returned after a moment (submit may block)."""
+    returned = []
+
+    def submit_all():
+        for t, (inputs, expected) in enumerate(trials):
+            references.submit(f"T0_original trial {t}", inputs, expected)
+            returned.append(t)
+
+    submitter = threading.Thread(target=submit_all, daemon=True)
+    submitter.start()
+    submitter.join(timeout=2)
+    return submitter, list(returned)
+
+
+def test_small_host_trials_queue_past_pending_while_the_thread_is_busy():
+    from harness.suite_safety import SecondReferences
+
+    model = _Held()
+    references = SecondReferences(model, "cpu", CLOSE)
+    x = torch.rand(64)
+    submitter, returned = _submit_in_background(references, [([x], x * 2)] * (SecondReferences.PENDING + 3))
+    model.release.set()  # before asserting: a failure must not leave the threads waiting
+    assert len(returned) == SecondReferences.PENDING + 3  # none waited for the busy thread
+    submitter.join()
+    assert [r.agreement.ok for r in references.collect()] == [True] * (SecondReferences.PENDING + 3)
+
+
+def test_trials_past_the_host_byte_budget_wait_for_a_free_slot(monkeypatch):
+    from harness.suite_safety import SecondReferences
+
+    monkeypatch.setattr(SecondReferences, "PENDING_HOST_BYTES", 1000)
+    model = _Held()
+    references = SecondReferences(model, "cpu", CLOSE)
+    x = torch.rand(64)  # 256 bytes in, 256 out: the third trial would make 1536 queued bytes
+    submitter, returned = _submit_in_background(references, [([x], x * 2)] * 4)
+    model.release.set()
+    assert returned == list(range(SecondReferences.PENDING))  # PENDING queue; the next waits for the oldest
+    submitter.join()
+    assert len(references.collect()) == 4
+    assert "second references (waiting for a free slot)" in references.clock.seconds()
 
 
 @pytest.mark.gpu

@@ -1,0 +1,16 @@
+"""harness.suite_rules: its pure functions, apart from the gate runs of tests/test_spec_rules.py."""
+
+import torch
+
+from harness.suite_rules import SAME_PREFIX, first_difference
+
+
+def test_builds_that_differ_anywhere_in_their_bits_are_told_apart_past_the_quick_prefix():
+    a = torch.zeros(SAME_PREFIX + 10)
+    late, signed_zero = a.clone(), a.clone()
+    late[-1] = 1.0  # past the prefix compared first
+    signed_zero[0] = -0.0  # equal as values, not as bits
+    assert first_difference([a, 3], [a.clone(), 3]) == ""
+    assert first_difference([a], [late]) == "input 0 is float32[4106], then float32[4106] with different contents"
+    assert first_difference([a], [signed_zero]).startswith("input 0 is float32[4106]")
+    assert first_difference([a.reshape(2, -1).t()], [late.reshape(2, -1).t()]).startswith("input 0")  # strided
