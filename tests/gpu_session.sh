@@ -38,7 +38,8 @@
 #                  the same on this host's workers, value suites only, statuses compared; the device has no dask: carry .whl (the
 #                  wheels of dask[distributed] and its needs the device lacks), installed into /tmp/site; then
 #                  the gate on that cluster, its verdicts compared with GATE=1's; CLUSTER_LIMIT=S ends the cluster's
-#                  campaign after S seconds (default 420), its store kept
+#                  campaign after S seconds (default 420), its store kept; CLUSTER_PARTS="cluster here gate" (the
+#                  default) picks which of the three run: the campaigns in two calls, RESUME_FROM holding the first's
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -265,21 +266,31 @@ if [ "${CLUSTER:-0}" = 1 ]; then
   if ! python3 -c "import distributed" 2>/dev/null; then  # not a campaign's failure to find out 4 minutes later
     echo "CLUSTER=1: distributed cannot be imported and no .whl came with the call (carry .whl)"; exit 3
   fi
+  parts=" ${CLUSTER_PARTS:-cluster here gate} "
   # The value suites only: the oracles run on the client's host either way (one call holds no more).
   # Its end was never seen on the H200 (the tenth session cut it off at 320 s with every result stored).
-  LIMIT=${CLUSTER_LIMIT:-420} campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
-  campaign here --workers $((per_gpu * gpus)) --oracles values
-  python3 -m harness.report_diff "$out/campaign-cluster.json" "$out/campaign-here.json" | tail -n 5
+  if [[ $parts == *" cluster "* ]]; then
+    LIMIT=${CLUSTER_LIMIT:-420} campaign cluster --workers $((per_gpu * gpus)) --scheduler local --oracles values
+  fi
+  if [[ $parts == *" here "* ]]; then
+    campaign here --workers $((per_gpu * gpus)) --oracles values
+    # The cluster's report from this call, or from the call before (its session.tar.gz unpacked in RESUME_FROM).
+    cluster_report="$out/campaign-cluster.json"
+    [ -f "$cluster_report" ] || cluster_report="${RESUME_FROM:-.}/campaign-cluster.json"
+    [ -f "$cluster_report" ] && python3 -m harness.report_diff "$cluster_report" "$out/campaign-here.json" | tail -n 5
+  fi
   # The gate's items on the same local cluster: every verdict as the local gate's (GATE=1 ran it first).
-  python3 gate.py --no-progress --no-record --jobs 4 --scheduler local --json "$out/gate-cluster.json" 2>&1 \
-    | tee "$out/gate-cluster.log" | tail -n 2
-  [ -f "$out/gate.json" ] && python3 - "$out/gate.json" "$out/gate-cluster.json" <<'PY'
+  if [[ $parts == *" gate "* ]]; then
+    python3 gate.py --no-progress --no-record --jobs 4 --scheduler local --json "$out/gate-cluster.json" 2>&1 \
+      | tee "$out/gate-cluster.log" | tail -n 2
+    [ -f "$out/gate.json" ] && python3 - "$out/gate.json" "$out/gate-cluster.json" <<'PY'
 import json, sys
 verdicts = [{s["name"]: s.get("admitted") for s in json.load(open(path))["substrates"]} for path in sys.argv[1:]]
 differ = sorted(n for n in verdicts[0] if verdicts[0][n] != verdicts[1].get(n))
 print(f"gate here and on the cluster: {len(verdicts[0]) - len(differ)} of {len(verdicts[0])} verdicts the same"
       + (f"; differ: {', '.join(differ)}" if differ else ""))
 PY
+  fi
   pack
 fi
 if [ "${CAMPAIGN:-}" = one ]; then
