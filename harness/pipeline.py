@@ -225,11 +225,12 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
     device = backend.device
     clock = clock or PhaseClock()
-    if guarded is None:
-        guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
-                   if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
-    views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
-    sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
+    with clock.timing("kernel: guarded input copies"):
+        if guarded is None:
+            guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
+                       if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
+        views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
+        sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
     result = KernelRun()
 
     try:
@@ -279,9 +280,10 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                     result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat),
                                                                                        tuple(out.shape)))
                 del unwritten
-    for i, g in enumerate(guarded):
-        if g is not None:
-            result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
+    with clock.timing("kernel: guards, unwritten output, inputs"):
+        for i, g in enumerate(guarded):
+            if g is not None:
+                result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result
 

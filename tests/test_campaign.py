@@ -225,6 +225,18 @@ def test_worker_time_names_every_phase_and_the_rest():
                                       "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
 
 
+def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():
+    from harness.engine.run import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"mutants": 2.5, "mutants: kernel: runs": 1.0, "mutants: loading": 0.25}, 3.0)
+    worker_time.add({"mutants": 1.0, "mutants: kernel: runs": 0.5}, 1.0)
+    assert worker_time.describe() == (
+        "worker time 4.0 s over 2 worker(s): start-up 0.0, trials and references 0.0, unmutated runs 0.0, "
+        "compiling 0.0, mutants 3.5, process start, imports and unreported 0.5\n"
+        "mutants' time: kernel: runs 1.5, loading 0.2, the rest (compared code, trial order, messages) 1.8")
+
+
 def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fresh_worker(tmp_path, capsys):
     # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`. The CPU
     # shim catches the SIGSEGV, which used to end the worker: the mutant is the second of its worker, so

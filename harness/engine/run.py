@@ -14,7 +14,7 @@ from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
-from harness.engine.worker import PHASES, CampaignJob, import_ahead, run_campaign_job
+from harness.engine.worker import MUTANT_PART, PHASES, CampaignJob, import_ahead, run_campaign_job
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
@@ -70,10 +70,19 @@ class WorkerTime:
             self.workers += workers
 
     def describe(self) -> str:
-        rest = max(0.0, self.wall - sum(self.phases.values()))
-        parts = [f"{name} {seconds:.1f}" for name, seconds in self.phases.items()]
-        return (f"worker time {self.wall:.1f} s over {self.workers} worker(s): " + ", ".join(parts)
+        """The phases and the rest; then, on a line of its own, what the mutants' time was spent on."""
+        phases = {name: s for name, s in self.phases.items() if not name.startswith(MUTANT_PART)}
+        mutant_parts = {name[len(MUTANT_PART):]: s for name, s in self.phases.items() if name.startswith(MUTANT_PART)}
+        rest = max(0.0, self.wall - sum(phases.values()))
+        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s): "
+                + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
+        if mutant_parts:
+            unaccounted = max(0.0, phases.get("mutants", 0.0) - sum(mutant_parts.values()))
+            ranked = sorted(mutant_parts.items(), key=lambda part: -part[1])
+            text += ("\nmutants' time: " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in ranked)
+                     + f", the rest (compared code, trial order, messages) {unaccounted:.1f}")
+        return text
 
 
 def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter) -> None:

@@ -161,15 +161,25 @@ def _load_entry(job: CampaignJob):
 
 def run_campaign_job(job: CampaignJob, conn) -> None:
     """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends."""
-    phases = Counter()
+    from harness.phases import PhaseClock
+
+    phases, mutant_parts = Counter(), PhaseClock()
     try:
-        _run_campaign_job(job, conn, phases)
+        _run_campaign_job(job, conn, phases, mutant_parts)
     finally:
-        conn.send(("timings", dict(phases)))
+        conn.send(("timings", timings(phases, mutant_parts)))
 
 
 # Where a worker's time goes, in the order the campaign prints them.
 PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
+# The parts of the mutants' time (loading each, and run_kernel's phases), reported beside PHASES under this
+# prefix: the campaign's speed is the mutants' time, and these say what in it to make faster.
+MUTANT_PART = "mutants: "
+
+
+def timings(phases: Counter, mutant_parts) -> dict[str, float]:
+    """The ("timings", ...) message's content: the phases and, prefixed, the parts of the mutants' time."""
+    return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()}}
 
 
 class _Phase:
@@ -199,7 +209,7 @@ def import_ahead(backend: str) -> None:
         importlib.import_module(module)
 
 
-def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.cache import compile_cached, compile_program_cached
     from harness.batches import ptx_digest
@@ -254,9 +264,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
     # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
     initialised: dict[int, bool] = {}
 
-    def run_trial(kernel, i: int, runs: int = 2) -> str:
+    def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
-                         runs=runs)
+                         runs=runs, clock=clock)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
@@ -313,7 +323,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                                time.perf_counter() - started))
                     return
         conn.send(("baseline", True, "", time.perf_counter() - started))
-        conn.send(("timings", dict(phases)))
+        conn.send(("timings", timings(phases, mutant_parts)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool]:
@@ -329,12 +339,15 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
             trial = trials[i]
             conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
-                failure = run_trial(kernel, i)
-                if failure and trial_checksum(trial) != checksums[i]:
-                    return None, f"{trial.where}: {failure}", True, False
+                failure = run_trial(kernel, i, clock=mutant_parts)
+                if failure:
+                    with mutant_parts.timing("the trial's checksum after a kill"):
+                        damaged = trial_checksum(trial) != checksums[i]
+                    if damaged:
+                        return None, f"{trial.where}: {failure}", True, False
                 if failure and entry.accumulates:
                     conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
-                    if run_trial(original(), i):
+                    if run_trial(original(), i, clock=mutant_parts):
                         continue
             except KernelFault as fault:
                 return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context, fault.memory_fault
@@ -363,7 +376,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                 phases["mutants"] += seconds
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                       "seconds": round(seconds, 4), "ptx_sha256": digest}))
-                conn.send(("timings", dict(phases)))  # so far: a worker that dies later has said this much
+                # So far: a worker that dies later has said this much.
+                conn.send(("timings", timings(phases, mutant_parts)))
 
             digest = ""
             try:
@@ -380,8 +394,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter) -> None:
                                else f"compiled code identical to {twin}'s", digest)
                         continue
                 conn.send(("step", f"loading {mutant_id}"))
-                kernel = backend.load(source, entry.kernel_name, program,
-                                      compiled=variant.kernel if variant else None)
+                with mutant_parts.timing("loading"):
+                    kernel = backend.load(source, entry.kernel_name, program,
+                                          compiled=variant.kernel if variant else None)
             except CompileError as error:
                 report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
                 continue
