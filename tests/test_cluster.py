@@ -296,3 +296,23 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     local = {m["id"]: m["status"] for f in local_report["files"].values() for m in f["mutants"]}
     assert sorted(statuses) == sorted(m.id for m in plan.mutants)
     assert statuses == {mutant_id: local[mutant_id] for mutant_id in statuses}
+
+
+def test_an_item_runs_in_the_process_started_ahead_by_the_item_before_it(tmp_path):
+    from harness.candidates import candidate_files
+    from harness.cluster.item import SpareItems, _run_item
+    from harness.worker import GateJob
+
+    file = next(str(f) for f in candidate_files() if f.name == "candidate_masked_fill.py")
+    spares = SpareItems()
+    try:
+        summaries = []
+        for name in ("masked_fill_b1", "masked_fill_b2"):
+            spec = {"kind": "gate", "job": GateJob(file=file, name=name, backend="cpu", cache_dir=str(tmp_path)),
+                    "timeout": 300.0, "thread_caps": {}}
+            summaries.append(_run_item(spec, lambda message: None, ahead=True, spares=spares))
+        assert spares.taken_ahead == 1  # the second item found the first item's spare waiting
+        assert [s["report"]["name"] for s in summaries] == ["masked_fill_b1", "masked_fill_b2"]
+        assert all(all(c["status"] == "passed" for c in s["report"]["checks"]) for s in summaries)
+    finally:
+        spares.close()

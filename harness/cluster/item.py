@@ -17,9 +17,11 @@ import functools
 import json
 import os
 import pickle
+import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ class ItemArgs:
     cache_dir: Path | None
     kb_root: Path | None
     store: Path  # only its folder is used: the workers' log, on the host that runs the item
+    spare_workers: str = "auto"  # --spare-workers: here, whether item processes are started ahead
 
 
 class ItemLost(Exception):
@@ -118,14 +121,86 @@ def _stop_when_unwanted(process: subprocess.Popen) -> None:
     threading.Thread(target=watch, name="item-wanted", daemon=True).start()
 
 
-def _run_item(spec: dict, on_result) -> dict:
-    """Our process over the pickled spec; on_result(message) for each result line; the summary it ends with."""
+SPARE_ARG = "--spare"  # our process started ahead: it starts its fork server, then reads its spec's path on stdin
+SPARE_IDLE_SECONDS = 600.0  # a spare no item has taken by then exits, and its fork server with it
+
+
+def _start_item_process(environment: dict[str, str], spare: bool, spec_path: str = "") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cluster.item", SPARE_ARG if spare else spec_path],
+                            stdin=subprocess.PIPE if spare else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            text=True, env=environment)
+
+
+class SpareItems:
+    """One Dask worker's item processes started ahead, a spare for each item it runs at once.
+
+    An item's process starts Python and a fork server that imports torch and the harness: seconds, on
+    every item (a campaign over the 28 runs 28), where a local campaign pays them once. A spare does
+    that while the items before it run, as a local campaign's spare workers do (`--spare-workers`;
+    auto: where each item and its spare can have a CPU core). Spares are kept per environment (the
+    client's thread caps), so an item runs in the environment it asked for.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._waiting: dict[tuple, list[subprocess.Popen]] = {}
+        self.taken_ahead = 0  # items that found a spare
+
+    def run(self, environment: dict[str, str], spec_path: str, ahead: bool) -> subprocess.Popen:
+        """Our process running the spec at spec_path: a spare if one waits, else a fresh one; with `ahead`,
+        a spare is started for the next item."""
+        key = tuple(sorted(environment.items()))
+        with self._lock:
+            waiting = self._waiting.setdefault(key, [])
+            process = None
+            while waiting and process is None:
+                candidate = waiting.pop(0)
+                if candidate.poll() is None:
+                    process = candidate
+            if ahead:
+                waiting.append(_start_item_process(environment, spare=True))
+        if process is not None:
+            try:
+                process.stdin.write(spec_path + "\n")
+                process.stdin.close()
+                with self._lock:
+                    self.taken_ahead += 1
+                return process
+            except OSError:  # it died between the check and the write
+                process.kill()
+        return _start_item_process(environment, spare=False, spec_path=spec_path)
+
+    def close(self) -> None:
+        """Stop the spares no item took (they also stop by themselves: idle, or their Dask worker gone)."""
+        with self._lock:
+            waiting = [process for processes in self._waiting.values() for process in processes]
+            self._waiting.clear()
+        for process in waiting:
+            process.kill()
+            process.wait()
+
+
+# The Dask worker's own: this module is imported once in each worker process, whose tasks share it.
+SPARES = SpareItems()
+
+
+def spare_items_wanted(mode: str) -> bool:
+    """--spare-workers for item processes: auto when each item this host runs at once and its spare can have a core."""
+    from harness.engine.run import spares_wanted
+
+    if mode != "auto":
+        return mode == "always"
+    return spares_wanted(mode, _items_on_this_host(), os.cpu_count() or 1)
+
+
+def _run_item(spec: dict, on_result, ahead: bool = False, spares: SpareItems = SPARES) -> dict:
+    """Our process over the pickled spec; on_result(message) for each result line; the summary it ends with.
+
+    `ahead`: start a spare process for the next item on this Dask worker (SpareItems)."""
     with tempfile.NamedTemporaryFile(prefix="harness-item-", suffix=".pickle", delete=False) as stream:
         stream.write(pickle.dumps(spec))
     try:
-        process = subprocess.Popen([sys.executable, "-m", "harness.cluster.item", stream.name],
-                                   stdout=subprocess.PIPE, text=True,
-                                   env=item_environment(spec.get("thread_caps", {}), dict(os.environ)))
+        process = spares.run(item_environment(spec.get("thread_caps", {}), dict(os.environ)), stream.name, ahead)
         _stop_when_unwanted(process)
         summary = None
         for line in process.stdout:
@@ -164,8 +239,10 @@ def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
     from distributed import Queue
 
     queue = Queue(queue_name)
+    spec = pickle.loads(plan_spec)
     compilers = compilers_per_item(os.cpu_count() or 1, _items_on_this_host())
-    return _run_item({"kind": "campaign", "compilers": compilers, **pickle.loads(plan_spec)}, queue.put)
+    return _run_item({"kind": "campaign", "compilers": compilers, **spec}, queue.put,
+                     ahead=spare_items_wanted(spec["args"].spare_workers))
 
 
 def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) -> dict:
@@ -174,12 +251,33 @@ def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) 
     The job shares its host's memory with the items the host's Dask workers run beside it."""
     job = dataclasses.replace(job, jobs_at_once=_items_on_this_host())
     return _run_item({"kind": "gate", "job": job, "timeout": step_timeout, "thread_caps": thread_caps},
-                     lambda message: None)
+                     lambda message: None, ahead=spare_items_wanted("auto"))
+
+
+def _wait_as_spare() -> str | None:
+    """A spare's start: its fork server up (Python, torch and the harness imported), then its spec's path from
+    stdin; None when no item came within SPARE_IDLE_SECONDS or the Dask worker closed the pipe."""
+    import multiprocessing.forkserver
+
+    from harness.worker import quiet_openmp, worker_context
+
+    import harness.engine.compile  # noqa: F401  what the item imports before its first worker
+    import harness.engine.run  # noqa: F401
+
+    quiet_openmp()  # as start_worker does, before the fork server starts
+    if worker_context().get_start_method() == "forkserver":
+        multiprocessing.forkserver.ensure_running()
+    ready, _, _ = select.select([sys.stdin], [], [], SPARE_IDLE_SECONDS)
+    line = sys.stdin.readline().strip() if ready else ""
+    return line or None
 
 
 def main(argv: list[str]) -> int:
     watch_parent(os.getppid())  # the Dask worker gone (killed, its nanny restarting it): this item is for nothing
-    spec = pickle.loads(Path(argv[0]).read_bytes())
+    spec_path = _wait_as_spare() if argv[0] == SPARE_ARG else argv[0]
+    if spec_path is None:
+        return 0
+    spec = pickle.loads(Path(spec_path).read_bytes())
     summary = _gate(spec) if spec["kind"] == "gate" else _campaign(spec)
     sys.stdout.write(MARK + json.dumps({"event": "summary", **summary}) + "\n")
     sys.stdout.flush()
