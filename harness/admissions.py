@@ -7,8 +7,10 @@ tell whether a substrate is admitted as it stands: a changed source no longer ma
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.candidates import SUBSTRATES_DIR
@@ -57,6 +59,34 @@ def save_record(path: Path, record: dict) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+@contextmanager
+def _folder_locked(folder: Path):
+    """An exclusive lock on a record's folder while its record is read, changed and written.
+
+    flock on the folder itself: no lock file is left beside a user's candidates, and the record's own
+    inode changes at every save (os.replace), so locking it would not exclude the next writer.
+    """
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # and with it the lock
+
+
+def update_record(path: Path, change) -> dict:
+    """Apply change(record) to the record as it is on disk now and save it; returns what was saved.
+
+    Two gates recording into one folder at once (two shells, or bench_gate's chains on several GPUs)
+    each re-read the record under the lock, so neither overwrites the other's verdicts with a copy it
+    read earlier.
+    """
+    with _folder_locked(path.parent):
+        record = change(load_record(path))
+        save_record(path, record)
+    return record
 
 
 def admission_status(record: dict, name: str, source_sha256: str) -> str:

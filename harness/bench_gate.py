@@ -589,9 +589,8 @@ def _run(args) -> int:
         row.gate_wall_seconds = time.perf_counter() - started
         if args.record and report.source_sha256:
             # The gate's own verdict, recorded as gate.py records it: a benchmarked admission is an admission.
-            path = admissions.record_path_for(Path(row.file))
-            admissions.save_record(path, admissions.with_result(admissions.load_record(path), report, backend,
-                                                                run["device"]))
+            admissions.update_record(admissions.record_path_for(Path(row.file)),
+                                     lambda record: admissions.with_result(record, report, backend, run["device"]))
         row.gate_verdict = report.verdict.value
         row.gate_pipeline_seconds = report.seconds
         row.gate_peak_reserved_bytes = report.peak_device_bytes

@@ -280,8 +280,11 @@ class RecordBook:
 
     def add(self, result: SubstrateReport, backend: str, device: str) -> None:
         path = self.path_for(Path(result.file))
-        self._records[path] = admissions.with_result(self.record_for(Path(result.file)), result, backend, device)
-        admissions.save_record(path, self._records[path])
+        try:  # onto the record as it is now: another gate may have recorded into it since this run read it
+            self._records[path] = admissions.update_record(
+                path, lambda record: admissions.with_result(record, result, backend, device))
+        except ValueError as error:
+            raise UsageError(str(error))
 
 
 def _list(entries: dict, errors: dict, records: RecordBook) -> str:

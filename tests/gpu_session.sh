@@ -31,6 +31,7 @@
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
+#   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c and a Nth of the cores (a machine of N GPUs)
 #   RESUME_FROM=DIR  a campaign starts from DIR/campaign-NAME/results.jsonl where there is one (an earlier
 #                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
 #                  goes on in the next call with nothing redone
@@ -49,7 +50,8 @@ set -uo pipefail
 out=/tmp/gpu-session
 results=${OUT:-/tmp/gpu-session-out}
 mkdir -p "$out" "$results"
-pack() { tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null; }
+# Under a lock: KB_CHAINS packs from several chains at once.
+pack() { (flock 9; tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null) 9>/tmp/gpu-session-pack.lock; }
 trap pack EXIT
 trap 'pack; exit 143' TERM
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
@@ -104,16 +106,36 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   # One bench_gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
   if [ "${KB_SEQUENTIAL:-0}" = 1 ]; then
   # Baseline, then gate, per candidate, nothing else running: the cleanest ratio, and twice the time.
-  for f in $KB_BENCH; do
-    name=$(basename "$f" .py)
-    python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --json "$out/kb-both-$name.json" "$f" \
-      >> "$out/kb-both.log" 2>&1
-    echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$out/kb-both.log" | tail -n 4
-    # The table below reads gates from kb-gate-*.json and baselines from kb-baseline-*.json: this file is both.
-    cp "$out/kb-both-$name.json" "$out/kb-gate-$name.json"; cp "$out/kb-both-$name.json" "$out/kb-baseline-$name.json"
-    cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
-    pack
+  # KB_CHAINS=N: N such chains at once, the candidates dealt round robin, chain c on GPU c and on the c-th
+  # Nth of the cores (taskset): on a machine of N GPUs each candidate gets what the one-GPU machine gives.
+  chains=${KB_CHAINS:-1}; per_chain=$(( $(nproc) / chains ))
+  kb_chain() {
+    local c=$1; shift
+    local log="$out/kb-both.log" pin=()
+    if [ "$chains" -gt 1 ]; then
+      log="$out/kb-both-chain$c.log"
+      command -v taskset >/dev/null && pin=(taskset -c "$((c * per_chain))-$((c * per_chain + per_chain - 1))")
+    fi
+    for f in "$@"; do
+      name=$(basename "$f" .py)
+      if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$c; fi
+      "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 \
+        --json "$out/kb-both-$name.json" "$f" >> "$log" 2>&1
+      echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$log" | tail -n 4
+      # The table below reads gates from kb-gate-*.json and baselines from kb-baseline-*.json: this file is both.
+      cp "$out/kb-both-$name.json" "$out/kb-gate-$name.json"; cp "$out/kb-both-$name.json" "$out/kb-baseline-$name.json"
+      cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
+      pack
+    done
+  }
+  # shellcheck disable=SC2086
+  set -- $KB_BENCH
+  for c in $(seq 0 $((chains - 1))); do
+    mine=(); for ((i = c; i < $#; i += chains)); do mine+=("${@:i+1:1}"); done
+    if [ "$chains" -gt 1 ]; then kb_chain "$c" "${mine[@]}" & else kb_chain "$c" "${mine[@]}"; fi
   done
+  wait
+  if [ "$chains" -gt 1 ]; then cat "$out"/kb-both-chain*.log >> "$out/kb-both.log"; fi
   else
   (for f in $KB_BENCH; do
      python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 \

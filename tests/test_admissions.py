@@ -227,3 +227,37 @@ def test_saved_status_reads_the_same_after_loading(tmp_path, mixed_record):
     loaded = load_record(path)
     assert admission_status(loaded, "relu", SHA) == "rejected (cpu, cpu, 2025-01-02); admitted (cuda, NVIDIA H200, 2025-01-02)"
     assert is_admitted(loaded, "relu", SHA, "cuda") and not is_admitted(loaded, "relu", SHA, "cpu")
+
+
+# --- two gates recording into one folder ---------------------------------------------------------------------
+
+def test_two_gates_recording_into_one_folder_keep_each_others_verdicts(tmp_path):
+    from harness.cli import RecordBook
+
+    path = tmp_path / "admissions.json"
+    first, second = RecordBook(path), RecordBook(path)  # each read the (empty) record when it started
+    first.add(report("relu"), "cuda", "NVIDIA H200")
+    second.add(report("gelu", admitted=False), "cuda", "NVIDIA H200")
+    substrates = load_record(path)["substrates"]
+    assert sorted(substrates) == ["gelu", "relu"]  # the second did not write back its stale copy
+    assert substrates["relu"]["cuda"]["admitted"] and not substrates["gelu"]["cuda"]["admitted"]
+
+
+def test_a_record_is_updated_under_a_lock_on_its_folder(tmp_path):
+    import fcntl
+    import os
+    import threading
+
+    from harness.admissions import update_record
+
+    path = tmp_path / "admissions.json"
+    held = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another gate is recording
+    done = threading.Event()
+    writer = threading.Thread(target=lambda: (update_record(path, lambda r: with_result(r, report(), "cpu", "CPU")),
+                                              done.set()))
+    writer.start()
+    assert not done.wait(0.5) and not path.exists()  # it waits for the lock
+    os.close(held)
+    writer.join(10)
+    assert done.is_set() and list(load_record(path)["substrates"]) == ["relu"]
