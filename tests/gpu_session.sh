@@ -70,6 +70,18 @@ g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
+# What the fork server's start costs here (the gate's "discovery" is mostly that start): its imports, in turn.
+python3 - <<'PY'
+import importlib, time
+from harness.worker import FORK_SERVER_PRELOAD
+started, parts = time.perf_counter(), []
+for module in FORK_SERVER_PRELOAD:
+    began = time.perf_counter()
+    importlib.import_module(module)
+    parts.append(f"{module} {time.perf_counter() - began:.2f}")
+print(f"fork server imports: {time.perf_counter() - started:.2f} s (" + ", ".join(parts[:3]) + ", the rest "
+      f"{time.perf_counter() - started - sum(float(p.split()[-1]) for p in parts[:3]):.2f})")
+PY
 
 if [ "${GATE:-1}" != 0 ]; then
 # With the sanitizers (the default where compute-sanitizer is found), under a limit: a sanitizer stage that
