@@ -298,7 +298,7 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     assert statuses == {mutant_id: local[mutant_id] for mutant_id in statuses}
 
 
-def test_an_item_runs_in_the_process_started_ahead_by_the_item_before_it(tmp_path):
+def test_an_item_runs_in_the_process_the_item_before_it_started_ahead_if_their_environments_match(tmp_path):
     from harness.candidates import candidate_files
     from harness.cluster.item import SpareItems, _run_item
     from harness.worker import GateJob
@@ -307,12 +307,13 @@ def test_an_item_runs_in_the_process_started_ahead_by_the_item_before_it(tmp_pat
     spares = SpareItems()
     try:
         summaries = []
-        for name in ("masked_fill_b1", "masked_fill_b2"):
+        # The third asks for other thread caps: the spare waiting was started with the first two's environment.
+        for name, caps in (("masked_fill_b1", {}), ("masked_fill_b2", {}), ("masked_fill_b4", {"OMP_NUM_THREADS": "1"})):
             spec = {"kind": "gate", "job": GateJob(file=file, name=name, backend="cpu", cache_dir=str(tmp_path)),
-                    "timeout": 300.0, "thread_caps": {}}
+                    "timeout": 300.0, "thread_caps": caps}
             summaries.append(_run_item(spec, lambda message: None, ahead=True, spares=spares))
-        assert spares.taken_ahead == 1  # the second item found the first item's spare waiting
-        assert [s["report"]["name"] for s in summaries] == ["masked_fill_b1", "masked_fill_b2"]
+        assert spares.taken_ahead == 1  # the second item found the first item's spare waiting; the third did not
+        assert [s["report"]["name"] for s in summaries] == ["masked_fill_b1", "masked_fill_b2", "masked_fill_b4"]
         assert all(all(c["status"] == "passed" for c in s["report"]["checks"]) for s in summaries)
     finally:
         spares.close()
