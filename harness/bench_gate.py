@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -275,6 +276,7 @@ def run_baseline(job: BaselineJob, step_timeout: float, on_message=lambda messag
 class Row:
     substrate: str
     file: str
+    round: int = 1  # with --repeat, which of the substrate's baseline-and-gate rounds this is
     gate_verdict: str | None = None  # 'admitted' / 'rejected'; None: not run (--no-gate)
     gate_wall_seconds: float | None = None  # run_gate_job, start to return
     gate_pipeline_seconds: float | None = None  # SubstrateReport.seconds
@@ -325,6 +327,46 @@ def _ratio(top, bottom) -> float | None:
     return top / bottom
 
 
+@dataclass
+class Medians:
+    """One substrate's rounds (--repeat) in one line: medians, each ratio the median of its rounds' own ratios
+    (a gate against the baseline run beside it, so a drift of the machine's speed cancels)."""
+
+    substrate: str
+    rounds: int
+    verdicts: list[str]
+    gate_wall_seconds: float | None
+    baseline_wall_seconds: float | None
+    wall_ratio: float | None
+    inner_ratio: float | None
+    memory_ratio: float | None
+    wall_ratios: list[float]  # every round's, in order
+
+    @classmethod
+    def of(cls, rows: list[Row]) -> "Medians":
+        def median(values):
+            values = [v for v in values if v is not None]
+            return statistics.median(values) if values else None
+
+        return cls(substrate=rows[0].substrate, rounds=len(rows),
+                   verdicts=[r.gate_verdict or "not run" for r in rows],
+                   gate_wall_seconds=median(r.gate_wall_seconds for r in rows),
+                   baseline_wall_seconds=median(r.baseline and r.baseline.wall_seconds for r in rows),
+                   wall_ratio=median(r.wall_ratio for r in rows), inner_ratio=median(r.inner_ratio for r in rows),
+                   memory_ratio=median(r.memory_ratio for r in rows),
+                   wall_ratios=[round(r.wall_ratio, 3) for r in rows if r.wall_ratio is not None])
+
+
+def format_medians(medians: list[Medians]) -> str:
+    lines = ["medians over the rounds (each ratio the median of the rounds' own):"]
+    for m in medians:
+        lines.append(f"  {m.substrate}: {m.rounds} rounds, gate {', '.join(sorted(set(m.verdicts)))}; gate wall "
+                     f"{seconds(m.gate_wall_seconds)} s, base wall {seconds(m.baseline_wall_seconds)} s; wall x "
+                     f"{times(m.wall_ratio)} (rounds: {', '.join(f'{r:.2f}' for r in m.wall_ratios) or 'n/a'}), "
+                     f"inner x {times(m.inner_ratio)}, mem x {times(m.memory_ratio)}")
+    return "\n".join(lines)
+
+
 def gib(value: int | None) -> str:
     return "n/a" if value is None else f"{value / GIB:.1f}"
 
@@ -354,7 +396,9 @@ PHASES_SHOWN = 12  # the largest of a gate's phases, under its row (--json has t
 
 def format_table(rows: list[Row]) -> str:
     """The table, one row per substrate; under a row, why its baseline failed or its gate rejected."""
-    cells = [[r.substrate, r.gate_verdict or "not run", seconds(r.gate_wall_seconds), seconds(r.gate_pipeline_seconds),
+    repeated = len({r.round for r in rows}) > 1
+    cells = [[r.substrate + (f" #{r.round}" if repeated else ""),
+              r.gate_verdict or "not run", seconds(r.gate_wall_seconds), seconds(r.gate_pipeline_seconds),
               gib(r.gate_peak_reserved_bytes) if r.gate_verdict else "-",
               seconds(r.baseline and r.baseline.wall_seconds), seconds(r.baseline and r.baseline.check_seconds),
               gib(r.baseline.peak_reserved_bytes) if r.baseline else "-", baseline_summary(r.baseline),
@@ -438,6 +482,10 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{DEFAULT_STEP_TIMEOUT:g})")
     parser.add_argument("--order", choices=("baseline-first", "gate-first"), default="baseline-first",
                         help="which runs first for each substrate (default: baseline-first)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="rounds of baseline and gate per substrate, one after the other; with more than one "
+                             "the medians are printed (a 2-second gate over a 2-second baseline varies by a "
+                             "third from run to run) (default: 1)")
     parser.add_argument("--no-gate", action="store_true", help="run the baseline only")
     parser.add_argument("--no-baseline", action="store_true", help="run the gate only")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -491,8 +539,8 @@ def _check_usage(args) -> tuple[str, str]:
             raise UsageError(f"cannot read candidate file {file}")
     if args.no_gate and args.no_baseline:
         raise UsageError("--no-gate and --no-baseline leave nothing to run")
-    if args.trials < 1 or args.timeout <= 0 or not args.tolerance >= 0:
-        raise UsageError("--trials must be at least 1, --timeout positive and --tolerance not negative")
+    if args.trials < 1 or args.timeout <= 0 or not args.tolerance >= 0 or args.repeat < 1:
+        raise UsageError("--trials and --repeat must be at least 1, --timeout positive and --tolerance not negative")
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     backend = resolve_backend_name(args.backend)
@@ -602,24 +650,36 @@ def _run(args) -> int:
         _log(f"{count} {row.substrate}: gate {row.gate_verdict} in {row.gate_wall_seconds:.1f} s "
              f"(pipeline {report.seconds:.1f} s)")
 
+    medians: list[Medians] = []
     for index, (file, name) in enumerate(jobs, 1):
-        row = Row(substrate=name, file=file)
-        rows.append(row)
-        phases = []
-        if not args.no_baseline:
-            phases.append(baseline_phase)
-        if not args.no_gate:
-            phases.append(gate_phase)
-        if args.order == "gate-first":
-            phases.reverse()
-        for phase in phases:  # one after the other: the baseline's process has exited before the gate starts
-            phase(row, f"[{index}/{len(jobs)}]")
-        if args.json:
-            run["rows"] = [r.to_json() for r in rows]
-            args.json.write_text(json.dumps(run, indent=2) + "\n")
+        rounds = []
+        for round_number in range(1, args.repeat + 1):
+            row = Row(substrate=name, file=file, round=round_number)
+            rows.append(row)
+            rounds.append(row)
+            phases = []
+            if not args.no_baseline:
+                phases.append(baseline_phase)
+            if not args.no_gate:
+                phases.append(gate_phase)
+            if args.order == "gate-first":
+                phases.reverse()
+            count = f"[{index}/{len(jobs)}]" + (f" round {round_number}/{args.repeat}" if args.repeat > 1 else "")
+            for phase in phases:  # one after the other: the baseline's process has exited before the gate starts
+                phase(row, count)
+            if args.json:
+                run["rows"] = [r.to_json() for r in rows]
+                args.json.write_text(json.dumps(run, indent=2) + "\n")
+        if args.repeat > 1:
+            medians.append(Medians.of(rounds))
+            if args.json:
+                run["medians"] = [asdict(m) for m in medians]
+                args.json.write_text(json.dumps(run, indent=2) + "\n")
 
     print(f"{run['device'] or backend}")
     print(format_table(rows))
+    if medians:
+        print(format_medians(medians))
     print(legend(args.tolerance, args.trials, args.seed, args.precision))
     return EXIT_OK if all(r.gate_ok and r.baseline_ok for r in rows) else EXIT_FAILED
 

@@ -32,6 +32,7 @@
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
 #   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c and a Nth of the cores (a machine of N GPUs)
+#   KB_REPEAT=N    with KB_SEQUENTIAL: N rounds of baseline and gate per candidate, their medians printed
 #   RESUME_FROM=DIR  a campaign starts from DIR/campaign-NAME/results.jsonl where there is one (an earlier
 #                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
 #                  goes on in the next call with nothing redone
@@ -131,7 +132,7 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
     for f in "$@"; do
       name=$(basename "$f" .py)
       if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$c; fi
-      "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 \
+      "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --repeat "${KB_REPEAT:-1}" \
         --json "$out/kb-both-$name.json" "$f" >> "$log" 2>&1
       echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$log" | tail -n 4
       # The table below reads gates from kb-gate-*.json and baselines from kb-baseline-*.json: this file is both.
@@ -184,6 +185,10 @@ for name, g in gate.items():
     phases = list(g.get("gate_phase_seconds", {}).items())[:6]
     if phases:
         print("|   gate phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases) + " |")
+medians = [m for f in sorted(glob.glob(f"{sys.argv[1]}/kb-both-*.json")) for m in json.load(open(f)).get("medians", [])]
+for m in medians:  # KB_REPEAT: the table above shows each substrate's last round
+    print(f"{m['substrate']}: {m['rounds']} rounds, median wall x {m['wall_ratio']:.2f} (rounds: "
+          f"{', '.join(f'{r:.2f}' for r in m['wall_ratios'])}), median mem x {m['memory_ratio'] or float('nan'):.2f}")
 PY
   pack
 fi

@@ -20,7 +20,7 @@ def _rows(out: str) -> dict[str, list[str]]:
     header = next(i for i, line in enumerate(lines) if line.startswith("substrate "))
     rows = {}
     for line in lines[header + 1:]:
-        if line.startswith("columns:"):
+        if line.startswith(("columns:", "medians over")):
             break
         if not line.startswith(" "):
             cells = re.split(r"\s{2,}", line.strip())
@@ -88,7 +88,8 @@ def test_a_wrong_kernel_fails_the_baseline(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--no-gate", "--no-baseline", str(SILU)], "--no-gate and --no-baseline leave nothing to run"),
     (["missing/candidate_x.py"], "cannot read candidate file missing/candidate_x.py"),
-    (["--trials", "0", str(SILU)], "--trials must be at least 1"),
+    (["--trials", "0", str(SILU)], "--trials and --repeat must be at least 1"),
+    (["--repeat", "0", str(SILU)], "--trials and --repeat must be at least 1"),
 ])
 def test_usage_errors_exit_2(argv, message, capsys):
     assert main(["--backend", "cpu", *argv]) == 2
@@ -133,3 +134,35 @@ def test_the_table_gives_ratios_and_n_a():
     assert "    gate: output_matches: trial 0" in lines and "    gate: (and 1 more)" in lines
     # Every row's cells line up under the header's columns.
     assert len({line.index("admitted") for line in lines if "admitted" in line}) == 1
+
+
+def test_rounds_are_tabled_one_by_one_and_summed_up_as_medians_of_their_own_ratios():
+    from harness.bench_gate import Medians, format_medians
+
+    rounds = [Row("mm", "f.py", round=i, gate_verdict="admitted", gate_wall_seconds=gate, gate_pipeline_seconds=1.0,
+                  gate_peak_reserved_bytes=GIB, baseline=_baseline(wall_seconds=base, peak_reserved_bytes=GIB))
+              for i, (gate, base) in enumerate([(3.0, 2.0), (2.0, 2.5), (2.4, 2.0)], 1)]
+    medians = Medians.of(rounds)
+    # The rounds' own ratios are 1.5, 0.8 and 1.2: their median, not a ratio of medians (2.4 / 2.0).
+    assert (medians.rounds, medians.wall_ratio, medians.wall_ratios) == (3, 1.2, [1.5, 0.8, 1.2])
+    assert (medians.gate_wall_seconds, medians.baseline_wall_seconds, medians.memory_ratio) == (2.4, 2.0, 1.0)
+    assert sorted(_rows(format_table(rounds))) == ["mm #1", "mm #2", "mm #3"]
+    assert format_medians([medians]).splitlines()[1] == (
+        "  mm: 3 rounds, gate admitted; gate wall 2.4 s, base wall 2.0 s; wall x 1.20x (rounds: 1.50, 0.80, 1.20), "
+        "inner x 0.50x, mem x 1.00x")
+
+
+def test_repeat_runs_the_baseline_and_the_gate_again_and_writes_the_medians(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    code = main(["--backend", "cpu", "--cache-dir", str(tmp_path / "cache"), "--json", str(report), "--repeat", "2",
+                 str(SILU)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert sorted(_rows(captured.out)) == ["example_silu #1", "example_silu #2"]
+    assert "[1/1] round 2/2 example_silu: gate admitted in" in captured.err
+    data = json.loads(report.read_text())
+    assert [r["round"] for r in data["rows"]] == [1, 2]
+    (medians,) = data["medians"]
+    assert medians["rounds"] == 2 and medians["verdicts"] == ["admitted", "admitted"]
+    assert medians["wall_ratio"] == pytest.approx(sum(r["wall_ratio"] for r in data["rows"]) / 2)
+    assert "medians over the rounds" in captured.out
