@@ -651,6 +651,14 @@ def _run(args) -> int:
              f"(pipeline {report.seconds:.1f} s)")
 
     medians: list[Medians] = []
+
+    def save() -> None:  # after every round: a run cut off keeps what it measured
+        if args.json:
+            run["rows"] = [r.to_json() for r in rows]
+            if medians:
+                run["medians"] = [asdict(m) for m in medians]
+            args.json.write_text(json.dumps(run, indent=2) + "\n")
+
     for index, (file, name) in enumerate(jobs, 1):
         rounds = []
         for round_number in range(1, args.repeat + 1):
@@ -667,14 +675,10 @@ def _run(args) -> int:
             count = f"[{index}/{len(jobs)}]" + (f" round {round_number}/{args.repeat}" if args.repeat > 1 else "")
             for phase in phases:  # one after the other: the baseline's process has exited before the gate starts
                 phase(row, count)
-            if args.json:
-                run["rows"] = [r.to_json() for r in rows]
-                args.json.write_text(json.dumps(run, indent=2) + "\n")
+            save()
         if args.repeat > 1:
             medians.append(Medians.of(rounds))
-            if args.json:
-                run["medians"] = [asdict(m) for m in medians]
-                args.json.write_text(json.dumps(run, indent=2) + "\n")
+            save()
 
     print(f"{run['device'] or backend}")
     print(format_table(rows))

@@ -188,9 +188,8 @@ def spare_items_wanted(mode: str) -> bool:
     """--spare-workers for item processes: auto when each item this host runs at once and its spare can have a core."""
     from harness.engine.run import spares_wanted
 
-    if mode != "auto":
-        return mode == "always"
-    return spares_wanted(mode, _items_on_this_host(), os.cpu_count() or 1)
+    # Only auto asks the cluster how many items this host runs (outside a Dask task there is none to ask).
+    return spares_wanted(mode, _items_on_this_host() if mode == "auto" else 1, os.cpu_count() or 1)
 
 
 def _run_item(spec: dict, on_result, ahead: bool = False, spares: SpareItems = SPARES) -> dict:
