@@ -31,7 +31,7 @@
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
-#   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c and a Nth of the cores (a machine of N GPUs)
+#   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c mod the GPUs and a Nth of the cores
 #   KB_REPEAT=N    with KB_SEQUENTIAL: N rounds of baseline and gate per candidate, their medians printed
 #   RESUME_FROM=DIR  a campaign starts from DIR/campaign-NAME/results.jsonl where there is one (an earlier
 #                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
@@ -119,9 +119,11 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   # One bench_gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
   if [ "${KB_SEQUENTIAL:-0}" = 1 ]; then
   # Baseline, then gate, per candidate, nothing else running: the cleanest ratio, and twice the time.
-  # KB_CHAINS=N: N such chains at once, the candidates dealt round robin, chain c on GPU c and on the c-th
-  # Nth of the cores (taskset): on a machine of N GPUs each candidate gets what the one-GPU machine gives.
+  # KB_CHAINS=N: N such chains at once, the candidates dealt round robin, chain c on GPU c mod the GPUs and on
+  # the c-th Nth of the cores (taskset): on a machine of N GPUs each candidate gets what the one-GPU machine
+  # gives; on fewer GPUs chains share one (a candidate's baseline and gate then both run beside the others).
   chains=${KB_CHAINS:-1}; per_chain=$(( $(nproc) / chains ))
+  kb_gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
   kb_chain() {
     local c=$1; shift
     local log="$out/kb-both.log" pin=()
@@ -131,7 +133,7 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
     fi
     for f in "$@"; do
       name=$(basename "$f" .py)
-      if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$c; fi
+      if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$((c % kb_gpus)); fi
       "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --repeat "${KB_REPEAT:-1}" \
         --json "$out/kb-both-$name.json" "$f" >> "$log" 2>&1
       echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$log" | tail -n 4
