@@ -31,7 +31,8 @@
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
-#   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c mod the GPUs and a Nth of the cores
+#   KB_CHAINS=N    with KB_SEQUENTIAL: N chains at once, chain c on GPU c mod the GPUs (and, with a GPU each, a Nth
+#                  of the cores)
 #   KB_REPEAT=N    with KB_SEQUENTIAL: N rounds of baseline and gate per candidate, their medians printed
 #   RESUME_FROM=DIR  a campaign starts from DIR/campaign-NAME/results.jsonl where there is one (an earlier
 #                  call's session.tar.gz unpacked into a carried folder): a campaign cut off by a call's limit
@@ -129,7 +130,9 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
     local log="$out/kb-both.log" pin=()
     if [ "$chains" -gt 1 ]; then
       log="$out/kb-both-chain$c.log"
-      command -v taskset >/dev/null && pin=(taskset -c "$((c * per_chain))-$((c * per_chain + per_chain - 1))")
+      # Chains sharing a GPU share the cores too (the scheduler gives a gate's helpers what the others leave idle).
+      [ "$kb_gpus" -ge "$chains" ] && command -v taskset >/dev/null \
+        && pin=(taskset -c "$((c * per_chain))-$((c * per_chain + per_chain - 1))")
     fi
     for f in "$@"; do
       name=$(basename "$f" .py)
