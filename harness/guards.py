@@ -63,6 +63,13 @@ class GuardedTensor:
     def poison(self, pattern_byte: int) -> None:
         self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes].fill_(pattern_byte)
 
+    def band_changes(self) -> torch.Tensor:
+        """Bytes changed in the band before and after, as two int64 on the device: read with other signals in
+        one transfer (each host read waits for the device), and only when one is nonzero is damage() asked."""
+        before = self.buffer[:GUARD_BYTES] != self.guard_byte
+        after = self.buffer[GUARD_BYTES + self.nbytes:] != self.guard_byte
+        return torch.stack([before.sum(dtype=torch.int64), after.sum(dtype=torch.int64)])
+
     def damage(self) -> list[GuardDamage]:
         found = []
         before = self.buffer[:GUARD_BYTES] != self.guard_byte
@@ -79,6 +86,13 @@ class GuardedTensor:
 def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> torch.Tensor:
     """The poison pattern as one element of the same-width integer view."""
     return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
+
+
+def poison_count(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
+    """How many elements of `t` hold the poison pattern, as one int64 on the device (read with other signals)."""
+    flat = bits(t).reshape(-1)
+    held = flat == _poison_element(pattern_byte, t.element_size(), flat.dtype).to(flat.device)
+    return held.sum(dtype=torch.int64).reshape(1)
 
 
 def poison_mask(t: torch.Tensor, pattern_byte: int) -> torch.Tensor | None:
@@ -122,11 +136,17 @@ def tensor_checksum(x: torch.Tensor) -> int:
     no second copy of a gigabyte input is needed to see whether it changed. A change that keeps the
     sum is a coincidence no fault pattern makes.
     """
+    return sum(checksum_parts(x).tolist())
+
+
+def checksum_parts(x: torch.Tensor) -> torch.Tensor:
+    """tensor_checksum's two terms, the words' sum and the tail bytes' sum, as two int64 where `x` lives: their
+    sum as Python integers is the checksum (read with other signals in one transfer)."""
     raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
     if raw.storage_offset() % 8:  # a misaligned view: words need an aligned copy
         raw = raw.clone()
     whole = raw.numel() // 8 * 8
-    return int(raw[:whole].view(torch.int64).sum()) + int(raw[whole:].sum(dtype=torch.int64))
+    return torch.stack([raw[:whole].view(torch.int64).sum(), raw[whole:].sum(dtype=torch.int64)])
 
 
 # Allocations whose contents are whatever the memory held: a launch that returns one of these as out

@@ -23,8 +23,8 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
-from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, poison_mask, poisoned_allocations,
-                            tensor_checksum, unwritten_after)
+from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, checksum_parts, poison_count, poison_mask,
+                            poisoned_allocations, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
 from harness.problems import ProblemError, ProblemSearch, load_problem
@@ -196,14 +196,27 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 
 def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
-               sums: list) -> None:
-    """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts)."""
-    result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
-    for i, (view, original) in enumerate(zip(views, inputs)):
-        if isinstance(view, torch.Tensor) and not result.changed_inputs and tensor_checksum(view) != sums[i]:
-            change = _changed_input(view, original)
+               sums: list, pattern: int | None) -> int:
+    """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns how
+    many elements of out still hold `pattern` (0 when `pattern` is None: launch initialised out).
+
+    Every signal is computed on the device and read in one transfer: a campaign asks this of every
+    trial of every mutant, and on a GPU each separate read is a wait for the device. The details
+    (which bytes, which elements) are worked out only where a signal says something is wrong.
+    """
+    tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
+    parts = [guarded_out.band_changes(), *(checksum_parts(views[i]) for i in tensors)]
+    if pattern is not None:
+        parts.append(poison_count(guarded_out.tensor, pattern))
+    signals = torch.cat([part.to(guarded_out.buffer.device) for part in parts]).tolist()
+    if signals[0] or signals[1]:
+        result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
+    for k, i in enumerate(tensors):
+        if not result.changed_inputs and signals[2 + 2 * k] + signals[3 + 2 * k] != sums[i]:
+            change = _changed_input(views[i], inputs[i])
             if not change.ok:
                 result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
+    return signals[-1] if pattern is not None else 0
 
 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
@@ -269,10 +282,11 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         with clock.timing("kernel: output compared"):
             result.comparisons.append(compare(guarded_out.tensor, expected, entry.tolerance))
         with clock.timing("kernel: guards, unwritten output, inputs"):
-            _after_run(result, run_number, guarded_out, views, inputs, sums)
+            held = _after_run(result, run_number, guarded_out, views, inputs, sums,
+                              None if result.initialised_by_launch else pattern)
             if run_number == 1 and not result.initialised_by_launch:
-                still_first = poison_mask(guarded_out.tensor, pattern)
-            elif not result.initialised_by_launch:
+                still_first = poison_mask(guarded_out.tensor, pattern) if held else None
+            elif not result.initialised_by_launch and held and still_first is not None:
                 unwritten = unwritten_after(guarded_out.tensor, still_first)
                 result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
                 if result.unwritten:
@@ -281,8 +295,10 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                                                                                        tuple(out.shape)))
                 del unwritten
     with clock.timing("kernel: guards, unwritten output, inputs"):
-        for i, g in enumerate(guarded):
-            if g is not None:
+        present = [(i, g) for i, g in enumerate(guarded) if g is not None]
+        changed = torch.cat([g.band_changes() for _, g in present]).tolist() if present else []
+        for k, (i, g) in enumerate(present):
+            if changed[2 * k] or changed[2 * k + 1]:
                 result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result

@@ -428,6 +428,20 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
         before = trial_checksum(trial)
 
 
+def test_each_inputs_sum_is_its_part_of_the_trials_checksum_and_what_run_kernel_computes():
+    import torch
+
+    from harness.engine.worker import Trial, input_sums, trial_checksum
+    from harness.guards import INPUT_GUARD_BYTES, GuardedTensor, tensor_checksum
+
+    misaligned = torch.arange(20, dtype=torch.float32)[1:]
+    trial = Trial("s", 0, [misaligned, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))
+    sums = input_sums(trial, trial_checksum(trial))
+    assert sums == [tensor_checksum(misaligned), None, tensor_checksum(torch.tensor(2.0))]
+    # run_kernel compares them with the sums of the inputs' guarded copies: equal bytes, equal sums.
+    assert tensor_checksum(GuardedTensor.copy_of(misaligned, "cpu", INPUT_GUARD_BYTES[0]).tensor) == sums[0]
+
+
 @pytest.mark.parametrize("gpus, cores, expected", [
     (0, 16, 1),   # the CPU backend: one worker unless asked
     (1, 16, 4),   # four per GPU, the fastest count measured on an H200

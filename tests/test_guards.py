@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from harness.guards import GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor, unwritten_mask
+from harness.guards import (GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor, checksum_parts, poison_count,
+                            tensor_checksum, unwritten_mask)
 
 FIRST, SECOND = POISON_BYTES
 
@@ -289,3 +290,34 @@ def test_the_inputs_bands_differ_so_reads_past_two_ends_do_not_cancel():
         for byte in INPUT_GUARD_BYTES:
             value = torch.tensor([byte] * 8, dtype=torch.uint8).view(dtype)[0]
             assert bool(torch.isfinite(value)) and abs(float(value)) > 20, (dtype, hex(byte), float(value))
+
+
+# --- signals read in one transfer (run_kernel asks them of every trial of every mutant) ------------
+
+def test_band_changes_counts_the_bytes_damage_reports_on_each_side():
+    g = GuardedTensor((4,), torch.float32, "cpu")
+    assert g.band_changes().tolist() == [0, 0]
+    g.buffer[GUARD_BYTES - 3:GUARD_BYTES].fill_(0)
+    g.buffer[GUARD_BYTES + 16 + 5] = 0
+    assert g.band_changes().tolist() == [3, 1]
+    assert [d.changed_bytes for d in g.damage()] == [3, 1]
+
+
+@pytest.mark.parametrize("dtype, count", [(torch.float32, 2), (torch.float16, 2), (torch.bool, 2), (torch.int64, 2)])
+def test_poison_count_counts_elements_holding_the_whole_pattern(dtype, count):
+    t = filled((5,), dtype, FIRST)
+    t.view(torch.uint8)[:t.element_size() * 3] = 0  # three elements written
+    assert poison_count(t, FIRST).tolist() == [count]
+    assert poison_count(t, SECOND).tolist() == [0]
+
+
+@pytest.mark.parametrize("x", [torch.arange(13, dtype=torch.uint8), torch.randn(7, 3), torch.ones(0),
+                               torch.randn(10, 10)[:, 3], torch.tensor(2.5, dtype=torch.float64),
+                               torch.randint(-2**62, 2**62, (9,))])
+def test_checksum_parts_sum_to_the_checksum(x):
+    words, tail = checksum_parts(x).tolist()
+    assert words + tail == tensor_checksum(x)
+    changed = x.clone().reshape(-1)
+    if changed.numel():
+        changed.view(torch.uint8)[-1] ^= 1
+        assert sum(checksum_parts(changed).tolist()) != tensor_checksum(x)

@@ -124,6 +124,15 @@ def trial_checksum(trial: "Trial") -> tuple[int, ...]:
     return tuple(tensor_checksum(x) for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor))
 
 
+def input_sums(trial: "Trial", checksum: tuple[int, ...]) -> list:
+    """Each input's part of `trial_checksum` (None for a non-tensor input): what run_kernel compares the
+    inputs' guarded copies with after each run, so a mutant's trial need not sum its fresh copies again."""
+    import torch
+
+    sums = iter(checksum)
+    return [next(sums) if isinstance(x, torch.Tensor) else None for x in trial.inputs]
+
+
 def trial_bytes(trial: "Trial") -> int:
     """What a trial moves: the bytes of its tensor inputs and of the official output."""
     import torch
@@ -260,13 +269,14 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> 
 
     costs = [trial_bytes(trial) for trial in trials]
     checksums = [trial_checksum(trial) for trial in trials]
+    sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(trials, checksums)]
 
     # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
     initialised: dict[int, bool] = {}
 
     def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
-                         runs=runs, clock=clock)
+                         input_sums=sums_of_inputs[i], runs=runs, clock=clock)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
