@@ -100,15 +100,20 @@ def _import_failure(file: str, name: str, error: str) -> SubstrateReport:
     return SubstrateReport(name=name, file=file, checks=with_not_run(checks, "not run: the file did not import"))
 
 
+MEMORY_CHECKS = {CheckName.FITS_DEVICE_MEMORY: "device", CheckName.FITS_HOST_MEMORY: "host"}
+
+
 def _ran_out_of_memory(report: SubstrateReport) -> bool:
-    return any(c.check is CheckName.FITS_DEVICE_MEMORY and c.status is CheckStatus.FAILED for c in report.checks)
+    return any(c.check in MEMORY_CHECKS and c.status is CheckStatus.FAILED for c in report.checks)
 
 
-def _note_rerun(report: SubstrateReport) -> None:
+def _note_rerun(report: SubstrateReport, first: SubstrateReport) -> None:
+    """Say, on the run alone's memory checks, that the first run (beside other jobs) ran out of memory."""
+    short = [MEMORY_CHECKS[c.check] for c in first.checks if c.check in MEMORY_CHECKS and c.status is CheckStatus.FAILED]
+    note = f" (run again alone: beside other jobs it ran out of {' and '.join(short)} memory)"
     for i, c in enumerate(report.checks):
-        if c.check is CheckName.FITS_DEVICE_MEMORY:
-            report.checks[i] = CheckResult(c.check, c.status, c.detail + " (run again alone: beside other jobs it "
-                                                                          "ran out of device memory)")
+        if c.check in MEMORY_CHECKS:
+            report.checks[i] = CheckResult(c.check, c.status, c.detail + note)
 
 
 class ClusterGate:
@@ -123,8 +128,8 @@ class ClusterGate:
         result = self._run(job, report, self.gpu_share)
         if self.gpu_share and self.gpu_share < 1 and _ran_out_of_memory(result):
             # Other items held part of the memory: the candidate is judged on a GPU to itself.
-            result = self._run(job, report, 1.0)
-            _note_rerun(result)
+            first, result = result, self._run(job, report, 1.0)
+            _note_rerun(result, first)
         progress.set_description_str(f"{job.name}: gated on the cluster", refresh=False)
         progress.update(1)
         return result
@@ -414,10 +419,10 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             result = run_gate_job(work, args.timeout, on_message(name))
             beside_others = shared()
         if beside_others and _ran_out_of_memory(result):
-            # Other jobs held part of the memory: the candidate is judged on the device to itself.
+            # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone.
             with budget.alone():
-                result = run_gate_job(work, args.timeout, on_message(name))
-            _note_rerun(result)
+                first, result = result, run_gate_job(work, args.timeout, on_message(name))
+            _note_rerun(result, first)
         return result
 
     sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster)

@@ -820,6 +820,10 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         _conclude_suites(ctx, entry, suites)
     if not book.decided(CheckName.FITS_DEVICE_MEMORY) and ctx.trials_on_device:
         book.ran(CheckName.FITS_DEVICE_MEMORY, f"all {ctx.trials_on_device} trials fit the device's memory")
+    if not book.decided(CheckName.FITS_HOST_MEMORY) and ctx.trials_on_device:
+        # Decided here only when it passes: a worker the host's out-of-memory killer ends never gets here,
+        # and run_gate_job reports that death under this check (harness.worker.host_memory_death).
+        book.ran(CheckName.FITS_HOST_MEMORY, "the worker ran to its end: the host's memory sufficed")
     why = "not run: " + (ctx.fault or ("the kernel did not compile" if ctx.kernel is None and ctx.official is not None
                                        else "the official reference did not load" if ctx.official is None
                                        else "no trial reached it"))

@@ -30,6 +30,7 @@ class CheckName(str, enum.Enum):
     INPUTS_UNCHANGED = "inputs_unchanged"
     RUNS_TO_COMPLETION = "runs_to_completion"
     FITS_DEVICE_MEMORY = "fits_device_memory"
+    FITS_HOST_MEMORY = "fits_host_memory"
     NO_FALSE_KILL = "no_false_kill"
     SUITES_CAN_FAIL = "suites_can_fail"
     # The kernel under compute-sanitizer's tools (harness.oracles.sanitizer), after the pipeline.

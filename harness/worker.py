@@ -209,9 +209,10 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
 class WorkerLost(Exception):
     """The worker stopped without a result: it died, or it made no progress in time (timed_out)."""
 
-    def __init__(self, message: str, timed_out: bool = False):
+    def __init__(self, message: str, timed_out: bool = False, exitcode: int | None = None):
         super().__init__(message)
         self.timed_out = timed_out
+        self.exitcode = exitcode  # of a worker that died: negative, the signal that killed it
 
 
 def exit_description(code: int | None) -> str:
@@ -336,7 +337,47 @@ class WorkerStarter:
 
 def _died(worker: StartedWorker, step: str) -> WorkerLost:
     worker.process.join(10)
-    return WorkerLost(f"the worker process died during {step} ({exit_description(worker.process.exitcode)})")
+    return WorkerLost(f"the worker process died during {step} ({exit_description(worker.process.exitcode)})",
+                      exitcode=worker.process.exitcode)
+
+
+def oom_kills(vmstat: Path = Path("/proc/vmstat")) -> int | None:
+    """Processes the kernel's out-of-memory killer has ended since boot (Linux 4.13+), or None where unknown."""
+    try:
+        for line in vmstat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def host_memory_death(lost: WorkerLost, oom_kills_before: int | None, oom_kills_after: int | None) -> str | None:
+    """Why a lost worker is the host's doing, not the kernel's: it was SIGKILLed (nothing of ours or of a kernel
+    sends that; a timeout's kill is reported as a timeout) while the out-of-memory killer's count rose. None when
+    that is not shown; then `lost_note` says what is known.
+    """
+    if lost.timed_out or lost.exitcode != -signal.SIGKILL or oom_kills_before is None or oom_kills_after is None:
+        return None
+    if oom_kills_after <= oom_kills_before:
+        return None
+    from harness.trial_inputs import host_memory_available
+
+    available = host_memory_available()
+    now = f"; {available / 2**30:.1f} GiB of host memory available afterwards" if available is not None else ""
+    return (f"{lost}: the host's out-of-memory killer ended it (/proc/vmstat oom_kill rose by "
+            f"{oom_kills_after - oom_kills_before} meanwhile{now}): a limit of this machine, not a fault of the kernel")
+
+
+def lost_note(lost: WorkerLost, oom_kills_before: int | None, oom_kills_after: int | None) -> str:
+    """What a SIGKILL's death can be said to be when it is not shown to be the out-of-memory killer's."""
+    if lost.timed_out or lost.exitcode != -signal.SIGKILL:
+        return ""
+    if oom_kills_before is None or oom_kills_after is None:
+        return (" (SIGKILL comes from outside the worker, most often the host's out-of-memory killer; /proc/vmstat's "
+                "oom_kill count cannot be read here to tell)")
+    return " (not the host's out-of-memory killer: /proc/vmstat's oom_kill count did not change)"
 
 
 def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):
@@ -373,19 +414,24 @@ def _converse(target, args, step_timeout: float, on_message, worker: StartedWork
         worker.stop()
 
 
-def lost_mid_suite(partial: SubstrateReport, why: str) -> SubstrateReport:
+def lost_mid_suite(partial: SubstrateReport, why: str,
+                   death: CheckName = CheckName.RUNS_TO_COMPLETION) -> SubstrateReport:
     """The report a worker published after its last trial, completed with its death.
 
-    Every failure found before the death stays; the death is a runs_to_completion failure; the
-    checks still undecided then (suites_can_fail, say) are not run, for that reason.
+    Every failure found before the death stays; the death is a failure of `death` (runs_to_completion,
+    or fits_host_memory when the host's out-of-memory killer ended the worker); the checks still
+    undecided then (suites_can_fail, say) are not run, for that reason.
     """
     from harness.pipeline import PENDING
 
     checks = []
     for check in partial.checks:
-        if check.check is CheckName.RUNS_TO_COMPLETION:
+        if check.check is death:
             detail = "; ".join(d for d in (check.detail if check.status is CheckStatus.FAILED else "", why) if d)
             checks.append(CheckResult(check.check, CheckStatus.FAILED, detail))
+        elif check.check is CheckName.RUNS_TO_COMPLETION and check.status is not CheckStatus.FAILED:
+            # A snapshot's "ran so far" is no pass when the worker then died, whoever ended it.
+            checks.append(CheckResult(check.check, CheckStatus.NOT_RUN, f"not run: {why}"))
         elif check.status is CheckStatus.NOT_RUN and check.detail == PENDING:
             checks.append(CheckResult(check.check, CheckStatus.NOT_RUN, f"not run: {why}"))
         else:
@@ -416,13 +462,19 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             outcome["partial"] = message[1]
         return kind in ("report", "unavailable")
 
+    kills_before = oom_kills()
     try:
         _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
-        why = f"{lost}: {outcome['crash']}" if "crash" in outcome else str(lost)
+        kills_after = oom_kills()
+        death, why = CheckName.FITS_HOST_MEMORY, host_memory_death(lost, kills_before, kills_after)
+        if why is None:
+            death = CheckName.RUNS_TO_COMPLETION
+            why = (f"{lost}: {outcome['crash']}" if "crash" in outcome else str(lost)) + lost_note(
+                lost, kills_before, kills_after)
         if "partial" in outcome:
-            return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why)
-        checks = outcome["checks"] + [CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.FAILED, why)]
+            return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why, death)
+        checks = outcome["checks"] + [CheckResult(death, CheckStatus.FAILED, why)]
         return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {why}"))
     if "unavailable" in outcome:
         raise BackendUnavailable(outcome["unavailable"])

@@ -150,6 +150,37 @@ def test_a_missing_key_is_reported_beside_every_other_broken_rule(forms):
     assert checks["cuda_source"][0] == "passed" and checks["compile"][0] == "passed"
 
 
+def test_a_worker_killed_late_keeps_the_failures_and_says_the_out_of_memory_killer_did_not_do_it(forms):
+    _backend, report = forms
+    checks = _checks(report["forms_killed_late"])
+    assert checks["output_matches"][0] == "failed"
+    assert "misaligned trial 0 (atol=0.01, rtol=0.01): 3 of 3 elements differ" in checks["output_matches"][1]
+    assert checks["runs_to_completion"] == ("failed", "the worker process died during misaligned trial 2 (killed by "
+                                            "signal SIGKILL) (not the host's out-of-memory killer: /proc/vmstat's "
+                                            "oom_kill count did not change)")
+    assert checks["fits_host_memory"][0] == "not_run"
+
+
+def test_a_worker_the_out_of_memory_killer_ends_fails_fits_host_memory_not_the_kernel(monkeypatch):
+    """The same SIGKILL while /proc/vmstat's oom_kill count rises: the host's doing, under a check of its own."""
+    from harness import worker
+    from harness.worker import GateJob, run_gate_job
+
+    counts = iter([41, 42])
+    monkeypatch.setattr(worker, "oom_kills", lambda: next(counts))
+    report = run_gate_job(GateJob(file=str(FORMS), name="forms_killed_late", backend="cpu"), 60)
+    checks = {c.check.value: (c.status.value, c.detail) for c in report.checks}
+    assert not report.admitted
+    status, detail = checks["fits_host_memory"]
+    assert status == "failed"
+    assert detail.startswith("the worker process died during misaligned trial 2 (killed by signal SIGKILL): the host's "
+                             "out-of-memory killer ended it (/proc/vmstat oom_kill rose by 1 meanwhile; ")
+    assert detail.endswith(" GiB of host memory available afterwards): a limit of this machine, not a fault of the "
+                           "kernel")
+    assert checks["runs_to_completion"] == ("not_run", f"not run: {detail}")
+    assert checks["output_matches"][0] == "failed"  # found before the death, kept
+
+
 def test_a_crash_at_a_late_trial_keeps_the_failures_found_before_it(forms):
     backend, report = forms
     substrate = report["forms_crash_late"]

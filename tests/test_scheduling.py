@@ -1,8 +1,11 @@
 """harness.scheduling, and gate.py --jobs: jobs that do not fit the device's memory at once wait their turn,
 and one that runs out of memory beside others is judged again alone."""
 
+import json
 import threading
 import time
+
+import pytest
 
 from harness import cli
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
@@ -60,11 +63,11 @@ def test_the_estimate_grows_with_the_trial():
     assert estimate_bytes(2**30) > estimate_bytes(0) > 0
 
 
-def _report(name, oom: bool) -> SubstrateReport:
+def _report(name, oom: bool, memory: CheckName = CheckName.FITS_DEVICE_MEMORY) -> SubstrateReport:
     status = CheckStatus.FAILED if oom else CheckStatus.PASSED
     detail = "T0_original trial 0: CUDA out of memory" if oom else "every trial fit the device's memory"
-    checks = [CheckResult(c, CheckStatus.PASSED, "") for c in CheckName if c is not CheckName.FITS_DEVICE_MEMORY]
-    checks.append(CheckResult(CheckName.FITS_DEVICE_MEMORY, status, detail))
+    checks = [CheckResult(c, CheckStatus.PASSED, "") for c in CheckName if c is not memory]
+    checks.append(CheckResult(memory, status, detail))
     return SubstrateReport(name=name, file="f.py", checks=checks, source_sha256="x")
 
 
@@ -98,7 +101,9 @@ def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatc
     assert "3 admitted, 0 rejected" in out
 
 
-def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, capsys):
+@pytest.mark.parametrize("memory, which", [(CheckName.FITS_DEVICE_MEMORY, "device"),
+                                            (CheckName.FITS_HOST_MEMORY, "host")])
+def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, capsys, tmp_path, memory, which):
     calls = []
 
     def fake_job(job, timeout, on_message):
@@ -106,15 +111,18 @@ def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, c
         first_try = calls.count(job.name) == 1
         if job.name == "pad_const_b1":
             time.sleep(0.3)  # so the other job runs beside it
-        return _report(job.name, oom=first_try and job.name == "pad_const_b1")
+        return _report(job.name, oom=first_try and job.name == "pad_const_b1", memory=memory)
 
     monkeypatch.setattr(cli, "run_gate_job", fake_job)
     monkeypatch.setattr(cli, "device_memory_bytes", lambda backend: 100 * 2**30)
     code = cli.main(["--backend", "cpu", "--jobs", "2", "--no-record", "--no-progress", "pad_const_b1",
-                     "pad_const_b2", "--json", "/dev/null"])
+                     "pad_const_b2", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert code == 0, out
     assert calls.count("pad_const_b1") == 2 and calls.count("pad_const_b2") == 1
+    rerun = next(s for s in json.loads((tmp_path / "r.json").read_text())["substrates"] if s["name"] == "pad_const_b1")
+    detail = next(c["detail"] for c in rerun["checks"] if c["check"] == memory.value)
+    assert detail == f"every trial fit the device's memory (run again alone: beside other jobs it ran out of {which} memory)"
 
 
 def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys):

@@ -13,6 +13,9 @@
   read four terabytes past x on misaligned trial 2 (a segfault on the CPU backend, an illegal
   address on a GPU; not address 0, which a compiler may assume unreachable): the report keeps the
   earlier failures beside the crash.
+- `forms_killed_late`: forms_crash_late's kernel, whose launch SIGKILLs its own worker on misaligned
+  trial 2, as the host's out-of-memory killer would: the report keeps the earlier failures, and says
+  whether /proc/vmstat's oom_kill count rose meanwhile (then fits_host_memory fails, not the kernel).
 Not real candidates: they live under tests/ so `python gate.py` never gates them unless asked.
 """
 
@@ -94,6 +97,15 @@ def launch_rows(inputs, torch):
                                       (ctypes.c_longlong, rows), (ctypes.c_longlong, cols)]
 
 
+def launch_killed(inputs, torch):
+    import os
+    import signal
+
+    if inputs[0].shape[1] == 57:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return launch_rows(inputs, torch)
+
+
 def t0_drawn(t):
     # get_inputs()'s shape and distribution (randn), from a generator of its own: not bit-identical.
     import torch
@@ -152,3 +164,5 @@ def register(K, torch, ctypes):
                                              kernel_name="row_sum_atomic", launch=launch, suites=suites_three_t0)
     K.PROBLEMS["forms_crash_late"] = dict(common, cuda=CRASH_SOURCE, kernel_name="row_sum_crash",
                                           launch=launch_rows, suites=suites)
+    K.PROBLEMS["forms_killed_late"] = dict(common, cuda=CRASH_SOURCE, kernel_name="row_sum_crash",
+                                           launch=launch_killed, suites=suites)
