@@ -63,12 +63,12 @@ class GuardedTensor:
     def poison(self, pattern_byte: int) -> None:
         self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes].fill_(pattern_byte)
 
-    def band_changes(self) -> torch.Tensor:
-        """Bytes changed in the band before and after, as two int64 on the device: read with other signals in
-        one transfer (each host read waits for the device), and only when one is nonzero is damage() asked."""
+    def bands_changed(self) -> torch.Tensor:
+        """Whether the band before and the band after changed, as two int64 (0 or 1) on the device: read with
+        other signals in one transfer (each host read waits for the device); damage() says how, when one did."""
         before = self.buffer[:GUARD_BYTES] != self.guard_byte
         after = self.buffer[GUARD_BYTES + self.nbytes:] != self.guard_byte
-        return torch.stack([before.sum(dtype=torch.int64), after.sum(dtype=torch.int64)])
+        return torch.stack([before.any(), after.any()]).to(torch.int64)
 
     def damage(self) -> list[GuardDamage]:
         found = []
@@ -88,11 +88,12 @@ def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> tor
     return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
 
 
-def poison_count(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
-    """How many elements of `t` hold the poison pattern, as one int64 on the device (read with other signals)."""
+def poison_held(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
+    """Whether some element of `t` holds the poison pattern, as one int64 (0 or 1) on the device (read with other
+    signals; any() and not a count: summing a bool tensor on the CPU converts it to int64 first, 30 times slower)."""
     flat = bits(t).reshape(-1)
     held = flat == _poison_element(pattern_byte, t.element_size(), flat.dtype).to(flat.device)
-    return held.sum(dtype=torch.int64).reshape(1)
+    return held.any().to(torch.int64).reshape(1)
 
 
 def poison_mask(t: torch.Tensor, pattern_byte: int) -> torch.Tensor | None:

@@ -23,7 +23,7 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, compare, compare_bitwise
-from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, checksum_parts, poison_count, poison_mask,
+from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, checksum_parts, poison_held, poison_mask,
                             poisoned_allocations, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
@@ -197,17 +197,17 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
                sums: list, pattern: int | None) -> int:
-    """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns how
-    many elements of out still hold `pattern` (0 when `pattern` is None: launch initialised out).
+    """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns 1
+    when some element of out still holds `pattern`, else 0 (always 0 when `pattern` is None: launch initialised out).
 
     Every signal is computed on the device and read in one transfer: a campaign asks this of every
     trial of every mutant, and on a GPU each separate read is a wait for the device. The details
     (which bytes, which elements) are worked out only where a signal says something is wrong.
     """
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
-    parts = [guarded_out.band_changes(), *(checksum_parts(views[i]) for i in tensors)]
+    parts = [guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors)]
     if pattern is not None:
-        parts.append(poison_count(guarded_out.tensor, pattern))
+        parts.append(poison_held(guarded_out.tensor, pattern))
     signals = torch.cat([part.to(guarded_out.buffer.device) for part in parts]).tolist()
     if signals[0] or signals[1]:
         result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
@@ -296,7 +296,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                 del unwritten
     with clock.timing("kernel: guards, unwritten output, inputs"):
         present = [(i, g) for i, g in enumerate(guarded) if g is not None]
-        changed = torch.cat([g.band_changes() for _, g in present]).tolist() if present else []
+        changed = torch.cat([g.bands_changed() for _, g in present]).tolist() if present else []
         for k, (i, g) in enumerate(present):
             if changed[2 * k] or changed[2 * k + 1]:
                 result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from harness.guards import (GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor, checksum_parts, poison_count,
+from harness.guards import (GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor, checksum_parts, poison_held,
                             tensor_checksum, unwritten_mask)
 
 FIRST, SECOND = POISON_BYTES
@@ -294,21 +294,24 @@ def test_the_inputs_bands_differ_so_reads_past_two_ends_do_not_cancel():
 
 # --- signals read in one transfer (run_kernel asks them of every trial of every mutant) ------------
 
-def test_band_changes_counts_the_bytes_damage_reports_on_each_side():
+def test_bands_changed_says_which_side_damage_reports():
     g = GuardedTensor((4,), torch.float32, "cpu")
-    assert g.band_changes().tolist() == [0, 0]
-    g.buffer[GUARD_BYTES - 3:GUARD_BYTES].fill_(0)
+    assert g.bands_changed().tolist() == [0, 0]
     g.buffer[GUARD_BYTES + 16 + 5] = 0
-    assert g.band_changes().tolist() == [3, 1]
+    assert g.bands_changed().tolist() == [0, 1]
+    g.buffer[GUARD_BYTES - 3:GUARD_BYTES].fill_(0)
+    assert g.bands_changed().tolist() == [1, 1]
     assert [d.changed_bytes for d in g.damage()] == [3, 1]
 
 
-@pytest.mark.parametrize("dtype, count", [(torch.float32, 2), (torch.float16, 2), (torch.bool, 2), (torch.int64, 2)])
-def test_poison_count_counts_elements_holding_the_whole_pattern(dtype, count):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bool, torch.int64])
+def test_poison_held_says_whether_an_element_holds_the_whole_pattern(dtype):
     t = filled((5,), dtype, FIRST)
-    t.view(torch.uint8)[:t.element_size() * 3] = 0  # three elements written
-    assert poison_count(t, FIRST).tolist() == [count]
-    assert poison_count(t, SECOND).tolist() == [0]
+    assert poison_held(t, FIRST).tolist() == [1] and poison_held(t, SECOND).tolist() == [0]
+    t.view(torch.uint8)[:t.element_size() * 4] = 0  # four elements written
+    assert poison_held(t, FIRST).tolist() == [1]
+    t.view(torch.uint8)[-1] = 0  # the fifth half written: no element holds the whole pattern
+    assert poison_held(t, FIRST).tolist() == [0]
 
 
 @pytest.mark.parametrize("x", [torch.arange(13, dtype=torch.uint8), torch.randn(7, 3), torch.ones(0),
