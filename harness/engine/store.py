@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,9 @@ class ResultStore:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._results: dict[ResultKey, dict] = {}
+        # The engine's worker slots and the oracles' threads put results at once: one append at a time, or one
+        # thread's torn-line check could see another's half-written line (a blank line in the store, seen on the H200).
+        self._lock = threading.Lock()
         if self.path.is_file():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -49,12 +53,17 @@ class ResultStore:
     def put(self, key: ResultKey, result: dict) -> None:
         """Append one result and make it durable before returning."""
         record = {"source_sha256": key.source_sha256, "backend": key.backend, "mutant_id": key.mutant_id, **result}
+        line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as stream:
-            # A torn line from an earlier kill must not swallow this one.
-            if stream.tell() and not self.path.read_bytes().endswith(b"\n"):
-                stream.write("\n")
-            stream.write(json.dumps(record, sort_keys=True) + "\n")
+        with self._lock, open(self.path, "a+b") as stream:
+            # A torn line from an earlier kill must not swallow this one. Only the last byte is read: the whole
+            # store, read at every put, made a campaign's appends quadratic in its length.
+            end = stream.seek(0, os.SEEK_END)
+            if end:
+                stream.seek(end - 1)
+                if stream.read(1) != b"\n":
+                    line = b"\n" + line
+            stream.write(line)  # append mode: at the end, wherever the read left the position
             stream.flush()
             os.fsync(stream.fileno())
-        self._results[key] = record
+            self._results[key] = record
