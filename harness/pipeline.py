@@ -208,7 +208,7 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
     parts = [guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors)]
     if pattern is not None:
         parts.append(poison_held(guarded_out.tensor, pattern))
-    signals = torch.cat([part.to(guarded_out.buffer.device) for part in parts]).tolist()
+    signals = torch.cat(parts).tolist()  # one device: out and the inputs' guarded copies
     if signals[0] or signals[1]:
         result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
     for k, i in enumerate(tensors):
@@ -822,7 +822,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         book.ran(CheckName.FITS_DEVICE_MEMORY, f"all {ctx.trials_on_device} trials fit the device's memory")
     if not book.decided(CheckName.FITS_HOST_MEMORY) and ctx.trials_on_device:
         # Decided here only when it passes: a worker the host's out-of-memory killer ends never gets here,
-        # and run_gate_job reports that death under this check (harness.worker.host_memory_death).
+        # and run_gate_job reports that death under this check (harness.worker.classify_death).
         book.ran(CheckName.FITS_HOST_MEMORY, "the worker ran to its end: the host's memory sufficed")
     why = "not run: " + (ctx.fault or ("the kernel did not compile" if ctx.kernel is None and ctx.official is not None
                                        else "the official reference did not load" if ctx.official is None

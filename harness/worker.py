@@ -353,31 +353,30 @@ def oom_kills(vmstat: Path = Path("/proc/vmstat")) -> int | None:
     return None
 
 
-def host_memory_death(lost: WorkerLost, oom_kills_before: int | None, oom_kills_after: int | None) -> str | None:
-    """Why a lost worker is the host's doing, not the kernel's: it was SIGKILLed (nothing of ours or of a kernel
-    sends that; a timeout's kill is reported as a timeout) while the out-of-memory killer's count rose. None when
-    that is not shown; then `lost_note` says what is known.
+def classify_death(lost: WorkerLost, oom_kills_before: int | None,
+                   oom_kills_after: int | None) -> tuple[CheckName, str]:
+    """The check a lost worker fails, and what to say of the death beyond `lost` itself.
+
+    A worker SIGKILLed (nothing of ours or of a kernel sends that; a timeout's kill is reported as a
+    timeout) while the out-of-memory killer's count rose is the host's doing: fits_host_memory. Any
+    other death is runs_to_completion's, and a SIGKILL's says what the count showed.
     """
-    if lost.timed_out or lost.exitcode != -signal.SIGKILL or oom_kills_before is None or oom_kills_after is None:
-        return None
+    if lost.timed_out or lost.exitcode != -signal.SIGKILL:
+        return CheckName.RUNS_TO_COMPLETION, ""
+    if oom_kills_before is None or oom_kills_after is None:
+        return CheckName.RUNS_TO_COMPLETION, (" (SIGKILL comes from outside the worker, most often the host's "
+                                              "out-of-memory killer; /proc/vmstat's oom_kill count cannot be read "
+                                              "here to tell)")
     if oom_kills_after <= oom_kills_before:
-        return None
+        return CheckName.RUNS_TO_COMPLETION, (" (not the host's out-of-memory killer: /proc/vmstat's oom_kill count "
+                                              "did not change)")
     from harness.trial_inputs import host_memory_available
 
     available = host_memory_available()
     now = f"; {available / 2**30:.1f} GiB of host memory available afterwards" if available is not None else ""
-    return (f"{lost}: the host's out-of-memory killer ended it (/proc/vmstat oom_kill rose by "
-            f"{oom_kills_after - oom_kills_before} meanwhile{now}): a limit of this machine, not a fault of the kernel")
-
-
-def lost_note(lost: WorkerLost, oom_kills_before: int | None, oom_kills_after: int | None) -> str:
-    """What a SIGKILL's death can be said to be when it is not shown to be the out-of-memory killer's."""
-    if lost.timed_out or lost.exitcode != -signal.SIGKILL:
-        return ""
-    if oom_kills_before is None or oom_kills_after is None:
-        return (" (SIGKILL comes from outside the worker, most often the host's out-of-memory killer; /proc/vmstat's "
-                "oom_kill count cannot be read here to tell)")
-    return " (not the host's out-of-memory killer: /proc/vmstat's oom_kill count did not change)"
+    return CheckName.FITS_HOST_MEMORY, (f": the host's out-of-memory killer ended it (/proc/vmstat oom_kill rose by "
+                                        f"{oom_kills_after - oom_kills_before} meanwhile{now}): a limit of this "
+                                        f"machine, not a fault of the kernel")
 
 
 def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):
@@ -466,12 +465,9 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     try:
         _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
-        kills_after = oom_kills()
-        death, why = CheckName.FITS_HOST_MEMORY, host_memory_death(lost, kills_before, kills_after)
-        if why is None:
-            death = CheckName.RUNS_TO_COMPLETION
-            why = (f"{lost}: {outcome['crash']}" if "crash" in outcome else str(lost)) + lost_note(
-                lost, kills_before, kills_after)
+        death, said = classify_death(lost, kills_before, oom_kills())
+        crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""
+        why = f"{lost}{crash}{said}"
         if "partial" in outcome:
             return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why, death)
         checks = outcome["checks"] + [CheckResult(death, CheckStatus.FAILED, why)]

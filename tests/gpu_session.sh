@@ -68,6 +68,7 @@ fi
 # The code this call runs, as `bash tests/tree_digest.sh COMMIT` gives a commit's (the device's git log may be stale).
 echo "tree digest: $(bash tests/tree_digest.sh)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)  # the KernelBench chains and the campaigns
 g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
@@ -124,19 +125,18 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   # the c-th Nth of the cores (taskset): on a machine of N GPUs each candidate gets what the one-GPU machine
   # gives; on fewer GPUs chains share one (a candidate's baseline and gate then both run beside the others).
   chains=${KB_CHAINS:-1}; per_chain=$(( $(nproc) / chains ))
-  kb_gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
   kb_chain() {
     local c=$1; shift
     local log="$out/kb-both.log" pin=()
     if [ "$chains" -gt 1 ]; then
       log="$out/kb-both-chain$c.log"
       # Chains sharing a GPU share the cores too (the scheduler gives a gate's helpers what the others leave idle).
-      [ "$kb_gpus" -ge "$chains" ] && command -v taskset >/dev/null \
+      [ "$gpus" -ge "$chains" ] && command -v taskset >/dev/null \
         && pin=(taskset -c "$((c * per_chain))-$((c * per_chain + per_chain - 1))")
     fi
     for f in "$@"; do
       name=$(basename "$f" .py)
-      if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$((c % kb_gpus)); fi
+      if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$((c % gpus)); fi
       "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --repeat "${KB_REPEAT:-1}" \
         --json "$out/kb-both-$name.json" "$f" >> "$log" 2>&1
       echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$log" | tail -n 4
@@ -278,7 +278,6 @@ PY
   pack
 }
 per_gpu=${WORKERS_PER_GPU:-4}
-gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 if [ "${NAIVE:-0}" = 1 ]; then
   campaign naive --workers $((per_gpu * gpus)) --operator guard_deletion --naive
   campaign warm --workers $((per_gpu * gpus)) --operator guard_deletion
