@@ -11,6 +11,10 @@
 #   KB_GATE=1      also gate examples/kernelbench/ against it (at the problems' real sizes: minutes)
 #   GATE=0         skip the gates (the admission records in the tree are used as they are)
 #   TESTS=none     skip the tests
+#   TEST_FILES="F ..."  the test files (or folders) to run (default: tests)
+#   PYCACHE=0      leave Python's bytecode as the device has it: not written (PYTHONDONTWRITEBYTECODE=1) and not
+#                  shipped with its packages, so every process compiles torch's modules again; by default it is
+#                  written once under /tmp/pycache, as a pip install on a user's machine has it
 #   PYTEST_WORKERS=N  the tests on N pytest-xdist processes, a file to a worker (the device has xdist; the
 #                  GPU tests take about 600 s on one, more than a call holds beside the gates)
 #   GATE_SPEED=1   the gate over the 28, warm cache, --no-record, at each of GATE_SPEED_RUNS ("JOBS:PROCESSES"
@@ -57,6 +61,10 @@ pack() { (flock 9; tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null) 9>
 trap pack EXIT
 trap 'pack; exit 143' TERM
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
+if [ "${PYCACHE:-1}" = 1 ]; then  # measured: `import torch` 4.6 s, torch._dynamo 1.8 s more, compiled each time
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX=/tmp/pycache
+fi
 
 # Wheels carried in .whl (dask[distributed] and the needs the device lacks: the device has no dask) are installed
 # for every step, so tests/test_cluster.py is collected rather than skipped, and CLUSTER=1 can run.
@@ -73,9 +81,10 @@ g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
 python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
-# What the fork server's start costs here (the gate's "discovery" is mostly that start): its imports, in turn.
-python3 - <<'PY'
-import importlib, time
+# What the fork server's start costs here (the gate's "discovery" is mostly that start): its imports, in turn;
+# twice, the first writing the bytecode the second reads (where PYCACHE allows it).
+for round in 1 2; do python3 - <<'PY'
+import importlib, sys, time
 from harness.worker import FORK_SERVER_PRELOAD
 started, parts = time.perf_counter(), []
 for module in FORK_SERVER_PRELOAD:
@@ -83,8 +92,10 @@ for module in FORK_SERVER_PRELOAD:
     importlib.import_module(module)
     parts.append(f"{module} {time.perf_counter() - began:.2f}")
 print(f"fork server imports: {time.perf_counter() - started:.2f} s (" + ", ".join(parts[:3]) + ", the rest "
-      f"{time.perf_counter() - started - sum(float(p.split()[-1]) for p in parts[:3]):.2f})")
+      f"{time.perf_counter() - started - sum(float(p.split()[-1]) for p in parts[:3]):.2f}; bytecode "
+      f"{'written to ' + str(sys.pycache_prefix) if not sys.flags.dont_write_bytecode else 'not written'})")
 PY
+done
 
 if [ "${GATE:-1}" != 0 ]; then
 # With the sanitizers (the default where compute-sanitizer is found), under a limit: a sanitizer stage that
@@ -205,7 +216,7 @@ marker=()
 [ -n "${PYTEST_WORKERS:-}" ] && marker+=(-n "$PYTEST_WORKERS" --dist loadfile)
 if [ "${TESTS:-all}" != none ]; then
   # -v: a run cut off by the call's limit still shows which tests ran; the slowest are listed last.
-  python3 -m pytest -v -rfEs --durations=25 -p no:cacheprovider "${marker[@]}" tests 2>&1 | tee "$out/pytest.log" \
+  python3 -m pytest -v -rfEs --durations=25 -p no:cacheprovider "${marker[@]}" ${TEST_FILES:-tests} 2>&1 | tee "$out/pytest.log" \
     | grep -vE " PASSED|^tests/.* SKIPPED" | tail -n 70
   echo "pytest exit: ${PIPESTATUS[0]}"
   pack
