@@ -23,7 +23,7 @@ from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_
 from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.scheduling import MemoryBudget, device_memory_bytes, estimate_bytes
+from harness.scheduling import AUTO_GPU_JOBS, MemoryBudget, auto_jobs, device_memory_bytes, estimate_bytes
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -32,6 +32,19 @@ EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 class UsageError(Exception):
     pass
+
+
+def _jobs(text: str) -> int | str:
+    """--jobs: a whole number from 1, or auto (resolved once the backend is known)."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, or auto; not {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, metavar="S",
                         help=f"kill a worker that makes no progress for S seconds: one import, compile or trial "
                              f"(default: {DEFAULT_STEP_TIMEOUT:g})")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="substrates gated at once, as many as the device's memory holds (default: 1)")
+    parser.add_argument("--jobs", type=_jobs, default="auto", metavar="N|auto",
+                        help="substrates gated at once, as many as the device's memory holds (default: auto: on a GPU "
+                             f"half this machine's cores, at most {AUTO_GPU_JOBS}; 1 on the CPU backend)")
     parser.add_argument("--record", type=Path, metavar="PATH",
                         help="admission record to update (default: admissions.json in each candidate's folder, "
                              "substrates/admissions.json for the family)")
@@ -331,8 +345,8 @@ def _run(args) -> int:
     for file in explicit_files:
         if not file.is_file():
             raise UsageError(f"cannot read candidate file {file}")
-    if args.jobs < 1 or args.timeout <= 0:
-        raise UsageError("--jobs must be at least 1 and --timeout positive")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
     if problem := sanitizer.processes_problem(args.sanitize_processes):
         raise UsageError(problem)
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
@@ -356,6 +370,8 @@ def _run(args) -> int:
     jobs = _resolve_targets(targets, entries, errors)
 
     backend = resolve_backend_name(args.backend)
+    if args.jobs == "auto":
+        args.jobs = auto_jobs(backend, os.cpu_count() or 1)
     why = ""
     if args.backend == "auto":
         why = " (auto: a GPU is visible)" if backend == "cuda" else " (auto: no GPU is visible)"

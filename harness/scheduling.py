@@ -25,6 +25,20 @@ TRIAL_COPIES = 6
 HEADROOM_BYTES = 2 * 2**30
 
 
+# `--jobs auto` on a GPU: measured on the H200 (16 cores), the gate over the 28 took 19.4 s at 4 jobs, 16.8-18.5 s at
+# 8 and 17.8-18.5 s at 16 (MEASUREMENTS.md), against about 45 s at 1; past 8 the sanitizer stage beside the jobs
+# sets the pace. Half the cores: each job's worker has T0's helpers and the sanitizers beside it.
+AUTO_GPU_JOBS = 8
+
+
+def auto_jobs(backend: str, cpu_cores: int) -> int:
+    """Substrates gated at once when `--jobs` is auto: on a GPU half the cores, at most AUTO_GPU_JOBS; on the CPU
+    backend one (a kernel's blocks already run on every core)."""
+    if backend == "cpu":
+        return 1
+    return max(1, min(AUTO_GPU_JOBS, cpu_cores // 2))
+
+
 def estimate_bytes(t0_bytes: int) -> int:
     return TRIAL_COPIES * t0_bytes + HEADROOM_BYTES
 

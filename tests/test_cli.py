@@ -11,6 +11,7 @@ import pytest
 from harness.backends import gpu_visible
 from harness.cli import format_summary, main
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, SuiteResult
+from harness.scheduling import auto_jobs
 
 
 def test_help_exits_zero(capsys):
@@ -177,3 +178,28 @@ def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys)
     main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress",
           "--jobs", "8"])
     assert told == [3, 3, 3]  # --jobs 8, but three substrates: three at once
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
+def test_jobs_other_than_a_positive_whole_number_or_auto_is_a_usage_error(value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["pad_const_b1", "--no-record", "--jobs", value])
+    assert exited.value.code == 2
+    assert f"argument --jobs: a whole number of at least 1, or auto; not '{value}'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend, cores, expected", [("cuda", 16, 8), ("cuda", 64, 8), ("cuda", 6, 3), ("cuda", 1, 1),
+                                                      ("cpu", 16, 1), ("cpu", 2, 1)])
+def test_auto_jobs_are_half_the_cores_on_a_gpu_at_most_eight_and_one_on_the_cpu(backend, cores, expected):
+    assert auto_jobs(backend, cores) == expected
+
+
+def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
+    import harness.cli as cli
+
+    told = []
+    monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message: told.append(job.jobs_at_once)
+                        or SubstrateReport(name=job.name, file=job.file))
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
+    main(["pad_const_b1", "pad_const_b2", "--backend", "cpu", "--no-record", "--no-progress"])
+    assert told == [1, 1]  # auto on the CPU backend: one at a time

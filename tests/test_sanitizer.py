@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
-from harness.oracles import sanitizer
 from harness.oracles.sanitizer import (Finding, SanitizerTarget, find_sanitizer, parse_log, process_tree,
                                       run_watched, sanitize, shares)
 from harness.records import CheckName, CheckStatus
@@ -282,26 +281,3 @@ def test_the_sanitized_program_builds_only_t0s_first_trial():
     assert built == [("T0_original", 0), ("targeted", 0), ("targeted", 1), ("targeted", 2)]
     assert [where for where, _inputs in found] == ["probe trial 0", "T0_original trial 0", "targeted trial 2"]
     assert notes == []
-
-
-def test_memcheck_racecheck_and_synccheck_check_only_the_substrates_kernels_and_initcheck_every_kernel(tmp_path):
-    # torch's copies and fills around each case run unchecked under the first three; initcheck must watch them
-    # write, or an atomic kernel's zero-filled out would read as uninitialised.
-    targets = [SanitizerTarget("a.py", "a", "scale"), SanitizerTarget("b.py", "b", "ns::shift<float, 4>"),
-               SanitizerTarget("c.py", "c", "scale")]
-    filters = {}
-    for tool in sanitizer.TOOLS:
-        command = sanitizer.tool_command(Path("/cs"), tool, targets, tmp_path / "log", tmp_path / "plan",
-                                         tmp_path / "events")
-        filters[tool] = [command[i + 1] for i, word in enumerate(command) if word == "--kernel-name"]
-        assert command[:3] == ["/cs", "--tool", tool]
-        assert command[-5:] == [sys.executable, "-m", "harness.oracles.sanitized_run", str(tmp_path / "plan"),
-                                str(tmp_path / "events")]
-    assert filters == {"memcheck": ["kns=scale", "kns=shift"], "racecheck": ["kns=scale", "kns=shift"],
-                       "synccheck": ["kns=scale", "kns=shift"], "initcheck": []}
-
-
-@pytest.mark.parametrize("kernel_name, substring", [("pad_const_b1", "pad_const_b1"), ("ns::scale<float>", "scale"),
-                                                     ("a::b::tile<2, ns::T>", "tile"), (" spaced ", "spaced")])
-def test_a_kernels_filter_substring_is_its_identifier_which_its_mangled_symbol_holds(kernel_name, substring):
-    assert sanitizer.kernel_substring(kernel_name) == substring

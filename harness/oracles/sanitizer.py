@@ -41,11 +41,6 @@ PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up inclu
 STALL_TIMEOUT = DEFAULT_STEP_TIMEOUT
 MIN_STALL = 60.0
 SHOWN_FINDINGS = 3
-# Tools told to instrument only the substrates' kernels (`--kernel-name kns=...`): torch's own kernels (the
-# copies, fills and allocations around each case) then run unchecked, and what these tools look for lies within
-# one kernel's run. Not initcheck: it knows memory as initialised only by what it watched write it, and an
-# unwatched torch fill of an atomic kernel's out would make every read of it "uninitialised".
-KERNEL_FILTERED_TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
 def add_processes_argument(parser) -> None:
@@ -274,26 +269,6 @@ def run_watched(command: list[str], env: dict, output: Path, events: Path, timeo
             return None, why
 
 
-def kernel_substring(kernel_name: str) -> str:
-    """What of a kernel's name its symbol holds whole, mangled or not: the identifier, without the namespaces and
-    template arguments of a C++ name expression (`ns::scale<float>` -> `scale`, which `_ZN2ns5scaleIfEEvPT_`
-    holds)."""
-    return kernel_name.split("<", 1)[0].rsplit("::", 1)[-1].strip()
-
-
-def tool_command(sanitizer: Path, tool: str, targets: list[SanitizerTarget], log: Path, plan: Path,
-                 events: Path) -> list[str]:
-    """compute-sanitizer's command line for one process of `tool` over `targets`."""
-    command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
-               "--log-file", str(log)]
-    if tool in KERNEL_FILTERED_TOOLS:
-        # Additive filters: a kernel whose symbol holds any of the substrings is checked. A substring that also
-        # names some of torch's kernels only has those checked too.
-        for substring in dict.fromkeys(kernel_substring(t.kernel_name) for t in targets):
-            command += ["--kernel-name", f"kns={substring}"]
-    return command + [sys.executable, "-m", "harness.oracles.sanitized_run", str(plan), str(events)]
-
-
 def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None,
              stall: float = STALL_TIMEOUT) -> ToolRun:
@@ -312,7 +287,9 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
                    "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
                                     "targets": listed}))
-        command = tool_command(sanitizer, tool, remaining, log, plan, events)
+        command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
+                   "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
+                   str(events)]
         status, ended = run_watched(command, env, printed, events, timeout, stall)
         output = printed.read_text(errors="replace")
         started_names, done = [], set()
