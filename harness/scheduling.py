@@ -26,8 +26,7 @@ HEADROOM_BYTES = 2 * 2**30
 
 
 # `--jobs auto` on a GPU: measured on the H200 (16 cores), the gate over the 28 took 19.4 s at 4 jobs, 16.8-18.5 s at
-# 8 and 17.8-18.5 s at 16 (MEASUREMENTS.md), against about 45 s at 1; past 8 the sanitizer stage beside the jobs
-# sets the pace. Half the cores: each job's worker has T0's helpers and the sanitizers beside it.
+# 8 and 17.8-18.5 s at 16 (MEASUREMENTS.md); past 8 the sanitizer stage beside the jobs sets the pace. Half the cores: each job's worker has T0's helpers and the sanitizers beside it.
 AUTO_GPU_JOBS = 8
 
 
