@@ -468,3 +468,31 @@ def test_on_the_cpu_backend_the_sanitizers_oracle_says_it_is_skipped_and_both_sc
     assert head.split()[-5:] == ["by", "oracles", "value", "score", "score"]
     assert _campaign(admitted, "rule_compliant", "--oracles", "values") == 0
     assert "oracle sanitizers" not in capsys.readouterr().out
+
+
+def test_worker_time_gives_the_parts_of_start_up_and_trials_that_a_worker_after_a_fault_pays_again():
+    from harness.engine.run import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"start-up": 1.0, "start-up: backend": 0.75, "start-up: official model": 0.125,
+                     "trials and references": 2.0, "trials and references: inputs": 1.5,
+                     "trials and references: official outputs": 0.25, "mutants": 1.0, "mutants: loading": 0.5}, 5.0)
+    assert worker_time.describe() == (
+        "worker time 5.0 s over 1 worker(s): start-up 1.0, trials and references 2.0, unmutated runs 0.0, "
+        "compiling 0.0, mutants 1.0, process start, imports and unreported 1.0\n"
+        "mutants' time: loading 0.5, the rest (compared code, trial order, messages) 0.5\n"
+        "start-up's time: backend 0.8, official model 0.1, the rest 0.1\n"
+        "trials and references' time: inputs 1.5, official outputs 0.2, the rest 0.2")
+
+
+def test_a_campaign_says_where_its_workers_start_up_and_trials_went(admitted, tmp_path, capsys):
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "rule_compliant"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start_up = next(line for line in lines if line.startswith("start-up's time: "))
+    assert re.fullmatch(r"start-up's time: (candidate imported|backend|official model) \d+\.\d, "
+                        r"(candidate imported|backend|official model) \d+\.\d, "
+                        r"(candidate imported|backend|official model) \d+\.\d, the rest \d+\.\d", start_up), start_up
+    trials = next(line for line in lines if line.startswith("trials and references' time: "))
+    assert re.fullmatch(r"trials and references' time: (inputs|official outputs) \d+\.\d, "
+                        r"(inputs|official outputs) \d+\.\d, the rest \d+\.\d", trials), trials

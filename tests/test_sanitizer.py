@@ -249,7 +249,11 @@ def test_each_tools_time_and_its_slowest_substrate_are_given(fake_sanitizer):
              fake_sanitizer, backend="cpu", timings=timings)
     assert [t.split()[0] for t in timings] == ["memcheck", "racecheck"]
     for timing in timings:
-        assert re.fullmatch(r"\w+ \d+\.\d s \(slowest forms_(row_sum|wrong_distribution) \d+\.\d s\)", timing), timing
+        assert re.fullmatch(r"\w+ \d+\.\d s \(start \d+\.\d s, loading \d+\.\d s, cases \d+\.\d s; "
+                            r"slowest forms_(row_sum|wrong_distribution) \d+\.\d s\)", timing), timing
+        whole, start, loading, cases = (float(x) for x in re.findall(r"(?:^\w+|start|loading|cases) (\d+\.\d)", timing))
+        assert start > 0.0  # Python's start and imports, before the first substrate
+        assert start + loading + cases <= whole + 0.2  # parts of the tool's time (each rounded)
 
 
 def test_the_sanitized_program_builds_only_t0s_first_trial():

@@ -14,7 +14,7 @@ from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
-from harness.engine.worker import MUTANT_PART, PHASES, CampaignJob, import_ahead, run_campaign_job
+from harness.engine.worker import PHASES, CampaignJob, import_ahead, run_campaign_job
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
@@ -70,19 +70,32 @@ class WorkerTime:
             self.workers += workers
 
     def describe(self) -> str:
-        """The phases and the rest; then, on a line of its own, what the mutants' time was spent on."""
-        phases = {name: s for name, s in self.phases.items() if not name.startswith(MUTANT_PART)}
-        mutant_parts = {name[len(MUTANT_PART):]: s for name, s in self.phases.items() if name.startswith(MUTANT_PART)}
+        """The phases and the rest; then, a line each, what the phases reported in parts were spent on (the
+        mutants', and the start-up's and the trials' that a worker after a fault pays again)."""
+        phases = {name: s for name, s in self.phases.items() if not part_of(name)}
         rest = max(0.0, self.wall - sum(phases.values()))
         text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s): "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
-        if mutant_parts:
-            unaccounted = max(0.0, phases.get("mutants", 0.0) - sum(mutant_parts.values()))
-            ranked = sorted(mutant_parts.items(), key=lambda part: -part[1])
-            text += ("\nmutants' time: " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in ranked)
-                     + f", the rest (compared code, trial order, messages) {unaccounted:.1f}")
+        for phase in (*PHASES[PHASES.index("mutants"):], *PHASES[:PHASES.index("mutants")]):  # the mutants' first
+            parts = {name[len(phase) + 2:]: s for name, s in self.phases.items() if part_of(name) == phase}
+            if parts:
+                unaccounted = max(0.0, phases.get(phase, 0.0) - sum(parts.values()))
+                ranked = sorted(parts.items(), key=lambda part: -part[1])
+                whose = phase + ("'" if phase.endswith("s") else "'s")
+                text += (f"\n{whose} time: "
+                         + ", ".join(f"{name} {seconds:.1f}" for name, seconds in ranked)
+                         + f", {REST_OF.get(phase, 'the rest')} {unaccounted:.1f}")
         return text
+
+
+# What the part of a phase not reported in parts is, where a phase says.
+REST_OF = {"mutants": "the rest (compared code, trial order, messages)"}
+
+
+def part_of(name: str) -> str:
+    """The phase that a reported time `name` is part of ("mutants: kernel: runs" -> "mutants"), or ""."""
+    return next((phase for phase in PHASES if name.startswith(phase + ": ")), "")
 
 
 def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter) -> None:

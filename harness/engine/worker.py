@@ -71,17 +71,24 @@ class Trial:
         return f"{self.suite} trial {self.t}"
 
 
-def prepare_trials(entry, official, device) -> list[Trial]:
-    """Every suite trial's inputs (on the device) and official output, computed once."""
+def prepare_trials(entry, official, device, clock=None) -> list[Trial]:
+    """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
+    the seconds of each as parts of "trials and references"."""
+    import contextlib
+
     import torch
 
     from harness.candidates import call_builder
 
+    def timing(part: str):
+        return clock.timing(f"trials and references: {part}") if clock is not None else contextlib.nullcontext()
+
     trials = []
     for suite, n_trials, builder in entry.suites():
         for t in range(n_trials):
-            inputs = call_builder(builder, t, device)
-            with torch.no_grad():
+            with timing("inputs"):
+                inputs = call_builder(builder, t, device)
+            with torch.no_grad(), timing("official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             trials.append(Trial(suite, t, inputs, expected))
     return trials
@@ -172,11 +179,11 @@ def run_campaign_job(job: CampaignJob, conn) -> None:
     """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends."""
     from harness.phases import PhaseClock
 
-    phases, mutant_parts = Counter(), PhaseClock()
+    phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
     try:
-        _run_campaign_job(job, conn, phases, mutant_parts)
+        _run_campaign_job(job, conn, phases, mutant_parts, setup_parts)
     finally:
-        conn.send(("timings", timings(phases, mutant_parts)))
+        conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
 
 
 # Where a worker's time goes, in the order the campaign prints them.
@@ -186,9 +193,11 @@ PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "m
 MUTANT_PART = "mutants: "
 
 
-def timings(phases: Counter, mutant_parts) -> dict[str, float]:
-    """The ("timings", ...) message's content: the phases and, prefixed, the parts of the mutants' time."""
-    return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()}}
+def timings(phases: Counter, mutant_parts, setup_parts=None) -> dict[str, float]:
+    """The ("timings", ...) message's content: the phases and, prefixed with their phase, the parts of the mutants'
+    time and of the start-up's and the trials' (`setup_parts` names them with the prefix already)."""
+    return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()},
+            **(setup_parts.seconds() if setup_parts is not None else {})}
 
 
 class _Phase:
@@ -218,7 +227,7 @@ def import_ahead(backend: str) -> None:
         importlib.import_module(module)
 
 
-def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> None:
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.cache import compile_cached, compile_program_cached
     from harness.batches import ptx_digest
@@ -229,14 +238,18 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> 
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
 
+    # What a worker started after a fault pays again, in parts: where to look to make that cheaper.
     with _Phase(phases, "start-up"):
-        entry = _load_entry(job)
-        backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
-        search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
-        official = load_problem(entry.kb_file, search).build_model(backend.device)
+        with setup_parts.timing("start-up: candidate imported"):
+            entry = _load_entry(job)
+        with setup_parts.timing("start-up: backend"):
+            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
+        with setup_parts.timing("start-up: official model"):
+            search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
+            official = load_problem(entry.kb_file, search).build_model(backend.device)
     conn.send(("step", "building the trials"))
     with _Phase(phases, "trials and references"):
-        trials = prepare_trials(entry, official, backend.device)
+        trials = prepare_trials(entry, official, backend.device, setup_parts)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
     compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir)  # finds what was compiled ahead
@@ -333,7 +346,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> 
                                time.perf_counter() - started))
                     return
         conn.send(("baseline", True, "", time.perf_counter() - started))
-        conn.send(("timings", timings(phases, mutant_parts)))
+        conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool]:
@@ -387,7 +400,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts) -> 
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                       "seconds": round(seconds, 4), "ptx_sha256": digest}))
                 # So far: a worker that dies later has said this much.
-                conn.send(("timings", timings(phases, mutant_parts)))
+                conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
 
             digest = ""
             try:

@@ -8,8 +8,9 @@ aligned like it). Inputs are plain device copies, without the gate's guard bands
 an out-of-bounds access into valid memory; the parent sets PYTORCH_NO_CUDA_MEMORY_CACHING=1 so that
 every tensor is an allocation of its own, as memcheck needs to see an overrun.
 
-Each line of EVENTS is a JSON object: `start`, `case`, `done` per substrate, so the parent knows
-which substrate a report or a death belongs to. A CUDA error after a launch leaves the context
+Each line of EVENTS is a JSON object: `ready` once, with the wall clock, when the program has started (its
+imports and backend made); then `start`, `case`, `done` per substrate, so the parent knows which substrate a
+report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. A CUDA error after a launch leaves the context
 unusable: the program writes `lost` and exits with LOST_EXIT, and the parent starts another for the
 substrates left.
 """
@@ -74,6 +75,7 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
             raise ValueError("; ".join(problems))
         kernel = backend.load(target.get("cuda") or entry.cuda, entry.kernel_name, f"{name}.cu",
                               entry.locate_cuda_line)
+        loaded = time.perf_counter() - started  # the candidate imported and its kernel loaded (under the tool)
         found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
@@ -95,7 +97,8 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
         ran.append(where)
         _write(events, event="case", substrate=name, where=where)  # progress: the parent ends a process that stalls
         del out, views
-    _write(events, event="done", substrate=name, cases=ran, notes=notes, seconds=round(time.perf_counter() - started, 3))
+    _write(events, event="done", substrate=name, cases=ran, notes=notes, seconds=round(time.perf_counter() - started, 3),
+           load_seconds=round(loaded, 3))
     return True
 
 
@@ -111,6 +114,7 @@ def main(argv: list[str]) -> int:
         watch_process(plan["watch_pid"])
     backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
     with open(argv[1], "a") as events:
+        _write(events, event="ready", wall=time.time())  # the parent counts the tool's and this start from it
         for target in plan["targets"]:
             if not run_substrate(target, backend, events, torch):
                 return LOST_EXIT
