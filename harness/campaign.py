@@ -43,7 +43,7 @@ from harness.worker import WorkerStarter
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-SPARE_MODES = ("auto", "always", "never")
+SPARE_MODES = ("auto", "always", "never", "warm")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spare-workers", choices=SPARE_MODES, default="auto",
                         help="keep a worker started ahead for each worker slot, so a new worker (for the next "
                              "substrate, or after a fault) has already imported torch; auto: when each worker "
-                             "and its spare can have a CPU core (default: auto)")
+                             "and its spare can have a CPU core; warm: always, and each spare also builds the "
+                             "trials and references of its slot's substrate and compiles its unmutated source "
+                             "while the worker runs, so the worker after a fault starts with them ready (trials of "
+                             "at most 256 MiB: the spare holds a second copy) (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "

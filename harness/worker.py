@@ -240,6 +240,7 @@ class StartedWorker:
 
     process: multiprocessing.process.BaseProcess
     connection: Connection
+    warmed: bool = False  # it was sent work ahead (WorkerStarter.warm), done or under way, for the job it is given
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -317,16 +318,34 @@ class WorkerStarter:
     def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True):
         self.env, self.prepare, self.ahead = env, prepare, ahead
         self._spare: StartedWorker | None = None
+        self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
 
-    def take(self) -> StartedWorker:
-        worker, self._spare = self._spare, None
-        if worker is None or not worker.process.is_alive():
+    def take(self, key=None) -> StartedWorker:
+        """A worker for a job: the spare, if it is alive and cold or warmed for `key`, else one started now.
+
+        A spare warmed for another key is of no use (it holds another substrate's trials) and is stopped.
+        """
+        worker, warmed_for = self._spare, self._spare_key
+        self._spare, self._spare_key = None, None
+        if worker is None or not worker.process.is_alive() or warmed_for not in (None, key):
             if worker is not None:
                 worker.stop()
-            worker = start_worker(self.env, self.prepare)
+            worker, warmed_for = start_worker(self.env, self.prepare), None
+        worker.warmed = warmed_for is not None
         if self.ahead:
             self._spare = start_worker(self.env, self.prepare)
         return worker
+
+    def warm(self, key, target, args) -> None:
+        """Send the cold spare `target(*args, conn)`: work it does ahead for a job keyed `key` (a campaign
+        worker's trials, say), after which it reads its job as any worker does. take(key) then gives it out."""
+        if self._spare is None or self._spare_key is not None:
+            return
+        try:
+            self._spare.connection.send((target, args))
+        except OSError:  # died while it waited: take() replaces it
+            return
+        self._spare_key = key
 
     def close(self) -> None:
         """Stop the worker started ahead, if any."""

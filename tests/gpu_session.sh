@@ -47,6 +47,9 @@
 #                  the gate on that cluster, its verdicts compared with GATE=1's; CLUSTER_LIMIT=S ends the cluster's
 #                  campaign after S seconds (default 420), its store kept; CLUSTER_PARTS="cluster here gate" (the
 #                  default) picks which of the three run: the campaigns in two calls, RESUME_FROM holding the first's
+#   WARM=1         the campaign over every admitted substrate, value suites only, with --spare-workers warm (each
+#                  slot's spare builds its substrate's trials ahead of a fault), statuses compared with CLUSTER's
+#                  "here" run of this call where there is one
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -347,6 +350,12 @@ PY
   fi
   pack
 fi
+if [ "${WARM:-0}" = 1 ]; then
+  campaign warm-spares --workers $((per_gpu * gpus)) --oracles values --spare-workers warm
+  [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
+    "$out/campaign-warm-spares.json" | tail -n 5
+  pack
+fi
 if [ "${CAMPAIGN:-}" = one ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
 fi
@@ -359,7 +368,7 @@ fi
 [ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu naive warm examples workers-1 workers-2 workers-4 unbatched \
+for name in all-gpus one-gpu naive warm here warm-spares examples workers-1 workers-2 workers-4 unbatched \
     spares-never-1 spares-always-1 spares-never-2 spares-always-2; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done

@@ -496,3 +496,74 @@ def test_a_campaign_says_where_its_workers_start_up_and_trials_went(admitted, tm
     trials = next(line for line in lines if line.startswith("trials and references' time: "))
     assert re.fullmatch(r"trials and references' time: (inputs|official outputs) \d+\.\d, "
                         r"(inputs|official outputs) \d+\.\d, the rest \d+\.\d", trials), trials
+
+
+class _JobAfterWarming(_Messages):
+    """The worker's end of the pipe for a worker warmed ahead: what it sends kept, then its job to read."""
+
+    def __init__(self, job):
+        super().__init__()
+        self.job = job
+
+    def recv(self):
+        self.sent.append(("read its job",))
+        return ("target", (self.job,))
+
+
+def test_a_worker_warmed_ahead_builds_the_trials_then_reads_its_job_and_judges_as_a_fresh_worker(admitted):
+    from harness.engine.mutants import generate
+    from harness.engine.worker import CampaignJob, _load_entry, run_campaign_job
+
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    spec = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=())
+    entry = _load_entry(spec)
+    ids = tuple(m.id for m in generate(entry.cuda, entry.name) if m.operator.value in ("guard_deletion",
+                                                                                        "relational_boundary"))
+    job = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=ids, run_baseline=False)
+    fresh, warmed = _Messages(), _JobAfterWarming(job)
+    run_campaign_job(job, fresh)
+    run_campaign_job(spec, warmed, wait_for_job=True)
+    kinds = [m[0] if m[0] != "step" else m[1] for m in warmed.sent]
+    # The trials and the unmutated source before the job is read; the mutants after.
+    assert kinds.index("building the trials") < kinds.index("warmed ahead, waiting for its job") < kinds.index(
+        "read its job") < kinds.index("mutant")
+    results = [[(m[1]["mutant_id"], m[1]["status"], m[1]["detail"]) for m in conn.sent if m[0] == "result"]
+               for conn in (fresh, warmed)]
+    assert len(results[0]) == 2 and results[0] == results[1]
+
+
+def test_a_worker_warmed_for_one_substrate_refuses_a_job_for_another(admitted):
+    from harness.engine.worker import CampaignJob, run_campaign_job
+
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    spec = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=())
+    other = CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=(), batch_size=1)
+    with pytest.raises(ValueError, match=r"a worker warmed for rule_compliant \(.*, batch size 32\) was given a job "
+                                         r"for rule_compliant \(.*, batch size 1\)"):
+        run_campaign_job(spec, _JobAfterWarming(other), wait_for_job=True)
+
+
+def test_a_slots_spare_warmed_for_a_substrate_is_given_out_only_for_it(tmp_path):
+    from harness.worker import WorkerStarter, _converse
+    from tests import worker_targets
+
+    starter = WorkerStarter(ahead=True)
+    taken = []
+    try:
+        taken.append(starter.take())
+        assert taken[-1].warmed is False  # nothing warmed yet: the cold spare, or one started now
+        starter.warm("substrate a", worker_targets.answers_then_serves, ())
+        warmed = starter.take("substrate a")
+        assert warmed.warmed is True
+        seen = []
+        _converse(worker_targets.answers, (), 30.0, lambda message: seen.append(message) or True, worker=warmed)
+        assert seen[0] == ("warmed",)  # what it did ahead, then its job
+        starter.warm("substrate a", worker_targets.answers_then_serves, ())
+        taken.append(starter.take("substrate b"))
+        assert taken[-1].warmed is False  # warmed for another: stopped, and a worker started now
+        taken.append(starter.take())
+        assert taken[-1].warmed is False
+    finally:
+        for worker in taken:
+            worker.stop()
+        starter.close()

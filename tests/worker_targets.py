@@ -25,6 +25,13 @@ def answers(conn):
     conn.send(("done", 42))
 
 
+def answers_then_serves(conn):
+    """Work a spare does ahead (WorkerStarter.warm): says so, then reads its job as the fork server's worker does."""
+    conn.send(("warmed",))
+    target, args = conn.recv()
+    target(*args, conn)
+
+
 def marks_ready(directory):
     """A worker's preparation: leaves <pid>.ready in directory."""
     from pathlib import Path

@@ -52,14 +52,18 @@ class WorkerTime:
         self.phases = {name: 0.0 for name in PHASES}
         self.wall = 0.0
         self.workers = 0
+        self.warmed = 0  # of the workers, those warmed ahead
         self.lock = threading.Lock()
 
-    def add(self, phases: dict, wall: float) -> None:
+    def add(self, phases: dict, wall: float, warmed: bool = False) -> None:
+        """One worker's phases and wall time (from its job's start: a worker warmed ahead did part of its
+        phases before, so its wall time falls short of them and its rest counts as none)."""
         with self.lock:
             for name, seconds in phases.items():
                 self.phases[name] = self.phases.get(name, 0.0) + seconds
-            self.wall += wall
+            self.wall += max(wall, sum(s for name, s in phases.items() if not part_of(name)))
             self.workers += 1
+            self.warmed += warmed
 
     def merge(self, phases: dict, wall: float, workers: int) -> None:
         """Another host's totals (a cluster item's) added to these."""
@@ -74,7 +78,8 @@ class WorkerTime:
         mutants', and the start-up's and the trials' that a worker after a fault pays again)."""
         phases = {name: s for name, s in self.phases.items() if not part_of(name)}
         rest = max(0.0, self.wall - sum(phases.values()))
-        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s): "
+        warmed = f" ({self.warmed} warmed ahead)" if self.warmed else ""
+        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}: "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
         for phase in (*PHASES[PHASES.index("mutants"):], *PHASES[:PHASES.index("mutants")]):  # the mutants' first
@@ -107,11 +112,31 @@ def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter
             reported.update(message[1])
         return handle(message)
 
-    started = time.perf_counter()
+    started = time.perf_counter()  # a worker started now (no spare) counts its start in its wall time
+    worker = starter.take()
     try:
-        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=starter.take())
+        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker)
     finally:
-        worker_time.add(reported, time.perf_counter() - started)
+        worker_time.add(reported, time.perf_counter() - started, warmed=worker.warmed)
+
+
+# A spare warmed ahead holds a copy of its substrate's trials beside the worker's: only for trials this small.
+WARM_SPARE_MAX_T0_BYTES = 256 * 2**20
+
+
+class WarmingStarter:
+    """A worker slot's starter while it runs one plan under `--spare-workers warm`: each worker it gives out is
+    the spare warmed for the plan where there is one, and the next spare is warmed for it at once, so that the
+    worker after a fault finds the trials and references built and the unmutated source compiled."""
+
+    def __init__(self, starter: WorkerStarter, spec: CampaignJob):
+        self.starter, self.spec = starter, spec
+        self.key = (spec.file, spec.name, spec.batch_size)
+
+    def take(self):
+        worker = self.starter.take(self.key)
+        self.starter.warm(self.key, _campaign_worker_warm, (self.spec,))
+        return worker
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
@@ -161,14 +186,18 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             return False
 
         waiting = set(remaining)
+        spec = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(), batch_size=batch_size,
+                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                           kb_root=str(args.kb_root) if args.kb_root else None)
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
                           batches=tuple(b for b in plan_batches if waiting & set(b)) if batch_size > 1 else (),
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
+        warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         try:
-            _timed_converse(worker_time, job, handle, starter)
+            _timed_converse(worker_time, job, handle, WarmingStarter(starter, spec) if warm else starter)
         except WorkerLost as lost:
             current = state["current"]
             if state["compiling_batch"]:
@@ -277,6 +306,14 @@ def _campaign_worker_main(job: CampaignJob, conn) -> None:
     conn.send(("done",))
 
 
+def _campaign_worker_warm(spec: CampaignJob, conn) -> None:
+    """A spare warmed ahead (WarmingStarter): `spec`'s substrate made ready, then the job it is given."""
+    if spec.stderr_log:
+        _send_stderr_to(spec.stderr_log)
+    run_campaign_job(spec, conn, wait_for_job=True)
+    conn.send(("done",))
+
+
 WORKERS_PER_GPU = 4  # MEASUREMENTS.md: on an H200 with 16 cores, 1, 2 and 4 workers ran 1.20, 2.74 and 5.10 mutants/s
 
 
@@ -289,7 +326,7 @@ def spares_wanted(mode: str, workers: int, cpu_cores: int) -> bool:
     """
     if mode == "auto":
         return 2 * workers <= cpu_cores
-    return mode == "always"
+    return mode in ("always", "warm")
 
 
 def default_workers(gpus: int, cpu_cores: int) -> int:

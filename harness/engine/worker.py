@@ -175,13 +175,18 @@ def _load_entry(job: CampaignJob):
     return entry
 
 
-def run_campaign_job(job: CampaignJob, conn) -> None:
-    """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends."""
+def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> None:
+    """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends.
+
+    wait_for_job: `job` names only the substrate; its trials and references are built and its unmutated source
+    compiled, and then the job itself is read from `conn` as the fork server's worker reads one, (target, (job,)):
+    a spare worker warmed ahead of a fault (WorkerStarter.warm).
+    """
     from harness.phases import PhaseClock
 
     phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
     try:
-        _run_campaign_job(job, conn, phases, mutant_parts, setup_parts)
+        _run_campaign_job(job, conn, phases, mutant_parts, setup_parts, wait_for_job)
     finally:
         conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
 
@@ -227,7 +232,7 @@ def import_ahead(backend: str) -> None:
         importlib.import_module(module)
 
 
-def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts) -> None:
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool) -> None:
     from harness.backends import KernelFault, create_backend
     from harness.cache import compile_cached, compile_program_cached
     from harness.batches import ptx_digest
@@ -275,14 +280,26 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program, compile_batch)[0] \
             if job.batch_size > 1 else None
         batching = original_variant is not None
-        digests = {}
-        if job.check_equivalence:
-            digests.update(dict(job.known_digests))
-            digests[original_variant.digest if batching else compile_digest(entry.cuda)] = None
+        original_digest = ((original_variant.digest if batching else compile_digest(entry.cuda))
+                           if job.check_equivalence else None)
 
     costs = [trial_bytes(trial) for trial in trials]
     checksums = [trial_checksum(trial) for trial in trials]
     sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(trials, checksums)]
+
+    if wait_for_job:
+        conn.send(("step", "warmed ahead, waiting for its job"))
+        _target, (given,) = conn.recv()
+        # What was built ahead is for this substrate, compiled this way; the parent keys its spares so.
+        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root")
+        if any(getattr(given, field) != getattr(job, field) for field in same):
+            raise ValueError(f"a worker warmed for {job.name} ({job.file}, batch size {job.batch_size}) was given a "
+                             f"job for {given.name} ({given.file}, batch size {given.batch_size})")
+        job = given
+    digests = {}
+    if job.check_equivalence:
+        digests.update(dict(job.known_digests))
+        digests[original_digest] = None
 
     # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
     initialised: dict[int, bool] = {}
