@@ -26,15 +26,19 @@ HEADROOM_BYTES = 2 * 2**30
 
 
 # `--jobs auto` on a GPU: measured on the H200 (16 cores), the gate over the 28 took 19.4 s at 4 jobs, 16.8-18.5 s at
-# 8 and 17.8-18.5 s at 16 (MEASUREMENTS.md); past 8 the sanitizer stage beside the jobs sets the pace. Half the cores: each job's worker has T0's helpers and the sanitizers beside it.
+# 8 and 17.8-18.5 s at 16 (MEASUREMENTS.md); past 8 the sanitizer stage beside the jobs sets the pace. Half the
+# cores: each job's worker has T0's helpers and the sanitizers beside it.
 AUTO_GPU_JOBS = 8
+# On the CPU backend a kernel's blocks already run on every core, but a job's Python (its inputs, references and
+# checks) runs on one: on 2 cores the gate over the 28 took 27.4-28.0 s at 2 jobs against 33.3-33.6 s at 1.
+AUTO_CPU_JOBS = 2
 
 
 def auto_jobs(backend: str, cpu_cores: int) -> int:
     """Substrates gated at once when `--jobs` is auto: on a GPU half the cores, at most AUTO_GPU_JOBS; on the CPU
-    backend one (a kernel's blocks already run on every core)."""
+    backend AUTO_CPU_JOBS, at most one a core."""
     if backend == "cpu":
-        return 1
+        return max(1, min(AUTO_CPU_JOBS, cpu_cores))
     return max(1, min(AUTO_GPU_JOBS, cpu_cores // 2))
 
 

@@ -1,6 +1,7 @@
 """gate.py's command line: listing, usage errors and their exit codes, the summary and the JSON report."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -132,8 +133,9 @@ def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barri
     (timeline,) = [line for line in out.splitlines() if line.startswith("timeline: ")]
     work = sum(s["seconds"] for s in json.loads(report.read_text())["substrates"])
     found = re.fullmatch(r"timeline: discovery \d+\.\d s, then the jobs \d+\.\d s \((\d+\.\d) s of substrate work, "
-                         r"1 at once\), then 0\.0 s waiting for the sanitizers", timeline)
+                         r"(\d+) at once\), then 0\.0 s waiting for the sanitizers", timeline)
     assert found and abs(float(found.group(1)) - work) <= 0.1, (timeline, work)  # the report's seconds are rounded
+    assert int(found.group(2)) == auto_jobs("cpu", os.cpu_count() or 1)  # --jobs auto
 
 
 def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):
@@ -189,8 +191,8 @@ def test_jobs_other_than_a_positive_whole_number_or_auto_is_a_usage_error(value,
 
 
 @pytest.mark.parametrize("backend, cores, expected", [("cuda", 16, 8), ("cuda", 64, 8), ("cuda", 6, 3), ("cuda", 1, 1),
-                                                      ("cpu", 16, 1), ("cpu", 2, 1)])
-def test_auto_jobs_are_half_the_cores_on_a_gpu_at_most_eight_and_one_on_the_cpu(backend, cores, expected):
+                                                      ("cpu", 16, 2), ("cpu", 2, 2), ("cpu", 1, 1)])
+def test_auto_jobs_are_half_the_cores_on_a_gpu_at_most_eight_and_two_on_the_cpu(backend, cores, expected):
     assert auto_jobs(backend, cores) == expected
 
 
@@ -201,5 +203,5 @@ def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
     monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message: told.append(job.jobs_at_once)
                         or SubstrateReport(name=job.name, file=job.file))
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
-    main(["pad_const_b1", "pad_const_b2", "--backend", "cpu", "--no-record", "--no-progress"])
-    assert told == [1, 1]  # auto on the CPU backend: one at a time
+    main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress"])
+    assert told == [2, 2, 2]  # auto on the CPU backend: two at a time
