@@ -4,6 +4,7 @@ next one; results stored as they arrive; where the workers' time went."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -82,7 +83,7 @@ class WorkerTime:
         text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}: "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
-        for phase in (*PHASES[PHASES.index("mutants"):], *PHASES[:PHASES.index("mutants")]):  # the mutants' first
+        for phase in ("mutants", *(p for p in PHASES if p != "mutants")):  # the mutants' first, as before
             parts = {name[len(phase) + 2:]: s for name, s in self.phases.items() if part_of(name) == phase}
             if parts:
                 unaccounted = max(0.0, phases.get(phase, 0.0) - sum(parts.values()))
@@ -186,9 +187,6 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             return False
 
         waiting = set(remaining)
-        spec = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(), batch_size=batch_size,
-                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                           kb_root=str(args.kb_root) if args.kb_root else None)
         job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
                           batches=tuple(b for b in plan_batches if waiting & set(b)) if batch_size > 1 else (),
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
@@ -196,6 +194,9 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None)
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
+        # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
+        spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
+                                   step_timeout=None)
         try:
             _timed_converse(worker_time, job, handle, WarmingStarter(starter, spec) if warm else starter)
         except WorkerLost as lost:
