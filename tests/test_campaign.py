@@ -317,7 +317,7 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
     assert outcomes[handed_back]["detail"] == "detail b"
 
 
-def _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker) -> dict:
+def _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker, *extra) -> dict:
     """A campaign over rule_compliant whose workers are played by `scripted_worker`: its outcomes by mutant id."""
     from harness.engine import run
 
@@ -325,7 +325,7 @@ def _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker)
     report = tmp_path / "report.json"
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
-                 "rule_compliant"]) == 0
+                 "rule_compliant", *extra]) == 0
     capsys.readouterr()
     return json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
 
@@ -567,3 +567,33 @@ def test_a_slots_spare_warmed_for_a_substrate_is_given_out_only_for_it(tmp_path)
         for worker in taken:
             worker.stop()
         starter.close()
+
+
+@pytest.mark.parametrize("mode", ["warm", "always"])
+def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warming_the_next_for_it(
+        mode, admitted, tmp_path, monkeypatch, capsys):
+    from harness.engine.run import WarmingStarter
+    from harness.worker import WorkerLost
+
+    starters = []
+
+    def scripted_worker(worker_time, job, handle, starter):
+        starters.append(starter)
+        first = job.mutant_ids[0]
+        handle(("mutant", first))
+        if len(starters) == 1:  # the first worker dies on its first mutant (its own runtime error): another takes the rest
+            raise WorkerLost(f"the worker process died during {first} T0_original trial 0 (killed by signal SIGSEGV)")
+        for mutant_id in job.mutant_ids:
+            handle(("mutant", mutant_id))
+            handle(("result", _result(mutant_id, "killed", mutant_id)))
+
+    _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker, "--spare-workers", mode)
+    assert len(starters) == 2
+    if mode == "always":
+        assert not any(isinstance(s, WarmingStarter) for s in starters)
+        return
+    assert all(isinstance(s, WarmingStarter) for s in starters)
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    assert {s.key for s in starters} == {(file, "rule_compliant", 32)}
+    spec = starters[1].spec  # the substrate alone: the mutants, digests and baseline come with each job
+    assert (spec.mutant_ids, spec.batches, spec.known_digests, spec.run_baseline) == ((), (), (), False)
