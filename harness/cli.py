@@ -23,7 +23,8 @@ from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_
 from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.scheduling import AUTO_CPU_JOBS, AUTO_GPU_JOBS, MemoryBudget, auto_jobs, device_memory_bytes, estimate_bytes
+from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, MemoryBudget, auto_jobs, device_memory_bytes,
+                                estimate_bytes)
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -65,9 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"kill a worker that makes no progress for S seconds: one import, compile or trial "
                              f"(default: {DEFAULT_STEP_TIMEOUT:g})")
     parser.add_argument("--jobs", type=_jobs, default="auto", metavar="N|auto",
-                        help="substrates gated at once, as many as the device's memory holds (default: auto: on a GPU "
-                             f"half this machine's cores, at most {AUTO_GPU_JOBS}; on the CPU backend {AUTO_CPU_JOBS}, at "
-                             "most one a core)")
+                        help="substrates gated at once, as many as the device's memory holds (default: auto: on a "
+                             f"GPU half this machine's cores, at most {AUTO_GPU_JOBS}; on the CPU backend "
+                             f"{AUTO_CPU_JOBS}, at most one a core)")
     parser.add_argument("--record", type=Path, metavar="PATH",
                         help="admission record to update (default: admissions.json in each candidate's folder, "
                              "substrates/admissions.json for the family)")

@@ -581,7 +581,7 @@ def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warm
         starters.append(starter)
         first = job.mutant_ids[0]
         handle(("mutant", first))
-        if len(starters) == 1:  # the first worker dies on its first mutant (its own runtime error): another takes the rest
+        if len(starters) == 1:  # the first worker dies on its first mutant (its own runtime error)
             raise WorkerLost(f"the worker process died during {first} T0_original trial 0 (killed by signal SIGSEGV)")
         for mutant_id in job.mutant_ids:
             handle(("mutant", mutant_id))

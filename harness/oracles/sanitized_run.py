@@ -10,9 +10,9 @@ every tensor is an allocation of its own, as memcheck needs to see an overrun.
 
 Each line of EVENTS is a JSON object: `ready` once, with the wall clock, when the program has started (its
 imports and backend made); then `start`, `case`, `done` per substrate, so the parent knows which substrate a
-report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. A CUDA error after a launch leaves the context
-unusable: the program writes `lost` and exits with LOST_EXIT, and the parent starts another for the
-substrates left.
+report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. A
+CUDA error after a launch leaves the context unusable: the program writes `lost` and exits with LOST_EXIT, and
+the parent starts another for the substrates left.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
         ran.append(where)
         _write(events, event="case", substrate=name, where=where)  # progress: the parent ends a process that stalls
         del out, views
-    _write(events, event="done", substrate=name, cases=ran, notes=notes, seconds=round(time.perf_counter() - started, 3),
-           load_seconds=round(loaded, 3))
+    _write(events, event="done", substrate=name, cases=ran, notes=notes,
+           seconds=round(time.perf_counter() - started, 3), load_seconds=round(loaded, 3))
     return True
 
 
