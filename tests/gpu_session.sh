@@ -103,19 +103,19 @@ done
 if [ "${GATE:-1}" != 0 ]; then
 # With the sanitizers (the default where compute-sanitizer is found), under a limit: a sanitizer stage that
 # hangs must not take the call's time; then the gate runs again without them, so the admissions are made.
-timeout -s TERM "${GATE_LIMIT:-480}" python3 gate.py --no-progress --jobs 4 --json "$out/gate.json" 2>&1 \
+timeout -s TERM "${GATE_LIMIT:-480}" python3 gate.py --no-progress --json "$out/gate.json" 2>&1 \
   | tee "$out/gate.log"
 status=${PIPESTATUS[0]}
 echo "gate exit: $status"
 if [ "$status" = 124 ]; then
   echo "gate with the sanitizers passed ${GATE_LIMIT:-480} s: again without them"
-  python3 gate.py --no-progress --jobs 4 --no-sanitize --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
+  python3 gate.py --no-progress --no-sanitize --json "$out/gate.json" 2>&1 | tee "$out/gate.log"
   echo "gate (--no-sanitize) exit: ${PIPESTATUS[0]}"
 fi
 cp substrates/admissions.json "$out/admissions.json" 2>/dev/null
 pack
 
-python3 gate.py --no-progress --jobs 4 --json "$out/examples.json" examples/substrates/candidate_*.py 2>&1 \
+python3 gate.py --no-progress --json "$out/examples.json" examples/substrates/candidate_*.py 2>&1 \
   | tee "$out/examples.log"
 echo "examples gate exit: ${PIPESTATUS[0]}"
 cp examples/substrates/admissions.json "$out/examples-admissions.json" 2>/dev/null
