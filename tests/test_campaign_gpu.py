@@ -1,0 +1,48 @@
+"""A campaign on the GPU, where mutants fault for real: a CUDA fault ends its worker, and the worker after it
+is a fresh process (or, under --spare-workers warm, the slot's spare, which built the trials while the other ran)."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import main
+from harness.cli import main as gate_main
+from harness.report_diff import status_differences
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def admitted_on_cuda(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign-gpu")
+    (root / "substrates").mkdir()
+    shutil.copy(REPO / "substrates" / "candidate_pad_const.py", root / "substrates")
+    assert gate_main([str(root / "substrates" / "candidate_pad_const.py"), "--backend", "cuda", "--no-progress",
+                      "--no-sanitize"]) == 0
+    return root
+
+
+def test_warm_spares_take_over_after_cuda_faults_with_every_status_a_fresh_worker_gives(admitted_on_cuda, capsys):
+    reports = {}
+    for mode in ("never", "warm"):
+        reports[mode] = admitted_on_cuda / f"report-{mode}.json"
+        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                     "--store", str(admitted_on_cuda / f"results-{mode}.jsonl"), "--no-progress", "--oracles", "values",
+                     "--workers", "2", "--spare-workers", mode, "--json", str(reports[mode])]) == 0
+        out = capsys.readouterr().out
+        (line,) = [line for line in out.splitlines() if line.startswith("worker time ")]
+        warmed = re.search(r"over (\d+) worker\(s\)(?: \((\d+) warmed ahead\))?", line)
+        if mode == "never":
+            assert warmed.group(2) is None, line
+            restarts = int(warmed.group(1)) - 1
+            assert restarts >= 1, line  # the substrate's mutants do fault on the GPU (call 6: 4 runtime errors)
+        else:
+            assert int(warmed.group(2) or 0) >= 1, line  # a worker after a fault was a warmed spare
+    first, second = (json.loads(reports[mode].read_text()) for mode in ("never", "warm"))
+    assert status_differences(first, second) == []
+    assert any(m["status"] == "RuntimeError" for f in first["files"].values() for m in f["mutants"])
