@@ -63,17 +63,19 @@ class GuardedTensor:
     def poison(self, pattern_byte: int) -> None:
         self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes].fill_(pattern_byte)
 
+    def _changed_bands(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """True where the band before, and the band after, no longer hold the guard byte."""
+        return self.buffer[:GUARD_BYTES] != self.guard_byte, self.buffer[GUARD_BYTES + self.nbytes:] != self.guard_byte
+
     def bands_changed(self) -> torch.Tensor:
         """Whether the band before and the band after changed, as two int64 (0 or 1) on the device: read with
         other signals in one transfer (each host read waits for the device); damage() says how, when one did."""
-        before = self.buffer[:GUARD_BYTES] != self.guard_byte
-        after = self.buffer[GUARD_BYTES + self.nbytes:] != self.guard_byte
+        before, after = self._changed_bands()
         return torch.stack([before.any(), after.any()]).to(torch.int64)
 
     def damage(self) -> list[GuardDamage]:
         found = []
-        before = self.buffer[:GUARD_BYTES] != self.guard_byte
-        after = self.buffer[GUARD_BYTES + self.nbytes:] != self.guard_byte
+        before, after = self._changed_bands()
         if bool(before.any()):
             changed = torch.nonzero(before).reshape(-1)
             found.append(GuardDamage("before", int(changed.numel()), GUARD_BYTES - 1 - int(changed.max())))
@@ -83,23 +85,26 @@ class GuardedTensor:
         return found
 
 
-def _poison_element(pattern_byte: int, itemsize: int, dtype: torch.dtype) -> torch.Tensor:
-    """The poison pattern as one element of the same-width integer view."""
-    return torch.tensor(list(bytes([pattern_byte]) * itemsize), dtype=torch.uint8).view(dtype)[0]
+def _holds_poison(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
+    """True where an element of `t` (flattened) holds the poison pattern in every byte.
+
+    The pattern is compared as a Python integer of the same-width integer view (bits(): uint8, else signed), so
+    no tensor of it is built and copied to the device at every run.
+    """
+    flat = bits(t).reshape(-1)
+    element = int.from_bytes(bytes([pattern_byte]) * t.element_size(), "little", signed=flat.dtype != torch.uint8)
+    return flat == element
 
 
 def poison_held(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
     """Whether some element of `t` holds the poison pattern, as one int64 (0 or 1) on the device (read with other
     signals; any() and not a count: summing a bool tensor on the CPU converts it to int64 first, 30 times slower)."""
-    flat = bits(t).reshape(-1)
-    held = flat == _poison_element(pattern_byte, t.element_size(), flat.dtype).to(flat.device)
-    return held.any().to(torch.int64).reshape(1)
+    return _holds_poison(t, pattern_byte).any().to(torch.int64).reshape(1)
 
 
 def poison_mask(t: torch.Tensor, pattern_byte: int) -> torch.Tensor | None:
     """True where an element of `t` holds the poison pattern, or None when none does (no mask is kept then)."""
-    flat = bits(t).reshape(-1)
-    held = flat == _poison_element(pattern_byte, t.element_size(), flat.dtype).to(flat.device)
+    held = _holds_poison(t, pattern_byte)
     if not bool(held.any()):  # the common case: every element was written
         return None
     return held.reshape(t.shape)

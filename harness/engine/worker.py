@@ -71,24 +71,19 @@ class Trial:
         return f"{self.suite} trial {self.t}"
 
 
-def prepare_trials(entry, official, device, clock=None) -> list[Trial]:
+def prepare_trials(entry, official, device, clock) -> list[Trial]:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
     the seconds of each as parts of "trials and references"."""
-    import contextlib
-
     import torch
 
     from harness.candidates import call_builder
 
-    def timing(part: str):
-        return clock.timing(f"trials and references: {part}") if clock is not None else contextlib.nullcontext()
-
     trials = []
     for suite, n_trials, builder in entry.suites():
         for t in range(n_trials):
-            with timing("inputs"):
+            with clock.timing("trials and references: inputs"):
                 inputs = call_builder(builder, t, device)
-            with torch.no_grad(), timing("official outputs"):
+            with torch.no_grad(), clock.timing("trials and references: official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             trials.append(Trial(suite, t, inputs, expected))
     return trials
@@ -198,11 +193,11 @@ PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "m
 MUTANT_PART = "mutants: "
 
 
-def timings(phases: Counter, mutant_parts, setup_parts=None) -> dict[str, float]:
+def timings(phases: Counter, mutant_parts, setup_parts) -> dict[str, float]:
     """The ("timings", ...) message's content: the phases and, prefixed with their phase, the parts of the mutants'
     time and of the start-up's and the trials' (`setup_parts` names them with the prefix already)."""
     return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()},
-            **(setup_parts.seconds() if setup_parts is not None else {})}
+            **setup_parts.seconds()}
 
 
 class _Phase:
