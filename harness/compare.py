@@ -179,12 +179,17 @@ def _scalar_as_expected(got, expected: torch.Tensor):
     return got
 
 
+def compared_bitwise(expected: torch.Tensor, tolerance: Tolerance) -> bool:
+    """Whether compare() holds an output to `expected` bit for bit (so a match is the same bytes)."""
+    return tolerance.exact or not expected.dtype.is_floating_point
+
+
 def compare(got, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
     """Integer and bool outputs, and every output under an exact tolerance, compare bit for bit.
 
     A scalar compares as a scalar whether it is 0-dim or shape (1,).
     """
     got = _scalar_as_expected(got, expected)
-    if tolerance.exact or not expected.dtype.is_floating_point:
+    if compared_bitwise(expected, tolerance):
         return compare_bitwise(got, expected)
     return compare_close(got, expected, tolerance.atol, tolerance.rtol)

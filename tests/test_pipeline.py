@@ -645,3 +645,53 @@ def test_one_run_launches_the_kernel_once_and_skips_only_the_unwritten_check(ent
         assert all(c.ok for c in run.comparisons) is matches
     with pytest.raises(ValueError, match="runs must be 1 or 2, got 3"):
         run_kernel(entry, kernel, backend, inputs, expected, runs=3)
+
+
+def _pad_skips_fill(grid, block, args) -> None:
+    """Planted fault: only elements inside the input are written (`if (!inside) return;`), the fill never."""
+    call = fakes.PadCall(grid, block, args)
+    o = call.threads()
+    values, inside, _src = call.compute()
+    o = o[inside[o]]
+    call.output()[o] = values[o]
+
+
+# Fill values: 0.0, and poison pattern one's own bits (0xA5A5A5A5 as an int32).
+ZERO_FILL, PATTERN_ONE_FILL = 0, 0xA5A5A5A5 - (1 << 32)
+
+
+@pytest.mark.parametrize("exact, fill, comparisons_ok", [(True, ZERO_FILL, [False, False]),
+                                                         (False, ZERO_FILL, [True, False]),
+                                                         (True, PATTERN_ONE_FILL, [True, False])])
+def test_a_reference_known_to_hold_no_poison_finds_the_same_unwritten_output(entry, exact, fill, comparisons_ok):
+    """expected_poison (a campaign's trials) spares the search for poison only where the output matched bit for bit
+    and the reference holds none of the run's pattern; the kernel here never writes the fill.
+
+    A fill of 0.0 under a tolerance: poison pattern one read as a float32 is -2.9e-16, within atol of 0.0, so run
+    one's output matches and only its poison search finds the fill unwritten (run two's pattern, 1.5e16, fails the
+    comparison). Bitwise, run one's output fails the comparison itself. A fill of pattern one's bits: run one's
+    output matches bit for bit, and the reference is known to hold pattern one, so the search is made.
+    """
+    from harness.guards import POISON_BYTES, poison_held
+    from harness.pipeline import run_kernel
+    from harness.tolerance import Tolerance
+
+    tolerance = Tolerance(exact=True) if exact else Tolerance(exact=False, atol=1e-2, rtol=1e-2)
+    judged = dataclasses.replace(entry, tolerance=tolerance)
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))
+    value = torch.tensor(fill, dtype=torch.int32).view(torch.float32)
+    inputs = [x, torch.tensor([[1, 0], [0, 2], [2, 1]], dtype=torch.int64), value]
+    expected = entry.ref(*inputs)
+    fill_elements = expected.numel() - x.numel()
+    known = tuple(bool(poison_held(expected, pattern)) for pattern in POISON_BYTES)
+    assert known == (fill == PATTERN_ONE_FILL, False)
+    backend = fakes.FakeBackend(kernels={"pad_const_b4": _pad_skips_fill})
+    kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+    for expected_poison in (None, known):
+        run = run_kernel(judged, kernel, backend, inputs, expected, expected_poison=expected_poison)
+        assert [c.ok for c in run.comparisons] == comparisons_ok
+        assert run.unwritten == fill_elements and run.first_unwritten == (0, 0, 0)
+    faithful = fakes.FakeBackend(kernels={"pad_const_b4": fakes.pad_const_b4})
+    run = run_kernel(judged, faithful.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu"), faithful, inputs,
+                     expected, expected_poison=known)
+    assert all(c.ok for c in run.comparisons) and run.unwritten == 0

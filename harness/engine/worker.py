@@ -65,6 +65,8 @@ class Trial:
     t: int
     inputs: list
     expected: object
+    # Whether the official output holds poison pattern one, and two, somewhere (run_kernel's expected_poison).
+    expected_poison: tuple[bool, bool] | None = None
 
     @property
     def where(self) -> str:
@@ -77,6 +79,7 @@ def prepare_trials(entry, official, device, clock) -> list[Trial]:
     import torch
 
     from harness.candidates import call_builder
+    from harness.guards import POISON_BYTES, poison_held
 
     trials = []
     for suite, n_trials, builder in entry.suites():
@@ -85,7 +88,9 @@ def prepare_trials(entry, official, device, clock) -> list[Trial]:
                 inputs = call_builder(builder, t, device)
             with torch.no_grad(), clock.timing("trials and references: official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-            trials.append(Trial(suite, t, inputs, expected))
+                poison = (tuple(bool(poison_held(expected, pattern)) for pattern in POISON_BYTES)
+                          if isinstance(expected, torch.Tensor) else None)
+            trials.append(Trial(suite, t, inputs, expected, poison))
     return trials
 
 
@@ -301,7 +306,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
 
     def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
-                         input_sums=sums_of_inputs[i], runs=runs, clock=clock)
+                         input_sums=sums_of_inputs[i], runs=runs, clock=clock,
+                         expected_poison=trials[i].expected_poison)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
