@@ -6,7 +6,9 @@ and the first few mismatches with their coordinates, in words a person can act o
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 
@@ -85,6 +87,21 @@ def _structure_problem(got, expected) -> str:
     return ""
 
 
+@lru_cache(maxsize=None)
+def _memcmp():
+    memcmp = ctypes.CDLL(None).memcmp
+    memcmp.restype, memcmp.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return memcmp
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal of two contiguous bit views of one shape; in host memory, memcmp (torch.equal's CPU loop takes 21
+    ms over 55 MB on this project's 2-core CPU, memcmp 14: a campaign compares every run's output)."""
+    if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype == b.dtype and a.shape == b.shape:
+        return a.numel() == 0 or _memcmp()(a.data_ptr(), b.data_ptr(), a.numel() * a.element_size()) == 0
+    return torch.equal(a, b)
+
+
 def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
     """Bit-for-bit equality: NaN payloads, -0.0 and infinities must all be reproduced exactly."""
     problem = _structure_problem(got, expected)
@@ -92,7 +109,7 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
         return Comparison(ok=False, problem=problem)
     expected = expected.to(got.device)
     got_bits, expected_bits = bits(got), bits(expected)
-    if torch.equal(got_bits, expected_bits):  # the common case, without building a mask
+    if _same_bytes(got_bits, expected_bits):  # the common case, without building a mask
         return Comparison(ok=True, total=expected.numel())
     wrong = got_bits != expected_bits
     return Comparison(ok=False, total=expected.numel(), mismatches=int(torch.count_nonzero(wrong)),

@@ -23,8 +23,8 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, compare, compare_bitwise, compared_bitwise
-from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, checksum_parts, poison_held, poison_mask,
-                            poisoned_allocations, tensor_checksum, unwritten_after)
+from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, OutputSlot, checksum_parts, poison_held,
+                            poison_mask, poisoned_allocations, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
 from harness.problems import ProblemError, ProblemSearch, load_problem
@@ -230,7 +230,7 @@ def _written_everywhere(comparison: Comparison, expected: torch.Tensor, entry: E
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                guarded: list | None = None, initialised: bool | None = None,
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
-               expected_poison: tuple[bool, bool] | None = None) -> KernelRun:
+               expected_poison: tuple[bool, bool] | None = None, out_slot: OutputSlot | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -244,7 +244,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     campaign's unmutated source, admitted by the gate): no unwritten-output check, half the work.
     `expected_poison`, when known (a campaign's trials: expected_holds_poison), says whether `expected` holds
     pattern one, and two, somewhere: where it holds neither and a run's output matches it bit for bit, that
-    output holds no pattern either, and the search for one is skipped.
+    output holds no pattern either, and the search for one is skipped. `out_slot` keeps the guarded output
+    from call to call (a campaign's); without it each call allocates its own.
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -279,7 +280,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
 
-    guarded_out = GuardedTensor(out.shape, out.dtype, device)
+    guarded_out = (out_slot.take(out.shape, out.dtype, device) if out_slot is not None
+                   else GuardedTensor(out.shape, out.dtype, device))
     run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
     if pointer_problems:
         result.argument_problems += pointer_problems

@@ -173,3 +173,27 @@ def test_a_kernel_that_faults_fails_its_launch_and_the_process_goes_on(backend, 
                                           r"at address 0x[0-9a-f]+ in block \(1,0,0\), thread \(9,0,0\)$"):
         _launch_faults(backend, source, 37, 0)
     assert torch.equal(_launch_faults(backend, source, 37, 1), torch.arange(64, dtype=torch.int32))
+
+
+TOO_MUCH_SHARED = '''extern "C" __global__ void big(float* o) {
+    __shared__ float s[16384];  // 64 KiB: past the 48 KiB a block may declare statically
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    o[threadIdx.x] = s[255 - threadIdx.x];
+}
+'''
+
+
+def test_ptxas_limits_hold_unless_a_campaign_leaves_ptxas_out(tmp_path):
+    """The gate's CPU backend refuses what the GPU's assembler refuses; a campaign's (ptxas=False) stops at PTX."""
+    from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
+
+    with pytest.raises(CompileError) as refused:
+        CpuBackend(cache_dir=tmp_path).load(TOO_MUCH_SHARED, "big", "big.cu")
+    assert str(refused.value) == "ptxas error   : Entry function 'big' uses too much shared data (0x10000 bytes, 0xc000 max)"
+    campaign = CpuBackend(cache_dir=tmp_path, **CAMPAIGN_BACKEND_SETTINGS["cpu"])
+    assert campaign.nvrtc_arch == "compute_90"
+    kernel = campaign.load(TOO_MUCH_SHARED, "big", "big.cu")
+    out = torch.zeros(256)
+    campaign.launch(kernel, (1, 1, 1), (256, 1, 1), signature.to_ctypes([(ctypes.c_void_p, out.data_ptr())]))
+    assert torch.equal(out, torch.arange(255, -1, -1, dtype=torch.float32))

@@ -113,3 +113,15 @@ def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cach
     found = compile_variants([m.apply(SOURCE) for m in plan.mutants[:4]], ENTRY, "sm_90", "scale_half.cu",
                              functools.partial(cache.compile_program_cached, cache_dir=tmp_path))
     assert all(found) and len({v.digest for v in found}) == 4
+
+
+def test_ptx_alone_gives_every_variant_the_digest_the_gpus_compile_gives():
+    """A CPU campaign's NVRTC stops at PTX (no ptxas): its equivalent and duplicate mutants are the same ones."""
+    from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
+
+    sources = [SOURCE, MOVED, BOUNDARY]
+    assembled = compile_variants(sources, ENTRY, DEFAULT_ARCH, "k.cu")
+    ptx_alone = compile_variants(sources, ENTRY, PTX_ONLY_ARCH, "k.cu")
+    assert [v.digest for v in ptx_alone] == [v.digest for v in assembled]
+    assert ptx_alone[0].digest == ptx_alone[1].digest != ptx_alone[2].digest
+    assert assembled[0].kernel.cubin and not ptx_alone[0].kernel.cubin

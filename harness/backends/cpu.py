@@ -137,9 +137,13 @@ def _cpu_name() -> str:
 class CpuBackend(Backend):
     name = "cpu"
 
-    def __init__(self, cache_dir: Path | None = None):
+    def __init__(self, cache_dir: Path | None = None, ptxas: bool = True):
+        """`ptxas`: NVRTC assembles for the GPU too, so ptxas's limits (shared memory, registers) hold here as they
+        would there (the gate); without it NVRTC stops at PTX, all a run here reads, in a third of the time (a
+        campaign's workers: a mutant beyond those limits then runs here, where the GPU would refuse to compile it)."""
         compiler_version()  # fails early, with the reason, where there is no compiler
         self.cache_dir = cache_dir
+        self.ptxas = ptxas
         self._libraries = []  # loaded shared objects stay alive as long as the backend
         # (source, kernel name) -> (its batch's compile: (library, from the cache), its entry point): sources
         # compiled ahead, together, by a thread of their own while the caller goes on (g++ is a process).
@@ -149,6 +153,12 @@ class CpuBackend(Backend):
     @property
     def device(self):
         return torch.device("cpu")
+
+    @property
+    def nvrtc_arch(self) -> str:
+        from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
+
+        return DEFAULT_ARCH if self.ptxas else PTX_ONLY_ARCH
 
     def describe_device(self) -> str:
         return f"CPU: {_cpu_name()} ({os.cpu_count()} cores, {compiler_version()})"

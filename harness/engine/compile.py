@@ -135,13 +135,13 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -
 
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
-    NVRTC's default); the caller closes it. The cache folder is named, not left to the pool: its processes
-    have the fork server's environment, not the caller's."""
+    NVRTC's default; PTX alone for the CPU backend's workers); the caller closes it. The cache folder is named,
+    not left to the pool: its processes have the fork server's environment, not the caller's."""
     from harness.backends import gpu_arch
     from harness.cache import default_cache_dir
-    from harness.nvrtc import DEFAULT_ARCH
+    from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
 
     pool = CompilePool(processes)
-    arch = (gpu_arch() if backend == "cuda" else None) or DEFAULT_ARCH
+    arch = (gpu_arch() or DEFAULT_ARCH) if backend == "cuda" else PTX_ONLY_ARCH
     pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir())))
     return pool

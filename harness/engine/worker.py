@@ -191,6 +191,8 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> None
         conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
 
 
+# A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold).
+CAMPAIGN_BACKEND_SETTINGS = {"cpu": {"ptxas": False}}
 # Where a worker's time goes, in the order the campaign prints them.
 PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
 # The parts of the mutants' time (loading each, and run_kernel's phases), reported beside PHASES under this
@@ -239,6 +241,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
+    from harness.guards import OutputSlot
     from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
@@ -248,7 +251,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         with setup_parts.timing("start-up: candidate imported"):
             entry = _load_entry(job)
         with setup_parts.timing("start-up: backend"):
-            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
+            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None,
+                                     **CAMPAIGN_BACKEND_SETTINGS.get(job.backend, {}))
         with setup_parts.timing("start-up: official model"):
             search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
             official = load_problem(entry.kb_file, search).build_model(backend.device)
@@ -303,11 +307,12 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
 
     # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
     initialised: dict[int, bool] = {}
+    out_slot = OutputSlot()
 
     def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
                          input_sums=sums_of_inputs[i], runs=runs, clock=clock,
-                         expected_poison=trials[i].expected_poison)
+                         expected_poison=trials[i].expected_poison, out_slot=out_slot)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
