@@ -89,24 +89,32 @@ class GuardedTensor:
         return found
 
 
-class OutputSlot:
-    """One guarded output kept from call to call of run_kernel, for a caller that runs the same trials over and over
-    (a campaign): a fresh allocation of a KernelBench-sized output pays its page faults at every run (46 ms against
-    16 to poison 55 MB on this project's 2-core CPU). Only the last shape is kept: memory stays at one output."""
+class GuardedBuffers:
+    """Guarded buffers kept from call to call of run_kernel, one per role (out, input i), for a caller that runs
+    trials of the same shapes over and over (a campaign): a fresh allocation of a KernelBench-sized tensor pays its
+    page faults at every run (46 ms against 16 to poison 55 MB on this project's 2-core CPU). A role keeps only its
+    last shape, so memory stays at one trial's."""
 
     def __init__(self):
-        self._held: GuardedTensor | None = None
+        self._held: dict[object, GuardedTensor] = {}
 
-    def take(self, shape, dtype: torch.dtype, device) -> GuardedTensor:
-        """A guarded output of `shape` and `dtype` on `device`, bands intact; the middle holds whatever it held."""
-        held = self._held
+    def take(self, role, shape, dtype: torch.dtype, device, guard_byte: int = GUARD_BYTE) -> GuardedTensor:
+        """A guarded tensor of `shape` and `dtype` on `device` for `role`, bands intact; the middle holds whatever it
+        held (the caller fills it: a copy, or poison)."""
+        held = self._held.get(role)
         if (held is None or tuple(held.tensor.shape) != tuple(int(d) for d in shape) or held.tensor.dtype != dtype
-                or held.tensor.device != torch.device(device)):
-            self._held = None  # freed before the next is allocated
-            held = self._held = GuardedTensor(shape, dtype, device)
+                or held.tensor.device != torch.device(device) or held.guard_byte != guard_byte):
+            self._held.pop(role, None)  # freed before the next is allocated
+            held = self._held[role] = GuardedTensor(shape, dtype, device, guard_byte)
         else:
             held.restore_bands()
         return held
+
+    def copy_of(self, role, source: torch.Tensor, device, guard_byte: int = GUARD_BYTE) -> GuardedTensor:
+        """GuardedTensor.copy_of, in `role`'s buffer."""
+        guarded = self.take(role, source.shape, source.dtype, device, guard_byte)
+        guarded.tensor.copy_(source)
+        return guarded
 
 
 def _holds_poison(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:

@@ -23,7 +23,7 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, compare, compare_bitwise, compared_bitwise
-from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedTensor, OutputSlot, checksum_parts, poison_held,
+from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
                             poison_mask, poisoned_allocations, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
@@ -219,6 +219,14 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
     return signals[-1] if pattern is not None else 0
 
 
+def _guarded_copy(buffers: GuardedBuffers | None, i: int, x: torch.Tensor, device) -> GuardedTensor:
+    """Input i's guarded copy, in its buffer of `buffers` when the caller keeps them."""
+    guard_byte = INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)]
+    if buffers is None:
+        return GuardedTensor.copy_of(x, device, guard_byte)
+    return buffers.copy_of(("input", i), x, device, guard_byte)
+
+
 def _written_everywhere(comparison: Comparison, expected: torch.Tensor, entry: Entry,
                         expected_poison: tuple[bool, bool] | None, run_number: int) -> bool:
     """True when the run's output is known to hold no poison without looking: it matches `expected` bit for bit,
@@ -230,7 +238,7 @@ def _written_everywhere(comparison: Comparison, expected: torch.Tensor, entry: E
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                guarded: list | None = None, initialised: bool | None = None,
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
-               expected_poison: tuple[bool, bool] | None = None, out_slot: OutputSlot | None = None) -> KernelRun:
+               expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -244,8 +252,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     campaign's unmutated source, admitted by the gate): no unwritten-output check, half the work.
     `expected_poison`, when known (a campaign's trials: expected_holds_poison), says whether `expected` holds
     pattern one, and two, somewhere: where it holds neither and a run's output matches it bit for bit, that
-    output holds no pattern either, and the search for one is skipped. `out_slot` keeps the guarded output
-    from call to call (a campaign's); without it each call allocates its own.
+    output holds no pattern either, and the search for one is skipped. `buffers` keeps the guarded output and
+    input copies from call to call (a campaign's); without it each call allocates its own.
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -253,8 +261,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     clock = clock or PhaseClock()
     with clock.timing("kernel: guarded input copies"):
         if guarded is None:
-            guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
-                       if isinstance(x, torch.Tensor) else None for i, x in enumerate(inputs)]
+            guarded = [_guarded_copy(buffers, i, x, device) if isinstance(x, torch.Tensor) else None
+                       for i, x in enumerate(inputs)]
         views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
         sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
     result = KernelRun()
@@ -280,7 +288,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
 
-    guarded_out = (out_slot.take(out.shape, out.dtype, device) if out_slot is not None
+    guarded_out = (buffers.take("out", out.shape, out.dtype, device) if buffers is not None
                    else GuardedTensor(out.shape, out.dtype, device))
     run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
     if pointer_problems:

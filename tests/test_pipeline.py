@@ -697,29 +697,31 @@ def test_a_reference_known_to_hold_no_poison_finds_the_same_unwritten_output(ent
     assert all(c.ok for c in run.comparisons) and run.unwritten == 0
 
 
-def test_an_output_slot_reused_after_a_write_past_out_judges_the_next_kernel_afresh(entry):
-    """A campaign keeps one guarded output (OutputSlot) from run to run: the bands one kernel wrote are the guard
-    byte again for the next, and an unwritten element is not hidden by what the last run left in the middle."""
-    from harness.guards import OutputSlot
+def test_guarded_buffers_reused_after_writes_past_out_judge_the_next_kernel_afresh(entry):
+    """A campaign keeps its guarded output and input copies (GuardedBuffers) from run to run: the bands one kernel
+    wrote are the guard byte again for the next, and an unwritten element is not hidden by what the last run left."""
+    from harness.guards import INPUT_GUARD_BYTES, GuardedBuffers
     from harness.pipeline import run_kernel
 
     (_name, _n, builder), = entry.suites()
     inputs = builder(0, torch.device("cpu"))
     expected = entry.ref(*inputs)
-    slot = OutputSlot()
+    buffers = GuardedBuffers()
 
     def run(impl):
         backend = fakes.FakeBackend(kernels={"pad_const_b4": impl})
         return run_kernel(entry, backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu"), backend, inputs,
-                          expected, out_slot=slot)
+                          expected, buffers=buffers)
 
     overrun = run(fakes.pad_out_of_bounds)
     assert overrun.guard_damage == [f"{fakes.OVERRUN_ELEMENTS * 4} bytes changed in the guard band after out "
                                     f"(nearest 0 bytes from its edge)"]
-    held = slot.take(expected.shape, expected.dtype, "cpu")
+    out = buffers.take("out", expected.shape, expected.dtype, "cpu")
+    x = buffers.take(("input", 0), inputs[0].shape, inputs[0].dtype, "cpu", INPUT_GUARD_BYTES[0])
     faithful = run(fakes.pad_const_b4)
-    assert slot.take(expected.shape, expected.dtype, "cpu") is held  # the same buffer, judged afresh
+    assert buffers.take("out", expected.shape, expected.dtype, "cpu") is out  # the same buffers, judged afresh
+    assert buffers.take(("input", 0), inputs[0].shape, inputs[0].dtype, "cpu", INPUT_GUARD_BYTES[0]) is x
     assert faithful.guard_damage == [] and all(c.ok for c in faithful.comparisons) and faithful.unwritten == 0
     unwritten = run(fakes.pad_unwritten)
     assert unwritten.unwritten == (expected.numel() + 3) // 7 and not unwritten.comparisons[0].ok
-    assert slot.take((2, 3), torch.float32, "cpu") is not held  # another shape: a new buffer, the old one let go
+    assert buffers.take("out", (2, 3), torch.float32, "cpu") is not out  # another shape: a new buffer

@@ -241,7 +241,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
-    from harness.guards import OutputSlot
+    from harness.guards import GuardedBuffers
     from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
@@ -307,12 +307,12 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
 
     # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
     initialised: dict[int, bool] = {}
-    out_slot = OutputSlot()
+    buffers = GuardedBuffers()  # one trial's guarded copies and output, kept from run to run
 
     def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
                          input_sums=sums_of_inputs[i], runs=runs, clock=clock,
-                         expected_poison=trials[i].expected_poison, out_slot=out_slot)
+                         expected_poison=trials[i].expected_poison, buffers=buffers)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
         return first_failure(run, trials[i].expected, entry)
