@@ -49,7 +49,8 @@
 #                  default) picks which of the three run: the campaigns in two calls, RESUME_FROM holding the first's
 #   WARM=1         the campaign over every admitted substrate, value suites only, with --spare-workers warm (each
 #                  slot's spare builds its substrate's trials ahead of a fault), statuses compared with CLUSTER's
-#                  "here" run of this call where there is one
+#                  "here" run of this call where there is one; WARM_WORKERS="4 8" runs it with each count of
+#                  workers per GPU in turn (default WORKERS_PER_GPU)
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -350,10 +351,13 @@ PY
   fi
   pack
 fi
+# WARM=1: the campaign with spares warmed ahead, with WARM_WORKERS workers per GPU (each count in turn).
 if [ "${WARM:-0}" = 1 ]; then
-  campaign warm-spares --workers $((per_gpu * gpus)) --oracles values --spare-workers warm
-  [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
-    "$out/campaign-warm-spares.json" | tail -n 5
+  for n in ${WARM_WORKERS:-$per_gpu}; do
+    campaign "warm-spares-$n" --workers $((n * gpus)) --oracles values --spare-workers warm
+    [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
+      "$out/campaign-warm-spares-$n.json" | tail -n 5
+  done
   pack
 fi
 if [ "${CAMPAIGN:-}" = one ]; then
@@ -368,7 +372,7 @@ fi
 [ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu naive warm here warm-spares examples workers-1 workers-2 workers-4 unbatched \
+for name in all-gpus one-gpu naive warm here warm-spares-{1,2,4,8,12,16} examples workers-1 workers-2 workers-4 unbatched \
     spares-never-1 spares-always-1 spares-never-2 spares-always-2; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done
