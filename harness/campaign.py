@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
-from harness.engine import judge as oracles, trial_copies
+from harness.engine import judge as oracles
 from harness.engine.compile import compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
@@ -242,7 +242,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                 if plan.to_run and args.naive:
                     run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
-                    run_plan(plan, args, backend, store, progress, starter, worker_time, trials_dir)
+                    run_plan(plan, args, backend, store, progress, starter, worker_time)
             finally:
                 with devices_lock:
                     free_devices.append(slot)
@@ -251,7 +251,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
                                  backend, args.cache_dir)
     try:
-        with trial_copies.campaign_folder(backend) as trials_dir, ThreadPoolExecutor(max_workers=workers) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
             list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
     finally:

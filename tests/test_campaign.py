@@ -9,10 +9,8 @@ import json
 import multiprocessing
 import os
 import re
-from pathlib import Path
 
 import pytest
-import torch
 
 from harness.batches import ptx_digest
 from harness.campaign import main
@@ -599,53 +597,3 @@ def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warm
     assert {s.key for s in starters} == {(file, "rule_compliant", 32)}
     spec = starters[1].spec  # the substrate alone: the mutants, digests and baseline come with each job
     assert (spec.mutant_ids, spec.batches, spec.known_digests, spec.run_baseline) == ((), (), (), False)
-
-
-def test_the_first_worker_keeps_its_trials_and_the_next_judges_on_that_copy_alike(admitted, tmp_path, monkeypatch):
-    """A campaign's trials are built once per substrate (harness.engine.trial_copies): the worker after a fault
-    reads them and builds nothing, and every mutant is judged as the first worker judged it."""
-    import dataclasses
-
-    from harness.engine import trial_copies
-    from harness.engine import worker as campaign_worker
-
-    job = dataclasses.replace(_template_job(admitted, "narrow_long_long", 2), trials_dir=str(tmp_path))
-    first = _Messages()
-    campaign_worker.run_campaign_job(job, first)
-    assert trial_copies.copy_path(str(tmp_path), "rule_compliant").is_file()
-
-    def must_not_build(*_args):
-        raise AssertionError("the trials were built again")
-
-    monkeypatch.setattr(campaign_worker, "prepare_trials", must_not_build)
-    after_fault = _Messages()
-    campaign_worker.run_campaign_job(job, after_fault)
-    results = [[(m[1]["mutant_id"], m[1]["status"], m[1]["detail"]) for m in conn.sent if m[0] == "result"]
-               for conn in (first, after_fault)]
-    assert len(results[0]) == 2 and results[0] == results[1]
-    timings = [m[1] for m in after_fault.sent if m[0] == "timings"][-1]
-    assert "trials and references: the campaign's copy, read" in timings
-
-
-def test_trial_copies_round_trip_and_stay_out_of_the_way_where_they_do_not_fit(tmp_path, monkeypatch):
-    from harness.engine import trial_copies
-    from harness.engine.worker import Trial
-
-    trials = [Trial("T0_original", t, [torch.randn(4, 5), torch.tensor([[1, 2]]), 3], torch.randn(6, 7),
-                    (False, t == 1)) for t in range(2)]
-    path = trial_copies.copy_path(str(tmp_path), "s")
-    assert trial_copies.load(path, "cpu") is None
-    assert trial_copies.save(path, trials)
-    back = trial_copies.load(path, "cpu")
-    assert [(b.suite, b.t, b.inputs[2], b.expected_poison) for b in back] == [
-        ("T0_original", 0, 3, (False, False)), ("T0_original", 1, 3, (False, True))]
-    assert all(torch.equal(a.inputs[0], b.inputs[0]) and torch.equal(a.expected, b.expected)
-               for a, b in zip(trials, back))
-    monkeypatch.setattr(trial_copies, "MAX_BYTES", trial_copies.trials_bytes(trials) - 1)
-    other = trial_copies.copy_path(str(tmp_path), "too_large")
-    assert not trial_copies.save(other, trials) and list(tmp_path.iterdir()) == [path]
-    with trial_copies.campaign_folder("cpu") as none:
-        assert none is None
-    with trial_copies.campaign_folder("cuda") as folder:
-        assert Path(folder).is_dir()
-    assert not Path(folder).exists()

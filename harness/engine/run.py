@@ -141,9 +141,8 @@ class WarmingStarter:
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
-             worker_time: WorkerTime, trials_dir: str | None = None) -> None:
-    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout; the
-    first keeps its trials in `trials_dir` (harness.engine.trial_copies) for those that follow."""
+             worker_time: WorkerTime) -> None:
+    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
     remaining = list(plan.to_run)
     baseline_needed = True
     batch_size = args.batch_size
@@ -193,7 +192,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                          kb_root=str(args.kb_root) if args.kb_root else None, trials_dir=trials_dir)
+                          kb_root=str(args.kb_root) if args.kb_root else None)
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,

@@ -57,8 +57,6 @@ class CampaignJob:
     kb_root: str | None = None
     # The plan's batches (harness.engine.compile.batches) holding mutant_ids: compiled whole, as planned.
     batches: tuple[tuple[str, ...], ...] = ()
-    # The campaign's folder of trials built once per substrate (harness.engine.trial_copies), or None.
-    trials_dir: str | None = None
 
 
 @dataclass
@@ -240,7 +238,6 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     from harness.backends import KernelFault, create_backend
     from harness.cache import compile_cached, compile_program_cached
     from harness.batches import ptx_digest
-    from harness.engine import trial_copies
     from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
@@ -261,15 +258,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             official = load_problem(entry.kb_file, search).build_model(backend.device)
     conn.send(("step", "building the trials"))
     with _Phase(phases, "trials and references"):
-        copy, trials = trial_copies.copy_path(job.trials_dir, entry.name) if job.trials_dir else None, None
-        if copy:
-            with setup_parts.timing("trials and references: the campaign's copy, read"):
-                trials = trial_copies.load(copy, backend.device)
-        if trials is None:
-            trials = prepare_trials(entry, official, backend.device, setup_parts)
-            if copy:
-                with setup_parts.timing("trials and references: the campaign's copy, written"):
-                    trial_copies.save(copy, trials)
+        trials = prepare_trials(entry, official, backend.device, setup_parts)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
     compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir)  # finds what was compiled ahead
@@ -306,7 +295,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         conn.send(("step", "warmed ahead, waiting for its job"))
         _target, (given,) = conn.recv()
         # What was built ahead is for this substrate, compiled this way; the parent keys its spares so.
-        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root", "trials_dir")
+        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root")
         if any(getattr(given, field) != getattr(job, field) for field in same):
             raise ValueError(f"a worker warmed for {job.name} ({job.file}, batch size {job.batch_size}) was given a "
                              f"job for {given.name} ({given.file}, batch size {given.batch_size})")
