@@ -51,6 +51,7 @@
 #                  slot's spare builds its substrate's trials ahead of a fault), statuses compared with CLUSTER's
 #                  "here" run of this call where there is one; WARM_WORKERS="4 8" runs it with each count of
 #                  workers per GPU in turn (default WORKERS_PER_GPU)
+#   STARTUP=1      CUDA contexts made by 1, 2, 4, 8 and 16 processes at once, by torch and by the driver API
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -358,6 +359,45 @@ if [ "${WARM:-0}" = 1 ]; then
     [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
       "$out/campaign-warm-spares-$n.json" | tail -n 5
   done
+  pack
+fi
+# STARTUP=1: how long a CUDA context takes to make when N processes make one at once (torch imported first, then
+# every process released together), by torch and by the driver API alone.
+if [ "${STARTUP:-0}" = 1 ]; then
+  python3 - <<'PY' | tee "$out/startup.log"
+import statistics, subprocess, sys, time
+child = r"""
+import sys, time
+way = sys.argv[1]
+import torch
+from cuda.bindings import driver
+print("ready", flush=True)
+sys.stdin.readline()
+began = time.perf_counter()
+if way == "torch":
+    torch.empty(1, device="cuda"); torch.cuda.synchronize()
+else:
+    driver.cuInit(0); _, device = driver.cuDeviceGet(0)
+    _, context = driver.cuDevicePrimaryCtxRetain(device); driver.cuCtxSetCurrent(context)
+    driver.cuMemAlloc(1 << 20)
+print(f"{time.perf_counter() - began:.3f}", flush=True)
+"""
+for way in ("torch", "driver"):
+    for n in (1, 2, 4, 8, 16):
+        procs = [subprocess.Popen([sys.executable, "-c", child, way], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True) for _ in range(n)]
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready"
+        began = time.perf_counter()
+        for p in procs:
+            p.stdin.write("go\n"); p.stdin.flush()
+        seconds = sorted(float(p.stdout.readline()) for p in procs)
+        wall = time.perf_counter() - began
+        for p in procs:
+            p.wait()
+        print(f"{way:6s} {n:2d} at once: all made in {wall:.2f} s; each {statistics.median(seconds):.2f} s median, "
+              f"{seconds[0]:.2f} to {seconds[-1]:.2f}")
+PY
   pack
 fi
 if [ "${CAMPAIGN:-}" = one ]; then
