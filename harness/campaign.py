@@ -33,7 +33,7 @@ from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
 from harness.cluster.campaign import run_on_cluster
 from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, default_workers, prepare_campaign_worker,
-                                run_plan, run_plan_naively, spares_wanted, worker_environment, worker_log)
+                                run_plan, run_plan_naively, spare_mode, worker_environment, worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE
 from harness.oracles import sanitizer as sanitizer_tools
@@ -77,11 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "not stored)")
     parser.add_argument("--spare-workers", choices=SPARE_MODES, default="auto",
                         help="keep a worker started ahead for each worker slot, so a new worker (for the next "
-                             "substrate, or after a fault) has already imported torch; auto: when each worker "
-                             "and its spare can have a CPU core; warm: always, and each spare also builds the "
-                             "trials and references of its slot's substrate and compiles its unmutated source "
+                             "substrate, or after a fault) has already imported torch; warm: each spare also builds "
+                             "the trials and references of its slot's substrate and compiles its unmutated source "
                              "while the worker runs, so the worker after a fault starts with them ready (trials of "
-                             "at most 256 MiB: the spare holds a second copy) (default: auto)")
+                             "at most 256 MiB: the spare holds a second copy); auto: when each worker and its spare "
+                             "can have a CPU core, warm on the cuda backend (whose workers a fault ends) and always "
+                             "on the cpu backend (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
@@ -153,9 +154,13 @@ def _run(args) -> int:
     per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
                else f"{workers} worker(s) over {where}")
+    # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
+    spares = "never" if args.naive or args.scheduler else spare_mode(args.spare_workers, backend, workers, cores)
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
           f"backend {backend}, {running}"
-          + (f", {compilers} process(es) compiling batches ahead" if compilers else ""), flush=True)
+          + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
+          + {"never": "", "always": ", a spare worker started ahead per slot",
+             "warm": ", a spare worker per slot warmed ahead with its substrate"}[spares], flush=True)
 
     progress = Progress(pending, args.no_progress)
     naive_results: dict[str, dict] = {}
@@ -172,8 +177,8 @@ def _run(args) -> int:
         except ClusterUnavailable as error:
             raise UsageError(str(error))
     else:
-        _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, cores,
-                  compilers)
+        _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
+                  worker_time, naive_results, workers, gpus, compilers)
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
@@ -220,17 +225,16 @@ def _run(args) -> int:
     return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 
-def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, cores,
-              compilers) -> None:
-    """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs."""
+def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers) -> None:
+    """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
+    is resolved (never, always or warm)."""
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
     devices_lock = threading.Lock()
     # Read once, before any worker starts: starting one sets the variable for a moment, under a lock.
     environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
-    # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
     prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)))
-    ahead = not args.naive and spares_wanted(args.spare_workers, workers, cores)
+    ahead = args.spare_workers != "never"
     starters = [WorkerStarter(env, prepare, ahead=ahead) for env in environments]
 
     def run_one(plan: Plan) -> None:

@@ -15,7 +15,7 @@ import pytest
 from harness.batches import ptx_digest
 from harness.campaign import main
 from harness.cli import main as gate_main
-from harness.engine.run import default_workers, spares_wanted
+from harness.engine.run import default_workers, spare_mode, spares_wanted
 from harness.report_diff import status_differences, statuses
 from tests import rule_candidates
 
@@ -53,7 +53,8 @@ def test_a_campaign_gives_every_mutant_a_status_and_resumes_from_its_store(admit
     out = capsys.readouterr().out
     assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored) on backend cpu" in out
     cores = os.cpu_count() or 1  # one worker on the CPU backend: the other cores compile batches ahead
-    assert (f"1 worker(s) over the CPU, {cores - 1} process(es) compiling batches ahead\n" in out) == (cores > 1)
+    assert (f"1 worker(s) over the CPU, {cores - 1} process(es) compiling batches ahead, a spare worker started "
+            f"ahead per slot\n" in out) == (cores > 1)
     data = json.loads(report.read_text())
     mutants = data["files"]["rule_compliant.cu"]["mutants"]
     assert {m["mutatorName"]: m["status"] for m in mutants} == {"relational_boundary": "Killed",
@@ -458,6 +459,15 @@ def test_default_workers_are_four_per_gpu_and_at_most_one_per_core(gpus, cores, 
     ("auto", 1, 2, True), ("always", 2, 2, True), ("never", 1, 16, False)])
 def test_spare_workers_are_kept_where_each_worker_and_its_spare_can_have_a_core(mode, workers, cores, expected):
     assert spares_wanted(mode, workers, cores) is expected
+
+
+@pytest.mark.parametrize("requested, backend, workers, cores, mode", [
+    ("auto", "cuda", 4, 16, "warm"),     # a fault ends a GPU worker: the spare builds its trials ahead
+    ("auto", "cpu", 1, 2, "always"),     # the CPU backend's workers seldom end: started ahead only
+    ("auto", "cuda", 9, 16, "never"),    # no core for a spare
+    ("always", "cuda", 4, 16, "always"), ("never", "cuda", 4, 16, "never"), ("warm", "cpu", 2, 2, "warm")])
+def test_auto_spares_are_warmed_on_the_gpu_and_started_ahead_on_the_cpu(requested, backend, workers, cores, mode):
+    assert spare_mode(requested, backend, workers, cores) == mode
 
 
 def test_on_the_cpu_backend_the_sanitizers_oracle_says_it_is_skipped_and_both_scores_are_tabled(admitted, capsys):
