@@ -21,6 +21,12 @@ DEFAULT_ARCH = "sm_90"  # the lent H200; used where no device says otherwise
 PTX_ONLY_ARCH = "compute_" + DEFAULT_ARCH.removeprefix("sm_")
 
 
+def arch_without_gpu(ptxas: bool) -> str:
+    """The architecture where no device names one: DEFAULT_ARCH, assembled by ptxas (its limits hold), or
+    PTX_ONLY_ARCH. The CPU backend's, and its campaigns' compile pool's, which must compile what its workers load."""
+    return DEFAULT_ARCH if ptxas else PTX_ONLY_ARCH
+
+
 class CompileError(Exception):
     """NVRTC refused the source. `message` quotes each error with its source line."""
 

@@ -156,9 +156,9 @@ class CpuBackend(Backend):
 
     @property
     def nvrtc_arch(self) -> str:
-        from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
+        from harness.nvrtc import arch_without_gpu
 
-        return DEFAULT_ARCH if self.ptxas else PTX_ONLY_ARCH
+        return arch_without_gpu(self.ptxas)
 
     def describe_device(self) -> str:
         return f"CPU: {_cpu_name()} ({os.cpu_count()} cores, {compiler_version()})"

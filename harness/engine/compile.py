@@ -139,9 +139,11 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     not left to the pool: its processes have the fork server's environment, not the caller's."""
     from harness.backends import gpu_arch
     from harness.cache import default_cache_dir
-    from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
+    from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
+    from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu
 
     pool = CompilePool(processes)
-    arch = (gpu_arch() or DEFAULT_ARCH) if backend == "cuda" else PTX_ONLY_ARCH
+    arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"
+            else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir())))
     return pool
