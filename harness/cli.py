@@ -173,8 +173,9 @@ class SanitizerStage:
     """compute-sanitizer's tools over the run's substrates, beside the gate jobs; their checks join each report."""
 
     def __init__(self, args, backend: str, tools: tuple[str, ...], jobs: list, entries: dict, errors: dict,
-                 cluster=None):
+                 cluster=None, prestarted: dict | None = None):
         self.tools, self.backend, self.cluster = tools, backend, cluster
+        self.prestarted = prestarted or {}  # sanitizer.prestart()'s processes, started beside discovery
         # On a cluster of other hosts the tools are found where they run, not here.
         self.path = args.sanitizer or (None if cluster is not None and cluster.remote else sanitizer.find_sanitizer())
         self.why_not = ("--no-sanitize" if args.no_sanitize else "no tools chosen" if not tools
@@ -202,7 +203,7 @@ class SanitizerStage:
         def run():
             try:
                 return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                                          self.timeout, self.stall, self.processes, self._timings)
+                                          self.timeout, self.stall, self.processes, self._timings, self.prestarted)
             finally:
                 self._seconds = time.perf_counter() - started
 
@@ -253,11 +254,15 @@ class Timeline:
     discovery: float = 0.0  # importing every candidate file, in a worker
     jobs: float = 0.0  # from the first job's start to the last job's end
     work: float = 0.0  # the substrates' own seconds, summed
+    # Each worker's start to its backend made (the candidate's import and its proof, T0's helpers, the CUDA
+    # context, which the driver makes one at a time), summed: the jobs' time that is not the substrates' work.
+    worker_starts: float = 0.0
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
 
     def describe(self, at_once: int) -> str:
         return (f"timeline: discovery {self.discovery:.1f} s, then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
-                f"of substrate work, {at_once} at once), then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
+                f"of substrate work after {self.worker_starts:.1f} s of workers' start, {at_once} at once), then "
+                f"{self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
 
 def _suite_summary(report: SubstrateReport) -> str:
@@ -362,6 +367,27 @@ def _run(args) -> int:
 
     files = list(dict.fromkeys(candidate_files() + [f.resolve() for f in explicit_files]))
     timeline = Timeline()
+    early_sanitizers = _prestart_sanitizers(args, tools)
+    try:
+        return _discover_and_gate(args, started, files, tools, records, timeline, early_sanitizers)
+    finally:
+        sanitizer.discard(early_sanitizers)
+
+
+def _prestart_sanitizers(args, tools: tuple[str, ...]) -> dict:
+    """The sanitizer stage's processes started now, beside discovery, where the stage will run on this host's
+    GPU: each pays the tool's start, the imports and its CUDA context (3 to 5 s) while the candidates are found."""
+    if args.no_sanitize or not tools or args.list or args.scheduler or args.backend not in ("auto", "cuda"):
+        return {}
+    path = args.sanitizer or sanitizer.find_sanitizer()
+    if path is None or not gpu_visible():
+        return {}
+    return sanitizer.prestart(tools, path, "cuda", str(args.cache_dir) if args.cache_dir else None,
+                              args.sanitize_processes)
+
+
+def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str, ...], records, timeline,
+                       early_sanitizers: dict) -> int:
     entries, errors = discover(files, args.timeout, args.kb_root)
     timeline.discovery = time.perf_counter() - started
     if args.list:
@@ -398,18 +424,23 @@ def _run(args) -> int:
                                  ClusterGate(client, args.timeout, 1 / args.jobs if backend == "cuda" else 0, remote))
         except ClusterUnavailable as error:
             raise UsageError(str(error))
-    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline, None)
+    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline, None, early_sanitizers)
 
 
-def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster) -> int:
+def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster,
+              early_sanitizers: dict | None = None) -> int:
     """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
 
     report = GateReport(backend=backend, device="")
     progress = _make_progress(args.no_progress)
 
+    worker_starts: list[float] = []
+
     def on_message(name):
         def handle(message):
             kind = message[0]
+            if kind == "device":
+                worker_starts.append(message[2])  # from the jobs' threads: append is atomic
             if kind == "plan":
                 progress.total += message[1]
                 progress.refresh()
@@ -443,7 +474,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             _note_rerun(result, first)
         return result
 
-    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster)
+    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers)
     try:
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
@@ -457,6 +488,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             report.substrates = [sanitizing.judge(result) for result in report.substrates]
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
+            timeline.worker_starts = sum(worker_starts)
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")

@@ -9,7 +9,7 @@ kill a worker that stops making progress (a GPU without a watchdog runs a stuck 
 A worker gets its job over its pipe, as (function, arguments), so that it can be started before
 the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`); it is
 never given a second job. The worker reports over the same pipe: ("step", what), ("plan",
-n_steps), ("device", text), ("checks", [...]) and finally ("report", {...}) or ("entries", ...)
+n_steps), ("device", text, seconds from the job's start to its backend made), ("checks", [...]) and finally ("report", {...}) or ("entries", ...)
 for discovery; a worker whose pipeline raises sends ("crash", why) before it dies.
 """
 
@@ -20,6 +20,7 @@ import multiprocessing
 import multiprocessing.context
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -124,6 +125,7 @@ def quiet_openmp() -> None:
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
+    began = time.perf_counter()
     import torch  # imported before the first message: start-up, not the candidate's import
 
     from harness.backends import BackendUnavailable, create_backend
@@ -155,7 +157,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         trial_inputs.close()
         conn.send(("unavailable", str(error)))
         return
-    conn.send(("device", backend.describe_device()))
+    conn.send(("device", backend.describe_device(), time.perf_counter() - began))
     trial_inputs.device = backend.device
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,

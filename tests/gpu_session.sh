@@ -235,8 +235,9 @@ if [ "${GATE_SPEED:-0}" = 1 ]; then
       jobs=${run%%:*} processes=${run##*:}
       python3 gate.py --no-progress --no-record --jobs "$jobs" --sanitize-processes "$processes" \
         > "$out/gate-speed-$jobs-$processes-$round.log" 2>&1
-      echo "gate --jobs $jobs --sanitize-processes $processes (round $round): $(grep -E '^sanitizers:' \
-        "$out/gate-speed-$jobs-$processes-$round.log" | sed 's/ (.*//') · $(tail -n 1 "$out/gate-speed-$jobs-$processes-$round.log")"
+      log=$out/gate-speed-$jobs-$processes-$round.log
+      echo "gate --jobs $jobs --sanitize-processes $processes (round $round): $(grep -E '^sanitizers:' "$log" \
+        | sed 's/ (.*//') · $(grep -E '^timeline:' "$log") · $(tail -n 1 "$log")"
     done
   done | tee "$out/gate-speed.log"
   pack

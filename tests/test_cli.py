@@ -132,10 +132,13 @@ def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barri
     # Where the wall time went, with the substrates' own seconds summed from the report.
     (timeline,) = [line for line in out.splitlines() if line.startswith("timeline: ")]
     work = sum(s["seconds"] for s in json.loads(report.read_text())["substrates"])
-    found = re.fullmatch(r"timeline: discovery \d+\.\d s, then the jobs \d+\.\d s \((\d+\.\d) s of substrate work, "
-                         r"(\d+) at once\), then 0\.0 s waiting for the sanitizers", timeline)
-    assert found and abs(float(found.group(1)) - work) <= 0.1, (timeline, work)  # the report's seconds are rounded
-    assert int(found.group(2)) == auto_jobs("cpu", os.cpu_count() or 1)  # --jobs auto
+    found = re.fullmatch(r"timeline: discovery \d+\.\d s, then the jobs (\d+\.\d) s \((\d+\.\d) s of substrate work "
+                         r"after (\d+\.\d) s of workers' start, (\d+) at once\), then 0\.0 s waiting for the "
+                         r"sanitizers", timeline)
+    assert found and abs(float(found.group(2)) - work) <= 0.1, (timeline, work)  # the report's seconds are rounded
+    # One job: its worker's start falls inside the jobs' time.
+    assert 0 < float(found.group(3)) <= float(found.group(1)), timeline
+    assert int(found.group(4)) == auto_jobs("cpu", os.cpu_count() or 1)  # --jobs auto
 
 
 def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):
@@ -205,3 +208,25 @@ def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
     main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress"])
     assert told == [2, 2, 2]  # auto on the CPU backend: two at a time
+
+
+def test_the_sanitizers_start_beside_discovery_only_where_they_will_run_on_this_hosts_gpu(monkeypatch, tmp_path):
+    from harness import cli
+    from harness.oracles import sanitizer
+
+    fake = Path(__file__).resolve().parent / "fake_sanitizer.py"
+    monkeypatch.setattr(cli, "gpu_visible", lambda: True)
+    started = []
+    monkeypatch.setattr(sanitizer, "prestart", lambda tools, path, backend, cache, processes: started.append(
+        (tools, path, backend, cache, processes)) or {"memcheck": []})
+    parse = cli.build_parser().parse_args
+    tools = ("memcheck", "racecheck")
+    for argv in (["--no-sanitize"], ["--list"], ["--backend", "cpu"], ["--scheduler", "local"]):
+        assert cli._prestart_sanitizers(parse(argv + ["--sanitizer", str(fake)]), tools) == {}, argv
+    assert cli._prestart_sanitizers(parse(["--sanitizer", str(fake)]), ()) == {}  # no tools chosen
+    assert started == []
+    assert cli._prestart_sanitizers(parse(["--sanitizer", str(fake), "--sanitize-processes", "2",
+                                           "--cache-dir", str(tmp_path)]), tools) == {"memcheck": []}
+    assert started == [(tools, fake, "cuda", str(tmp_path), 2)]
+    monkeypatch.setattr(cli, "gpu_visible", lambda: False)
+    assert cli._prestart_sanitizers(parse(["--sanitizer", str(fake)]), tools) == {}

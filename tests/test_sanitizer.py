@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
-from harness.oracles.sanitizer import (Finding, SanitizerTarget, find_sanitizer, parse_log, process_tree,
-                                      run_watched, sanitize, shares)
+from harness.oracles.sanitizer import (Finding, SanitizerTarget, discard, find_sanitizer, parse_log, prestart,
+                                      process_tree, run_watched, sanitize, shares)
 from harness.records import CheckName, CheckStatus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,6 +254,56 @@ def test_each_tools_time_and_its_slowest_substrate_are_given(fake_sanitizer):
         whole, start, loading, cases = (float(x) for x in re.findall(r"(?:^\w+|start|loading|cases) (\d+\.\d)", timing))
         assert start > 0.0  # Python's start and imports, before the first substrate
         assert start + loading + cases <= whole + 0.2  # parts of the tool's time (each rounded)
+
+
+def _wait_until_ready(early, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all('"ready"' in ((e.work / "events-1.jsonl").read_text() if (e.work / "events-1.jsonl").exists() else "")
+               for waiting in early.values() for e in waiting):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the processes started ahead never said they were ready")
+
+
+def test_a_process_started_before_its_plan_waits_for_it_and_judges_as_one_started_after(fake_sanitizer,
+                                                                                        monkeypatch):
+    line = _cuda_line("forms_row_sum", "atomicAdd")
+    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+                                                   f"const float *, float *, long long, long long)+0x90 in "
+                                                   f"forms_row_sum.cu:{line}")
+    monkeypatch.setenv("FAKE_SANITIZER_WHEN", '"forms_row_sum"')  # only from a process whose plan names it
+    targets = [_target("forms_row_sum"), _target("forms_wrong_distribution")]
+    tools = ("memcheck", "racecheck")
+    early = prestart(tools, fake_sanitizer, backend="cpu")
+    _wait_until_ready(early)  # started: Python, its imports and the backend made, before any substrate is known
+    assert all(e.process.poll() is None and not (e.work / "plan-1.json").exists()
+               for waiting in early.values() for e in waiting)
+    timings_ahead, timings = [], []
+    ahead = sanitize(targets, tools, fake_sanitizer, backend="cpu", timings=timings_ahead, prestarted=early)
+    assert ahead == sanitize(targets, tools, fake_sanitizer, backend="cpu", timings=timings)
+    assert ahead["forms_row_sum"][1].status is CheckStatus.FAILED
+    assert ahead["forms_wrong_distribution"][1].status is CheckStatus.PASSED
+    assert all(", ahead, loading" in t for t in timings_ahead) and not any("ahead" in t for t in timings)
+
+
+def test_processes_started_ahead_that_no_share_takes_are_ended_with_their_program(fake_sanitizer):
+    early = prestart(("memcheck",), fake_sanitizer, backend="cpu", processes=2)
+    _wait_until_ready(early)
+    spare = early["memcheck"][1]
+    below = process_tree(spare.process.pid)
+    assert len(below) >= 2  # the tool and the program it runs
+    ((check,),) = sanitize([_target("forms_row_sum")], ("memcheck",), fake_sanitizer, backend="cpu", processes=2,
+                           prestarted=early).values()
+    assert check.status is CheckStatus.PASSED
+    assert spare.process.poll() is not None  # one target, one share: the second process was not needed
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in below if Path(f"/proc/{pid}").exists()]
+    lone = prestart(("synccheck",), fake_sanitizer, backend="cpu")
+    discard(lone)  # a gate that had nothing to sanitize
+    assert lone["synccheck"][0].process.poll() is not None
 
 
 def test_the_sanitized_program_builds_only_t0s_first_trial():

@@ -13,16 +13,23 @@ imports and backend made); then `start`, `case`, `done` per substrate, so the pa
 report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. A
 CUDA error after a launch leaves the context unusable: the program writes `lost` and exits with LOST_EXIT, and
 the parent starts another for the substrates left.
+
+Started ahead (the gate starts each tool's process beside its discovery of the candidates): the environment's
+`START_ENV` holds the backend, compile cache and watched process as JSON; the program makes its backend, writes
+`ready`, and waits for PLAN to appear (the parent writes it whole, by rename) once the substrates are known.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 LOST_EXIT = 3
+START_ENV = "HARNESS_SANITIZED_START"
+PLAN_POLL_SECONDS = 0.01
 
 
 def _bytes(inputs: list) -> int:
@@ -102,12 +109,20 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
     return True
 
 
+def wait_for_plan(path: Path) -> dict:
+    """The plan, once the parent has renamed it into place (so it is whole when it exists)."""
+    while not path.exists():
+        time.sleep(PLAN_POLL_SECONDS)
+    return json.loads(path.read_text())
+
+
 def main(argv: list[str]) -> int:
     import torch
 
     from harness.backends import create_backend
 
-    plan = json.loads(Path(argv[0]).read_text())
+    started_ahead = os.environ.get(START_ENV)
+    plan = json.loads(started_ahead) if started_ahead else json.loads(Path(argv[0]).read_text())
     if plan.get("watch_pid"):  # the gate or campaign above compute-sanitizer: gone, this run is for nothing
         from harness.watch import watch_process
 
@@ -115,6 +130,8 @@ def main(argv: list[str]) -> int:
     backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
     with open(argv[1], "a") as events:
         _write(events, event="ready", wall=time.time())  # the parent counts the tool's and this start from it
+        if started_ahead:
+            plan = wait_for_plan(Path(argv[0]))
         for target in plan["targets"]:
             if not run_substrate(target, backend, events, torch):
                 return LOST_EXIT

@@ -184,6 +184,7 @@ class ToolRun:
     # From starting compute-sanitizer to the sanitized program's first substrate (the tool's start, Python's
     # imports, the CUDA context under the tool), summed over the processes one after another.
     start_seconds: float = 0.0
+    started_ahead: bool = False  # its first process started before the substrates were known (prestart)
 
     def timing(self) -> str:
         """`memcheck 12.1 s (start 3.0 s, loading 5.2 s, cases 3.6 s; slowest pad_const_b8 1.9 s)`: where a tool's
@@ -193,7 +194,8 @@ class ToolRun:
             return f"{self.tool} {self.seconds:.1f} s"
         loading = sum(self.load_seconds.values())
         cases = sum(self.substrate_seconds.values()) - loading
-        return (f"{self.tool} {self.seconds:.1f} s (start {self.start_seconds:.1f} s, loading {loading:.1f} s, "
+        ahead = ", ahead" if self.started_ahead else ""
+        return (f"{self.tool} {self.seconds:.1f} s (start {self.start_seconds:.1f} s{ahead}, loading {loading:.1f} s, "
                 f"cases {cases:.1f} s; slowest {slowest[0]} {slowest[1]:.1f} s)")
 
 
@@ -212,6 +214,7 @@ def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
         whole.substrate_seconds.update(run.substrate_seconds)
         whole.load_seconds.update(run.load_seconds)
         whole.start_seconds = max(whole.start_seconds, run.start_seconds)  # the shares start side by side
+        whole.started_ahead = whole.started_ahead or run.started_ahead
     return whole
 
 
@@ -256,8 +259,16 @@ def run_watched(command: list[str], env: dict, output: Path, events: Path, timeo
     (None, why): past `timeout` in all, or `stall` seconds without a new event (a hung kernel is
     found after `stall` s, not the process's `timeout`). The tool stays in the gate's process group,
     so Ctrl-C still reaches it and its program."""
+    return watch(_spawn(command, env, output), events, timeout, stall)
+
+
+def _spawn(command: list[str], env: dict, output: Path) -> subprocess.Popen:
     with open(output, "w") as sink:
-        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        return subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
+
+
+def watch(process: subprocess.Popen, events: Path, timeout: float, stall: float) -> tuple[int | None, str]:
+    """run_watched's wait, for a process already started."""
     began = progressed = time.monotonic()
     seen = 0
     while True:
@@ -272,38 +283,101 @@ def run_watched(command: list[str], env: dict, output: Path, events: Path, timeo
         why = (f"after {timeout:g} s" if now - began > timeout else
                f"with no case done for {stall:g} s" if now - progressed > stall else "")
         if why:  # the tool's program too: killed with the tool alone, a hung kernel would hold the GPU
-            for pid in process_tree(process.pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            process.wait()
+            _kill_tree(process)
             return None, why
+
+
+def _kill_tree(process: subprocess.Popen) -> None:
+    for pid in process_tree(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+
+
+def _attempt_files(work: Path, attempt: int) -> tuple[Path, Path, Path, Path]:
+    """An attempt's plan, events, the tool's log and the program's output."""
+    return tuple(work / f"{kind}-{attempt}{ext}" for kind, ext in
+                 (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt"), ("output", ".txt")))
+
+
+def _command(sanitizer: Path, tool: str, plan: Path, events: Path, log: Path) -> list[str]:
+    return [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
+            "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan), str(events)]
+
+
+def _program_env(**extra: str) -> dict:
+    # No caching allocator: every tensor is an allocation of its own, as memcheck needs to see an overrun.
+    return program_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1", **extra)
+
+
+@dataclass
+class Prestarted:
+    """A tool's first process, started before its substrates are known: the tool's start, Python's imports and
+    the CUDA context under the tool (3 to 5 s on the H200) are paid beside the gate's discovery of the candidates.
+    It waits for its plan (sanitized_run's START_ENV) and is then watched like any other."""
+
+    tool: str
+    process: subprocess.Popen
+    work: Path
+    launched: float  # wall clock, as the program's `ready` event
+
+
+def prestart(tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda", cache_dir: str | None = None,
+             processes: int = 1) -> dict[str, list[Prestarted]]:
+    """`processes` waiting processes per tool; each is used by sanitize(), or ended by discard()."""
+    from harness.oracles.sanitized_run import START_ENV
+
+    start = json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid()})
+    started: dict[str, list[Prestarted]] = {}
+    for tool in tools:
+        for _ in range(processes):
+            work = Path(tempfile.mkdtemp(prefix=f"sanitize-{tool}-"))
+            plan, events, log, printed = _attempt_files(work, 1)
+            launched = time.time()
+            process = _spawn(_command(sanitizer, tool, plan, events, log), _program_env(**{START_ENV: start}),
+                             printed)
+            started.setdefault(tool, []).append(Prestarted(tool, process, work, launched))
+    return started
+
+
+def discard(prestarted: dict[str, list[Prestarted]]) -> None:
+    """End the started-ahead processes no tool run took (a gate with nothing to sanitize, or fewer shares)."""
+    for waiting in prestarted.values():
+        for early in waiting:
+            if early.process.poll() is None and not (early.work / "plan-1.json").exists():
+                _kill_tree(early.process)
 
 
 def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None,
-             stall: float = STALL_TIMEOUT) -> ToolRun:
-    """Every target under one tool, in as few processes as the kernels allow."""
+             stall: float = STALL_TIMEOUT, prestarted: Prestarted | None = None) -> ToolRun:
+    """Every target under one tool, in as few processes as the kernels allow; the first is `prestarted` when
+    given."""
     started = time.perf_counter()
-    result = ToolRun(tool)
+    result = ToolRun(tool, started_ahead=prestarted is not None)
     remaining = list(targets)
-    work = Path(work_dir or tempfile.mkdtemp(prefix=f"sanitize-{tool}-"))
-    env = program_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1")
+    work = prestarted.work if prestarted else Path(work_dir or tempfile.mkdtemp(prefix=f"sanitize-{tool}-"))
     attempt = 0
     while remaining:
         attempt += 1
-        plan, events, log, printed = (work / f"{kind}-{attempt}{ext}" for kind, ext in
-                                      (("plan", ".json"), ("events", ".jsonl"), ("log", ".txt"), ("output", ".txt")))
+        plan, events, log, printed = _attempt_files(work, attempt)
         listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
                    "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
-        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
-                                    "targets": listed}))
-        command = [str(sanitizer), "--tool", tool, "--error-exitcode", str(FINDINGS_EXIT), "--print-limit", "1000",
-                   "--log-file", str(log), sys.executable, "-m", "harness.oracles.sanitized_run", str(plan),
-                   str(events)]
-        launched = time.time()  # wall clock: the sanitized program reports when it is ready in the same terms
-        status, ended = run_watched(command, env, printed, events, timeout, stall)
+        text = json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(), "targets": listed})
+        if attempt == 1 and prestarted:
+            # Written whole and renamed: the waiting program reads it the moment it exists.
+            ahead = plan.with_suffix(".tmp")
+            ahead.write_text(text)
+            os.replace(ahead, plan)
+            launched = prestarted.launched
+            status, ended = watch(prestarted.process, events, timeout, stall)
+        else:
+            plan.write_text(text)
+            launched = time.time()  # wall clock: the sanitized program reports when it is ready in the same terms
+            status, ended = run_watched(_command(sanitizer, tool, plan, events, log), _program_env(), printed,
+                                        events, timeout, stall)
         output = printed.read_text(errors="replace")
         started_names, done = [], set()
         for line in (events.read_text().splitlines() if events.exists() else []):
@@ -401,15 +475,27 @@ def sanitize_found_here(targets: list[SanitizerTarget], tools: tuple[str, ...], 
 def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT,
              stall: float = STALL_TIMEOUT, processes: int = 1,
-             timings: list[str] | None = None) -> dict[str, list[CheckResult]]:
+             timings: list[str] | None = None,
+             prestarted: dict[str, list[Prestarted]] | None = None) -> dict[str, list[CheckResult]]:
     """Every tool over every target, the tools side by side, each over `processes` processes that share the
     targets out (a process pays the tool's start-up, and runs its targets one after another): per substrate,
-    one check per tool. `timings`, when given, gets each tool's ToolRun.timing()."""
+    one check per tool. `timings`, when given, gets each tool's ToolRun.timing(). `prestarted` (from prestart(),
+    with the same backend and cache): each share's first process, where there is one; those left are discarded."""
     parts = shares(targets, processes)
-    with ThreadPoolExecutor(max_workers=len(tools) * len(parts) or 1) as pool:
-        pending = {tool: [pool.submit(run_tool, tool, part, sanitizer, backend, cache_dir, timeout, stall=stall)
-                          for part in parts] for tool in tools}
-        runs = [merged(tool, [f.result() for f in futures]) for tool, futures in pending.items()]
+    waiting = prestarted or {}
+
+    def first_process(tool: str, share: int) -> Prestarted | None:
+        ahead = waiting.get(tool, [])
+        return ahead[share] if share < len(ahead) else None
+
+    try:
+        with ThreadPoolExecutor(max_workers=len(tools) * len(parts) or 1) as pool:
+            pending = {tool: [pool.submit(run_tool, tool, part, sanitizer, backend, cache_dir, timeout, stall=stall,
+                                          prestarted=first_process(tool, i))
+                              for i, part in enumerate(parts)] for tool in tools}
+            runs = [merged(tool, [f.result() for f in futures]) for tool, futures in pending.items()]
+    finally:
+        discard(waiting)
     if timings is not None:
         timings.extend(run.timing() for run in runs)
     results: dict[str, list[CheckResult]] = {}
