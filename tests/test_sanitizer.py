@@ -335,3 +335,14 @@ def test_the_sanitized_program_builds_only_t0s_first_trial():
     assert built == [("T0_original", 0), ("targeted", 0), ("targeted", 1), ("targeted", 2)]
     assert [where for where, _inputs in found] == ["probe trial 0", "T0_original trial 0", "targeted trial 2"]
     assert notes == []
+
+
+def test_an_oracles_program_gets_sleeping_openmp_threads_unless_the_user_chose(monkeypatch):
+    """The gate's workers get it from quiet_openmp; a sanitizer started before the first worker must too (its
+    spinning OpenMP threads made a gate on the H200 take 36 s instead of 18)."""
+    from harness.oracles import program_env
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert program_env()["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert program_env()["OMP_WAIT_POLICY"] == "ACTIVE"

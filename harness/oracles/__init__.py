@@ -10,8 +10,12 @@ def program_env(**extra: str) -> dict[str, str]:
     """The environment of an oracle's own program (`python -m harness.oracles...`): this one's, with the
     repository on PYTHONPATH so the program finds harness from any working folder, and `extra`."""
     root = str(Path(__file__).resolve().parents[2])
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
-                **extra)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+               **extra)
+    # As harness.worker.quiet_openmp gives the workers, whenever this program starts: a sanitizer's process
+    # started before the gate's first worker spun OpenMP threads beside the jobs, and the gate took twice as long.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
 
 
 def last_line(text: str) -> str:
