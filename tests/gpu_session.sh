@@ -52,6 +52,7 @@
 #                  "here" run of this call where there is one; WARM_WORKERS="4 8" runs it with each count of
 #                  workers per GPU in turn (default WORKERS_PER_GPU)
 #   STARTUP=1      CUDA contexts made by 1, 2, 4, 8 and 16 processes at once, by torch and by the driver API
+#   CONTEXT_FAULT=1  tests/context_fault_probe.py: does a fault in a second context of a process spare the first?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -360,6 +361,10 @@ if [ "${WARM:-0}" = 1 ]; then
     [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
       "$out/campaign-warm-spares-$n.json" | tail -n 5
   done
+  pack
+fi
+if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
+  python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
   pack
 fi
 # STARTUP=1: how long a CUDA context takes to make when N processes make one at once (torch imported first, then

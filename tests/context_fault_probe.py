@@ -1,0 +1,82 @@
+"""Does a kernel fault in a second CUDA context of a process spare the process's first context? (GPU only.)
+
+`python tests/context_fault_probe.py` (tests/gpu_session.sh CONTEXT_FAULT=1). A campaign worker's fault costs a new
+process and its CUDA context, which the driver makes one at a time (MEASUREMENTS.md). Were a fault confined to a
+context, a worker could keep its trials in its primary context and run each risky mutant in a disposable one. It
+prints: whether a kernel in a second context can write the first's memory, what a fault there does to the first,
+and how long a context of its own takes to make beside the primary one.
+"""
+
+import ctypes
+import statistics
+import time
+
+from cuda.bindings import driver
+
+# One store of `value` to `address`: a valid pointer, or 0x10, an address no allocation holds.
+PTX = b"""
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry store(.param .u64 address, .param .u32 value) {
+  .reg .b64 %rd<3>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [address]; ld.param.u32 %r1, [value]; cvta.to.global.u64 %rd2, %rd1;
+  st.global.u32 [%rd2], %r1; ret;
+}
+"""
+
+
+def status(result) -> str:
+    code = result[0] if isinstance(result, tuple) else result
+    return driver.cuGetErrorName(code)[1].decode() if int(code) else "CUDA_SUCCESS"
+
+
+def value(result):
+    if int(result[0]):
+        raise RuntimeError(status(result))
+    return result[1]
+
+
+def store(function, address: int, number: int) -> str:
+    pointer, word = ctypes.c_uint64(address), ctypes.c_uint32(number)
+    args = (ctypes.c_void_p * 2)(ctypes.addressof(pointer), ctypes.addressof(word))
+    launched = driver.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, None, ctypes.addressof(args), 0)
+    return status(launched) if int(launched[0]) else status(driver.cuCtxSynchronize())
+
+
+def kernel():
+    return value(driver.cuModuleGetFunction(value(driver.cuModuleLoadData(PTX)), b"store"))
+
+
+def new_context(device):
+    try:
+        return value(driver.cuCtxCreate(None, 0, device))  # CUDA 13's form: (params, flags, device)
+    except TypeError:
+        return value(driver.cuCtxCreate(0, device))
+
+
+def main() -> None:
+    value(driver.cuInit(0))
+    device = value(driver.cuDeviceGet(0))
+    primary = value(driver.cuDevicePrimaryCtxRetain(device))
+    value(driver.cuCtxSetCurrent(primary))
+    first, buffer = kernel(), value(driver.cuMemAlloc(1 << 20))
+    print(f"primary context: a store {store(first, int(buffer), 1)}")
+    made = []
+    for _ in range(5):
+        began = time.perf_counter()
+        context = new_context(device)
+        made.append(time.perf_counter() - began)
+        value(driver.cuCtxDestroy(context))
+    value(driver.cuCtxSetCurrent(primary))
+    print(f"a second context made in {statistics.median(made) * 1e3:.0f} ms (median of 5) beside the primary")
+    new_context(device)
+    second = kernel()
+    print(f"second context: a store into the primary's buffer {store(second, int(buffer), 2)}")
+    print(f"second context: a store to 0x10 {store(second, 0x10, 3)}")
+    value(driver.cuCtxSetCurrent(primary))
+    print(f"primary context after the second's fault: a store {store(first, int(buffer), 4)}")
+
+
+if __name__ == "__main__":
+    main()
