@@ -10,12 +10,10 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import admissions
@@ -26,7 +24,7 @@ from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, MemoryBudget, auto_jobs, device_memory_bytes,
-                                estimate_bytes, starts_ahead)
+                                estimate_bytes)
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
 from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
 
@@ -457,45 +455,28 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
 
-    slots = threading.BoundedSemaphore(max(1, at_once))
-
     def gate_one(job: tuple[str, str]) -> SubstrateReport:
         file, name = job
         if file in errors:
             return _import_failure(file, name, errors[file])
-        # Started ahead of its turn, its CUDA context made while other jobs run, unless its T0 is drawn ahead in
-        # helper processes, which hold their share of the host's memory from the start.
-        ahead = cluster is None and starts_ahead(t0_sizes.get(job, 0))
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once,
-                       wait_for_go=ahead)
+                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
         if cluster is not None:
             return cluster.gate(work, report, progress)
-        with ExitStack() as held:
-            shared = []
-
-            def admit() -> None:  # a slot of --jobs, and the job's share of the device's memory
-                held.enter_context(slots)
-                shared.append(held.enter_context(budget.reserve(estimate_bytes(t0_sizes.get(job, 0)))))
-
-            if not ahead:
-                admit()
-            result = run_gate_job(work, args.timeout, on_message(name), admit)
-            beside_others = shared[0]() if shared else False
+        with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
+            result = run_gate_job(work, args.timeout, on_message(name))
+            beside_others = shared()
         if beside_others and _ran_out_of_memory(result):
             # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone.
             with budget.alone():
-                first, result = result, run_gate_job(replace(work, wait_for_go=False), args.timeout,
-                                                     on_message(name))
+                first, result = result, run_gate_job(work, args.timeout, on_message(name))
             _note_rerun(result, first)
         return result
 
     sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers)
     try:
-        # Twice the jobs that run: as many again are starting, so that the driver, which makes CUDA contexts one at
-        # a time, has made the next jobs' while these run.
-        with ThreadPoolExecutor(max_workers=max(1, 2 * at_once)) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
             for result in pool.map(gate_one, jobs):

@@ -15,16 +15,6 @@ import subprocess
 import threading
 from contextlib import contextmanager
 
-# A gate job whose T0 is this large or more (KernelBench's sizes) does not start ahead of its turn: its worker draws
-# T0 in helper processes from its start, a few trials ahead, and those would hold gigabytes of the host's memory
-# beyond what --jobs shares out while the worker waited.
-STARTS_AHEAD_BELOW_T0_BYTES = 256 * 2**20
-
-
-def starts_ahead(t0_bytes: int) -> bool:
-    """Whether a gate job's worker may start ahead of its turn, its CUDA context made while other jobs run."""
-    return t0_bytes < STARTS_AHEAD_BELOW_T0_BYTES
-
 # A trial holds its inputs, the official output, launch's out and the guarded output on the device,
 # and the official outputs of up to SecondReferences.PENDING earlier trials wait there for their
 # second references: for the level-1 problems whose output is as large as their input, six times

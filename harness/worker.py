@@ -45,9 +45,6 @@ class GateJob:
     helpers_from_bytes: int | None = None
     # Gate jobs running at once on this host (--jobs): each draws T0 ahead in its share of the host's memory.
     jobs_at_once: int = 1
-    # Started ahead of its turn: with its backend made (the CUDA context, which the driver makes one at a time),
-    # the worker says ("waiting",) and runs the pipeline once the parent answers ("go",).
-    wait_for_go: bool = False
 
 
 @dataclass
@@ -161,9 +158,6 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("unavailable", str(error)))
         return
     conn.send(("device", backend.describe_device(), time.perf_counter() - began))
-    if job.wait_for_go:
-        conn.send(("waiting",))
-        conn.recv()  # ("go",)
     trial_inputs.device = backend.device
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
@@ -406,11 +400,10 @@ def classify_death(lost: WorkerLost, oom_kills_before: int | None,
                                         f"machine, not a fault of the kernel")
 
 
-def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None, admit=None):
+def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):
     """Run `target(*args, conn)` in a worker; hand each message to on_message until it returns True.
 
-    `worker` is one already started (`WorkerStarter`); without one a worker is started now. A ("waiting",)
-    message calls `admit`, which returns once the worker may go on, and answers ("go",); the wait is no silence.
+    `worker` is one already started (`WorkerStarter`); without one a worker is started now.
     Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
     A ("step_timeout", s) message from the worker sets step_timeout from then on. The worker is
     stopped however this ends.
@@ -435,9 +428,6 @@ def _converse(target, args, step_timeout: float, on_message, worker: StartedWork
                 step = message[1]
             elif message[0] == "step_timeout":
                 step_timeout = timeout = float(message[1])
-            elif message[0] == "waiting":
-                admit()
-                connection.send(("go",))
             if on_message(message):
                 return
     finally:
@@ -470,11 +460,8 @@ def lost_mid_suite(partial: SubstrateReport, why: str,
     return partial
 
 
-def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None,
-                 admit=lambda: None):
-    """Gate one substrate in its own process. Returns a SubstrateReport, or raises BackendUnavailable.
-
-    With `job.wait_for_go`, `admit` is called once the worker's backend is made, and returns when it may run."""
+def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None):
+    """Gate one substrate in its own process. Returns a SubstrateReport, or raises BackendUnavailable."""
     from harness.backends import BackendUnavailable
 
     outcome: dict = {"checks": []}
@@ -497,7 +484,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 
     kills_before = oom_kills()
     try:
-        _converse(_gate_in_worker, (job,), step_timeout, handle, admit=admit)
+        _converse(_gate_in_worker, (job,), step_timeout, handle)
     except WorkerLost as lost:
         death, said = classify_death(lost, kills_before, oom_kills())
         crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""

@@ -175,7 +175,7 @@ def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys)
 
     told = []
 
-    def fake_gate_job(job, timeout, on_message, admit=lambda: None):
+    def fake_gate_job(job, timeout, on_message):
         told.append(job.jobs_at_once)
         return SubstrateReport(name=job.name, file=job.file)
 
@@ -183,49 +183,6 @@ def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys)
     main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress",
           "--jobs", "8"])
     assert told == [3, 3, 3]  # --jobs 8, but three substrates: three at once
-
-
-def test_workers_start_ahead_of_their_turn_but_no_more_than_jobs_run_at_once(monkeypatch, capsys):
-    """The next jobs' workers start (and make their CUDA contexts) while --jobs others run; each runs its pipeline
-    only once admitted, and never more than --jobs at once."""
-    import threading
-    import time
-
-    import harness.cli as cli
-
-    lock, counts = threading.Lock(), {"started": 0, "running": 0, "most_started": 0, "most_running": 0}
-    order = []
-
-    def count(key: str, step: int) -> None:
-        with lock:
-            counts[key] += step
-            counts["most_" + key] = max(counts["most_" + key], counts[key])
-
-    def fake_gate_job(job, timeout, on_message, admit=lambda: None):
-        assert job.wait_for_go  # these T0s are small: no helper holds much memory while the worker waits
-        count("started", 1)
-        time.sleep(0.05)  # its backend being made
-        admit()
-        count("running", 1)
-        order.append(job.name)
-        time.sleep(0.1)
-        count("running", -1)
-        count("started", -1)
-        return SubstrateReport(name=job.name, file=job.file)
-
-    monkeypatch.setattr(cli, "run_gate_job", fake_gate_job)
-    names = ["pad_const_b1", "pad_const_b2", "pad_const_b4", "pad_const_b8", "pad_reflect_b1", "pad_reflect_b2"]
-    main(names + ["--backend", "cpu", "--no-record", "--no-progress", "--jobs", "2"])
-    assert counts["most_running"] == 2
-    assert counts["most_started"] == 4  # two running, two more with their backend made, waiting for a slot
-    assert sorted(order) == sorted(names)
-
-
-def test_a_kernelbench_sized_t0_starts_its_worker_only_in_its_turn():
-    from harness.scheduling import starts_ahead
-
-    assert starts_ahead(64 * 2**20)  # the largest of the project's 28 (pad_const_b8)
-    assert not starts_ahead(2**30)  # its helpers would hold gigabytes while the worker waited
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
@@ -246,7 +203,7 @@ def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
     import harness.cli as cli
 
     told = []
-    monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message, admit=None: told.append(job.jobs_at_once)
+    monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message: told.append(job.jobs_at_once)
                         or SubstrateReport(name=job.name, file=job.file))
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
     main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress"])

@@ -192,17 +192,3 @@ def test_a_crash_at_a_late_trial_keeps_the_failures_found_before_it(forms):
     assert checks["runs_to_completion"][0] == "failed" and crash in checks["runs_to_completion"][1]
     assert {s["name"]: (s["trials"], s["passed"]) for s in substrate["suites"]}["T0_original"] == (5, 5)
     assert checks["suites_can_fail"][0] == "not_run"
-
-
-def test_a_worker_started_ahead_makes_its_backend_then_runs_only_once_admitted():
-    from harness.worker import GateJob, run_gate_job
-
-    seen = []
-    ahead = run_gate_job(GateJob(file=str(FORMS), name="forms_row_sum", backend="cpu", wait_for_go=True), 60,
-                         lambda message: seen.append(message[0]), admit=lambda: seen.append("admitted"))
-    # Its backend made, it waits: no trial has run before the parent admits it.
-    assert "waiting" in seen and seen.index("device") < seen.index("admitted") < seen.index("report")
-    assert "partial" not in seen[:seen.index("admitted")]
-    in_turn = run_gate_job(GateJob(file=str(FORMS), name="forms_row_sum", backend="cpu"), 60)
-    assert ahead.admitted and in_turn.admitted
-    assert [(c.check, c.status) for c in ahead.checks] == [(c.check, c.status) for c in in_turn.checks]
