@@ -4,7 +4,9 @@
 process and its CUDA context, which the driver makes one at a time (MEASUREMENTS.md). Were a fault confined to a
 context, a worker could keep its trials in its primary context and run each risky mutant in a disposable one. It
 prints: whether a kernel in a second context can write the first's memory, what a fault there does to the first,
-and how long a context of its own takes to make beside the primary one.
+how long a context of its own takes to make beside the primary one, and whether the process can go on after the
+fault in a context made afresh (the faulted ones destroyed, the primary reset): if it can, a fault costs that
+context, not a process (a new one's imports, its context and its trials).
 """
 
 import ctypes
@@ -70,12 +72,35 @@ def main() -> None:
         value(driver.cuCtxDestroy(context))
     value(driver.cuCtxSetCurrent(primary))
     print(f"a second context made in {statistics.median(made) * 1e3:.0f} ms (median of 5) beside the primary")
-    new_context(device)
+    faulted = new_context(device)
     second = kernel()
     print(f"second context: a store into the primary's buffer {store(second, int(buffer), 2)}")
     print(f"second context: a store to 0x10 {store(second, 0x10, 3)}")
     value(driver.cuCtxSetCurrent(primary))
     print(f"primary context after the second's fault: a store {store(first, int(buffer), 4)}")
+    began = time.perf_counter()
+    destroyed = status(driver.cuCtxDestroy(faulted))
+    reset = status(driver.cuDevicePrimaryCtxReset(device))
+    print(f"after the fault: the second context destroyed {destroyed}, the primary reset {reset} "
+          f"({(time.perf_counter() - began) * 1e3:.0f} ms)")
+    began = time.perf_counter()
+    try:
+        fresh = value(driver.cuDevicePrimaryCtxRetain(device))
+        value(driver.cuCtxSetCurrent(fresh))
+        again = kernel()
+        print(f"a primary context made afresh in {(time.perf_counter() - began) * 1e3:.0f} ms: a store "
+              f"{store(again, int(value(driver.cuMemAlloc(1 << 20))), 5)}")
+    except RuntimeError as error:
+        print(f"a primary context made afresh: {error}")
+    began = time.perf_counter()
+    try:
+        third = new_context(device)
+        made_in = (time.perf_counter() - began) * 1e3
+        print(f"a third context made in {made_in:.0f} ms after the fault: a store "
+              f"{store(kernel(), int(value(driver.cuMemAlloc(1 << 20))), 6)}")
+        value(driver.cuCtxDestroy(third))
+    except RuntimeError as error:
+        print(f"a third context after the fault: {error}")
 
 
 if __name__ == "__main__":
