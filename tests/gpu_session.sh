@@ -52,7 +52,8 @@
 #                  "here" run of this call where there is one; WARM_WORKERS="4 8" runs it with each count of
 #                  workers per GPU in turn (default WORKERS_PER_GPU)
 #   STARTUP=1      CUDA contexts made by 1, 2, 4, 8 and 16 processes at once, by torch and by the driver API
-#   CONTEXT_FAULT=1  tests/context_fault_probe.py: does a fault in a second context of a process spare the first?
+#   CONTEXT_FAULT=1  tests/context_fault_probe.py, before everything else: does a fault in a second context of a
+#                  process spare the first, and can the process go on in a context made afresh?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -102,6 +103,12 @@ print(f"fork server imports: {time.perf_counter() - started:.2f} s (" + ", ".joi
       f"{'written to ' + str(sys.pycache_prefix) if not sys.flags.dont_write_bytecode else 'not written'})")
 PY
 done
+
+# First, being seconds long: a call cut off by its limit still has it.
+if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
+  python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
+  pack
+fi
 
 if [ "${GATE:-1}" != 0 ]; then
 # With the sanitizers (the default where compute-sanitizer is found), under a limit: a sanitizer stage that
@@ -361,10 +368,6 @@ if [ "${WARM:-0}" = 1 ]; then
     [ -f "$out/campaign-here.json" ] && python3 -m harness.report_diff "$out/campaign-here.json" \
       "$out/campaign-warm-spares-$n.json" | tail -n 5
   done
-  pack
-fi
-if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
-  python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
   pack
 fi
 # STARTUP=1: how long a CUDA context takes to make when N processes make one at once (torch imported first, then
