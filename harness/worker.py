@@ -9,8 +9,9 @@ kill a worker that stops making progress (a GPU without a watchdog runs a stuck 
 A worker gets its job over its pipe, as (function, arguments), so that it can be started before
 the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`); it is
 never given a second job. The worker reports over the same pipe: ("step", what), ("plan",
-n_steps), ("device", text, seconds from the job's start to its backend made), ("checks", [...]) and finally ("report", {...}) or ("entries", ...)
-for discovery; a worker whose pipeline raises sends ("crash", why) before it dies.
+n_steps), ("device", text, seconds from the job's start to its backend made), ("checks", [...]) and
+finally ("report", {...}) or ("entries", ...) for discovery; a worker whose pipeline raises sends ("crash", why)
+before it dies.
 """
 
 from __future__ import annotations
@@ -113,15 +114,16 @@ def _import_checks(path: Path, name: str):
     return entry, checks, registered[name]
 
 
-def quiet_openmp() -> None:
-    """Make OpenMP threads sleep, not spin, between parallel regions, in processes started after this.
+def quiet_openmp(environment=os.environ) -> None:
+    """Make OpenMP threads sleep, not spin, between parallel regions, in processes started after this (or, given
+    `environment`, in one started with it).
 
     libgomp reads it once, when torch loads it, and a spawned worker imports torch before its
     target runs (it re-imports the parent's __main__), so it must be in the environment the
     worker inherits. Its default (spin a while after each region) lets the CPU backend's kernel
     threads starve torch's on a small machine: a gate ran ten times slower. A user's setting wins.
     """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    environment.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:

@@ -9,12 +9,14 @@ from pathlib import Path
 def program_env(**extra: str) -> dict[str, str]:
     """The environment of an oracle's own program (`python -m harness.oracles...`): this one's, with the
     repository on PYTHONPATH so the program finds harness from any working folder, and `extra`."""
+    from harness.worker import quiet_openmp
+
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
                **extra)
-    # As harness.worker.quiet_openmp gives the workers, whenever this program starts: a sanitizer's process
-    # started before the gate's first worker spun OpenMP threads beside the jobs, and the gate took twice as long.
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Whenever the program starts: a sanitizer's process started before the gate's first worker (which sets it in
+    # the gate's own environment) spun OpenMP threads beside the jobs, and the gate took twice as long.
+    quiet_openmp(env)
     return env
 
 

@@ -255,10 +255,7 @@ def process_tree(pid: int) -> list[int]:
 
 def run_watched(command: list[str], env: dict, output: Path, events: Path, timeout: float,
                  stall: float) -> tuple[int | None, str]:
-    """Run a sanitized program until it exits (its status, ""), or end it with everything it started
-    (None, why): past `timeout` in all, or `stall` seconds without a new event (a hung kernel is
-    found after `stall` s, not the process's `timeout`). The tool stays in the gate's process group,
-    so Ctrl-C still reaches it and its program."""
+    """watch() over `command`, started now with its output to `output`."""
     return watch(_spawn(command, env, output), events, timeout, stall)
 
 
@@ -268,7 +265,10 @@ def _spawn(command: list[str], env: dict, output: Path) -> subprocess.Popen:
 
 
 def watch(process: subprocess.Popen, events: Path, timeout: float, stall: float) -> tuple[int | None, str]:
-    """run_watched's wait, for a process already started."""
+    """Wait for a sanitized program until it exits (its status, ""), or end it with everything it started
+    (None, why): past `timeout` in all, or `stall` seconds without a new event in `events` (a hung kernel
+    is found after `stall` s, not the process's `timeout`). The tool stays in the gate's process group,
+    so Ctrl-C still reaches it and its program."""
     began = progressed = time.monotonic()
     seen = 0
     while True:
@@ -318,7 +318,6 @@ class Prestarted:
     the CUDA context under the tool (3 to 5 s on the H200) are paid beside the gate's discovery of the candidates.
     It waits for its plan (sanitized_run's START_ENV) and is then watched like any other."""
 
-    tool: str
     process: subprocess.Popen
     work: Path
     launched: float  # wall clock, as the program's `ready` event
@@ -338,15 +337,16 @@ def prestart(tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda", cac
             launched = time.time()
             process = _spawn(_command(sanitizer, tool, plan, events, log), _program_env(**{START_ENV: start}),
                              printed)
-            started.setdefault(tool, []).append(Prestarted(tool, process, work, launched))
+            started.setdefault(tool, []).append(Prestarted(process, work, launched))
     return started
 
 
 def discard(prestarted: dict[str, list[Prestarted]]) -> None:
-    """End the started-ahead processes no tool run took (a gate with nothing to sanitize, or fewer shares)."""
+    """End the started-ahead processes still running once the tools are done: those no tool run took (a gate with
+    nothing to sanitize, or fewer shares than processes)."""
     for waiting in prestarted.values():
         for early in waiting:
-            if early.process.poll() is None and not (early.work / "plan-1.json").exists():
+            if early.process.poll() is None:
                 _kill_tree(early.process)
 
 
@@ -365,19 +365,17 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         plan, events, log, printed = _attempt_files(work, attempt)
         listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
                    "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
-        text = json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(), "targets": listed})
+        # Written whole and renamed: a program started ahead reads it the moment it exists.
+        unrenamed = plan.with_suffix(".tmp")
+        unrenamed.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
+                                         "targets": listed}))
+        os.replace(unrenamed, plan)
         if attempt == 1 and prestarted:
-            # Written whole and renamed: the waiting program reads it the moment it exists.
-            ahead = plan.with_suffix(".tmp")
-            ahead.write_text(text)
-            os.replace(ahead, plan)
-            launched = prestarted.launched
-            status, ended = watch(prestarted.process, events, timeout, stall)
+            process, launched = prestarted.process, prestarted.launched
         else:
-            plan.write_text(text)
             launched = time.time()  # wall clock: the sanitized program reports when it is ready in the same terms
-            status, ended = run_watched(_command(sanitizer, tool, plan, events, log), _program_env(), printed,
-                                        events, timeout, stall)
+            process = _spawn(_command(sanitizer, tool, plan, events, log), _program_env(), printed)
+        status, ended = watch(process, events, timeout, stall)
         output = printed.read_text(errors="replace")
         started_names, done = [], set()
         for line in (events.read_text().splitlines() if events.exists() else []):
