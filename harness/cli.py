@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -23,10 +24,10 @@ from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_
 from harness.cluster.item import ITEM_RETRIES
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, MemoryBudget, auto_jobs, device_memory_bytes,
-                                estimate_bytes)
+from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, JobQueue, MemoryBudget, auto_jobs,
+                                device_memory_bytes, estimate_bytes, may_reuse_worker)
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
-from harness.worker import DEFAULT_STEP_TIMEOUT, GateJob, discover, run_gate_job
+from harness.worker import DEFAULT_STEP_TIMEOUT, FileWorker, GateJob, discover, run_gate_job
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -257,12 +258,14 @@ class Timeline:
     # Each worker's start to its backend made (the candidate's import and its proof, T0's helpers, the CUDA
     # context, which the driver makes one at a time), summed: the jobs' time that is not the substrates' work.
     worker_starts: float = 0.0
+    workers: int = 0  # worker processes started (a worker gates further substrates of its file)
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
 
     def describe(self, at_once: int) -> str:
+        whose = "worker's" if self.workers == 1 else "workers'"
         return (f"timeline: discovery {self.discovery:.1f} s, then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
-                f"of substrate work after {self.worker_starts:.1f} s of workers' start, {at_once} at once), then "
-                f"{self.sanitizer_wait:.1f} s waiting for the sanitizers")
+                f"of substrate work after {self.worker_starts:.1f} s of {self.workers} {whose} start, {at_once} at "
+                f"once), then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
 
 def _suite_summary(report: SubstrateReport) -> str:
@@ -440,7 +443,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         def handle(message):
             kind = message[0]
             if kind == "device":
-                worker_starts.append(message[2])  # from the jobs' threads: append is atomic
+                if message[3]:  # a worker started for this job
+                    worker_starts.append(message[2])  # from the jobs' threads: append is atomic
             if kind == "plan":
                 progress.total += message[1]
                 progress.refresh()
@@ -455,7 +459,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
 
-    def gate_one(job: tuple[str, str]) -> SubstrateReport:
+    def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport:
         file, name = job
         if file in errors:
             return _import_failure(file, name, errors[file])
@@ -464,31 +468,56 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
                        kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
         if cluster is not None:
             return cluster.gate(work, report, progress)
-        with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
-            result = run_gate_job(work, args.timeout, on_message(name))
+        t0_bytes = t0_sizes.get(job, 0)
+        if not may_reuse_worker(t0_bytes):
+            keeper.release()
+        with budget.reserve(estimate_bytes(t0_bytes)) as shared:
+            result = run_gate_job(work, args.timeout, on_message(name),
+                                  keeper if may_reuse_worker(t0_bytes) else None)
             beside_others = shared()
         if beside_others and _ran_out_of_memory(result):
-            # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone.
+            # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone,
+            # in a fresh worker.
+            keeper.release()
             with budget.alone():
                 first, result = result, run_gate_job(work, args.timeout, on_message(name))
             _note_rerun(result, first)
         return result
+
+    results: dict[int, SubstrateReport] = {}
+    written = threading.Lock()
+
+    def slot(queue: JobQueue) -> None:
+        """One job slot: takes jobs until none is left, keeping its worker for the next substrate of its file."""
+        keeper = FileWorker()
+        try:
+            while (taken := queue.take(keeper.file)) is not None:
+                position, job = taken
+                try:
+                    results[position] = gate_one(job, keeper)
+                finally:
+                    queue.done(job[0])
+                with written:
+                    report.substrates = [results[i] for i in sorted(results)]
+                    if args.json:
+                        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        finally:
+            keeper.close()
 
     sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers)
     try:
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
-            for result in pool.map(gate_one, jobs):
-                report.substrates.append(result)
-                if args.json:
-                    args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+            queue = JobQueue(jobs)
+            for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
+                running.result()
             jobs_ended = time.perf_counter()
             progress.set_description_str(sanitizing.waiting_note(), refresh=True)
-            report.substrates = [sanitizing.judge(result) for result in report.substrates]
+            report.substrates = [sanitizing.judge(results[i]) for i in sorted(results)]
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
-            timeline.worker_starts = sum(worker_starts)
+            timeline.worker_starts, timeline.workers = sum(worker_starts), len(worker_starts)
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")

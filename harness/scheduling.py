@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections import Counter
 from contextlib import contextmanager
 
 # A trial holds its inputs, the official output, launch's out and the guarded output on the device,
@@ -32,6 +33,11 @@ AUTO_GPU_JOBS = 8
 # On the CPU backend a kernel's blocks already run on every core, but a job's Python (its inputs, references and
 # checks) runs on one: on 2 cores the gate over the 28 took 27.4-28.0 s at 2 jobs against 33.3-33.6 s at 1.
 AUTO_CPU_JOBS = 2
+
+
+# A T0 this large is drawn ahead by helper processes that a gate worker forks before its backend exists
+# (harness.trial_inputs, which reads it from here: the gate's own process never imports torch).
+FORKED_HELPERS_FROM_BYTES = 16 * 2**20
 
 
 def auto_jobs(backend: str, cpu_cores: int) -> int:
@@ -115,3 +121,49 @@ class MemoryBudget:
                 self._exclusive = False
                 self._running = 0
                 self._condition.notify_all()
+
+
+def may_reuse_worker(t0_bytes: int) -> bool:
+    """Whether a substrate may be gated by a worker that already gated another of its file: only one whose T0
+    the worker builds itself (its helpers are forked before the backend exists, and a kept worker has one)."""
+    return t0_bytes < FORKED_HELPERS_FROM_BYTES
+
+
+def next_job(pending_files: list[str], slot_file: str | None, active: Counter) -> int:
+    """Which pending job (its position in `pending_files`, each job's candidate file) a free slot takes.
+
+    A slot keeps to the file its worker imported while that file has jobs (its worker serves them without a
+    new process or CUDA context). Otherwise it takes the first job of the file with the most pending jobs for
+    each slot that would then work on it, so that the last file to finish is not one slot's alone; of equals,
+    the one fewest slots work on, then the earlier. Pure.
+    """
+    if slot_file is not None and slot_file in pending_files:
+        return pending_files.index(slot_file)
+    pending = Counter(pending_files)
+    best = max(pending, key=lambda file: (pending[file] / (active[file] + 1), -active[file],
+                                          -pending_files.index(file)))
+    return pending_files.index(best)
+
+
+class JobQueue:
+    """The gate's jobs not yet started, taken by slots (threads) by `next_job`; thread-safe."""
+
+    def __init__(self, jobs: list[tuple[str, str]]):
+        self._pending = list(enumerate(jobs))  # (position in the run, (file, name))
+        self._active: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def take(self, slot_file: str | None) -> tuple[int, tuple[str, str]] | None:
+        """The next job for a slot whose worker holds `slot_file` (None: none), or None when none is left; the
+        slot is counted busy with its file until `done`."""
+        with self._lock:
+            if not self._pending:
+                return None
+            position = next_job([file for _, (file, _) in self._pending], slot_file, self._active)
+            taken = self._pending.pop(position)
+            self._active[taken[1][0]] += 1
+            return taken
+
+    def done(self, file: str) -> None:
+        with self._lock:
+            self._active[file] -= 1

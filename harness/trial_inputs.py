@@ -36,10 +36,10 @@ import torch
 
 from harness.candidates import builder_output
 from harness.guards import tensor_checksum
+from harness.scheduling import FORKED_HELPERS_FROM_BYTES
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
-FORKED_HELPERS_FROM_BYTES = 16 * 2**20
 SUMS_FROM_BYTES = 256 * 2**20  # a rebuilt trial this large is compared by byte sums, not element by element
 MAX_TRIALS_AHEAD = 3
 HOST_MEMORY_SHARE = 0.35  # of the host's available memory, for trials drawn ahead (the rest: the worker's

@@ -1,19 +1,20 @@
-"""Worker processes: every substrate is imported and gated in a fresh process with a time limit.
+"""Worker processes: every candidate file is imported, and its substrates gated, in a fresh process with a time limit.
 
-A fresh process per substrate (forked from a fork server that has imported torch and the harness
-and never touched a device, or spawned where there is no fork server) is what makes three
-guarantees hold: the import-safety proof starts from a process with no CUDA state; a fault that poisons the CUDA context, a crash
-or a hang takes down only that substrate; and the parent, which never touches CUDA, can always
-kill a worker that stops making progress (a GPU without a watchdog runs a stuck kernel forever).
+A fresh process (forked from a fork server that has imported torch and the harness and never
+touched a device, or spawned where there is no fork server) is what makes three guarantees hold:
+the import-safety proof starts from a process with no CUDA state; a fault that poisons the CUDA
+context, a crash or a hang takes down only the substrate that caused it; and the parent, which
+never touches CUDA, can always kill a worker that stops making progress (a GPU without a watchdog
+runs a stuck kernel forever).
 
 A worker gets its job over its pipe, as (function, arguments), so that it can be started before
-the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`); it is
-never given a second job. The worker reports over the same pipe: ("step", what), ("plan",
-n_steps), ("device", text, seconds from the job's start to its backend made), ("checks", [...]) and
-finally ("report", {...}) or ("entries", ...) for discovery; a worker whose pipeline raises sends ("crash", why)
-before it dies.
+the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`). The worker
+reports over the same pipe: ("step", what), ("plan", n_steps), ("device", text, seconds from the
+job's start to its backend made, whether the worker started for it), ("checks", [...]) and finally ("report", {...}) or ("entries",
+...) for discovery; a worker whose pipeline raises sends ("crash", why) before it dies. A gate
+worker whose device is still sound after its report says ("ready",) and takes another substrate of
+the same file (`FileWorker`): the file was imported, and proven safe, before its backend existed.
 """
-
 from __future__ import annotations
 
 import functools
@@ -65,31 +66,36 @@ class EntrySummary:
 # ---------------------------------------------------------------- in the worker process
 
 
-def _import_checks(path: Path, name: str):
-    """Import and register the candidate, proving no CUDA work happens.
+@dataclass
+class ImportedFile:
+    """A candidate file imported and registered once in a worker, proven to have done no CUDA work."""
 
-    Returns (entry or None, checks, raw entry or None); the raw entry lets the CUDA source rules
-    run even when the registration is invalid, so every broken rule is reported at once.
-    """
+    checks: list[CheckResult]  # candidate_file and import_safe, the same for every substrate of the file
+    registered: dict = field(default_factory=dict)  # name -> the raw entry register() added
+    error: str = ""  # why register() failed, if it did
+    where: str = ""  # where register() is defined, to name in a registration failure
+    imported: bool = True  # False: the import failed, and nothing else could be learnt
+
+
+def _import_file(path: Path) -> ImportedFile:
+    """Import and register the candidate, proving no CUDA work happens (from a process with no CUDA state)."""
     from harness.backends import cuda_activity
-    from harness.candidates import (CandidateError, candidate_file_problems, import_candidate, make_entry,
-                                    register_candidate, where_defined)
+    from harness.candidates import (CandidateError, candidate_file_problems, import_candidate, register_candidate,
+                                    where_defined)
 
-    checks = []
     before = cuda_activity()
     if before:
         raise RuntimeError(f"harness bug: the worker held CUDA state before importing the candidate ({before})")
     try:
         module = import_candidate(path)
     except CandidateError as error:
-        return None, [CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, str(error))], None
+        return ImportedFile([CheckResult(CheckName.IMPORT_SAFE, CheckStatus.FAILED, str(error))], imported=False)
     after_import = cuda_activity()
     file_problems = candidate_file_problems(path, module)
-    checks.append(CheckResult(CheckName.CANDIDATE_FILE, CheckStatus.FAILED if file_problems else CheckStatus.PASSED,
-                              "; ".join(file_problems) or f"{path.name} defines register(K, torch, ctypes)"))
+    checks = [CheckResult(CheckName.CANDIDATE_FILE, CheckStatus.FAILED if file_problems else CheckStatus.PASSED,
+                          "; ".join(file_problems) or f"{path.name} defines register(K, torch, ctypes)")]
     try:
-        registered = register_candidate(module, path)
-        error = ""
+        registered, error = register_candidate(module, path), ""
     except CandidateError as raised:
         registered, error = {}, str(raised)
     after_register = cuda_activity()
@@ -102,16 +108,30 @@ def _import_checks(path: Path, name: str):
     else:
         checks.append(CheckResult(CheckName.IMPORT_SAFE, CheckStatus.PASSED,
                                   "no CUDA context or torch.cuda state after import and register()"))
-    if error or name not in registered:
-        why = error or f"{path.name} registers {sorted(registered)}, not {name!r}"
+    return ImportedFile(checks, registered, error, where_defined(module.register, path.name))
+
+
+def _entry_checks(imported: ImportedFile, path: Path, name: str):
+    """One substrate of an imported file: (entry or None, checks, raw entry or None).
+
+    The raw entry lets the CUDA source rules run even when the registration is invalid, so every
+    broken rule is reported at once.
+    """
+    from harness.candidates import make_entry
+
+    checks = list(imported.checks)
+    if not imported.imported:
+        return None, checks, None
+    if imported.error or name not in imported.registered:
+        why = imported.error or f"{path.name} registers {sorted(imported.registered)}, not {name!r}"
         checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED, why))
         return None, checks, None
-    entry, problems = make_entry(name, registered[name], path, partial=True)
-    where = where_defined(module.register, path.name)
+    raw = imported.registered[name]
+    entry, problems = make_entry(name, raw, path, partial=True)
     checks.append(CheckResult(CheckName.REGISTRATION, CheckStatus.FAILED if problems else CheckStatus.PASSED,
-                              "; ".join(f"{where}: {p}" for p in problems)
+                              "; ".join(f"{imported.where}: {p}" for p in problems)
                               or "the spec's seven keys, each of the right type"))
-    return entry, checks, registered[name]
+    return entry, checks, raw
 
 
 def quiet_openmp(environment=os.environ) -> None:
@@ -127,9 +147,34 @@ def quiet_openmp(environment=os.environ) -> None:
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
+    """Gate `job`; then, while the device is sound and the parent sends more, further substrates of the same file.
+
+    The file is imported once, before the backend exists, so its import-safety proof holds for every substrate
+    the worker gates. After each report the worker says ("ready",) and waits for the next GateJob, or None.
+    """
     began = time.perf_counter()
     import torch  # imported before the first message: start-up, not the candidate's import
 
+    path = Path(job.file)
+    conn.send(("step", "import"))
+    imported = _import_file(path)
+    backend = None
+    while True:
+        backend, reusable = _gate_one(job, imported, backend, conn, began, torch)
+        if not reusable:
+            return
+        conn.send(("ready",))
+        job = conn.recv()
+        if job is None:
+            return
+        if job.file != str(path):
+            raise RuntimeError(f"harness bug: a worker of {path} was sent {job.file}")
+        began = time.perf_counter()
+
+
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, torch):
+    """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
+    another substrate)."""
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.problems import ProblemSearch
@@ -137,8 +182,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
 
     path = Path(job.file)
     search = ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root else None)
-    conn.send(("step", "import"))
-    entry, checks, raw = _import_checks(path, job.name)
+    entry, checks, raw = _entry_checks(imported, path, job.name)
     conn.send(("checks", [c.to_json() for c in checks]))
     if entry is None:
         # Without a valid entry nothing can run, but the CUDA source rules can still be read.
@@ -147,20 +191,24 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         report = SubstrateReport(name=job.name, file=job.file,
                                  checks=with_not_run(checks, "not run: the candidate did not import and register cleanly"))
         conn.send(("report", report.to_json()))
-        return
+        return backend, False
     conn.send(("plan", count_cases(entry) + 1))
-    # The helpers that draw T0 are forked before the backend exists: no CUDA state to hand on.
-    trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu"), from_bytes=job.helpers_from_bytes,
-                               worker_fds=(conn.fileno(),), memory_share=1 / max(1, job.jobs_at_once))
-    trial_inputs.start_early(entry, search)
-    try:
-        backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
-    except BackendUnavailable as error:
-        trial_inputs.close()
-        conn.send(("unavailable", str(error)))
-        return
-    conn.send(("device", backend.describe_device(), time.perf_counter() - began))
-    trial_inputs.device = backend.device
+    # The helpers that draw T0 are forked before the backend exists: no CUDA state to hand on. A worker's later
+    # substrates (the parent sends only those whose T0 needs no helpers) build their trials themselves.
+    trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu") if backend is None else backend.device,
+                               from_bytes=job.helpers_from_bytes, worker_fds=(conn.fileno(),),
+                               memory_share=1 / max(1, job.jobs_at_once))
+    kept = backend is not None
+    if not kept:
+        trial_inputs.start_early(entry, search)
+        try:
+            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
+        except BackendUnavailable as error:
+            trial_inputs.close()
+            conn.send(("unavailable", str(error)))
+            return None, False
+        trial_inputs.device = backend.device
+    conn.send(("device", backend.describe_device(), time.perf_counter() - began, not kept))
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
@@ -170,6 +218,9 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
         raise
     conn.send(("report", report.to_json()))
+    del report, trial_inputs, entry
+    ran_through = all(c.status is not CheckStatus.FAILED for c in checks if c.check is CheckName.IMPORT_SAFE)
+    return backend, ran_through and backend.end_job()
 
 
 def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
@@ -402,20 +453,23 @@ def classify_death(lost: WorkerLost, oom_kills_before: int | None,
                                         f"machine, not a fault of the kernel")
 
 
-def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None):
+def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None,
+              keep: bool = False, first=None):
     """Run `target(*args, conn)` in a worker; hand each message to on_message until it returns True.
 
-    `worker` is one already started (`WorkerStarter`); without one a worker is started now.
-    Raises WorkerLost naming the last step if the worker dies or is silent for step_timeout s.
-    A ("step_timeout", s) message from the worker sets step_timeout from then on. The worker is
-    stopped however this ends.
+    `worker` is one already started (`WorkerStarter`); without one a worker is started now. `first`, if given,
+    is sent instead of (target, args): the next job of a worker kept waiting (`keep`). Raises WorkerLost naming
+    the last step if the worker dies or is silent for step_timeout s. A ("step_timeout", s) message from the
+    worker sets step_timeout from then on. The worker is stopped however this ends, except that with `keep` one
+    whose conversation ended as on_message wished is left running.
     """
     worker = worker or start_worker()
     connection = worker.connection
     step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
+    finished = False
     try:
         try:
-            connection.send((target, args))
+            connection.send((target, args) if first is None else first)
         except OSError:  # a spare that died after it was taken
             raise _died(worker, step)
         while True:
@@ -431,9 +485,11 @@ def _converse(target, args, step_timeout: float, on_message, worker: StartedWork
             elif message[0] == "step_timeout":
                 step_timeout = timeout = float(message[1])
             if on_message(message):
+                finished = True
                 return
     finally:
-        worker.stop()
+        if not (keep and finished):
+            worker.stop()
 
 
 def lost_mid_suite(partial: SubstrateReport, why: str,
@@ -462,11 +518,54 @@ def lost_mid_suite(partial: SubstrateReport, why: str,
     return partial
 
 
-def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None):
-    """Gate one substrate in its own process. Returns a SubstrateReport, or raises BackendUnavailable."""
+class FileWorker:
+    """Where a gate keeps a worker between substrates of one candidate file (one per job slot).
+
+    A worker that gated a substrate, kept its device sound and said ("ready",) is held here; run_gate_job gives
+    it the next substrate of the same file, which saves a process, an import and a CUDA context (the driver makes
+    contexts one at a time: a gate of 28 substrates spent as long starting workers as gating). It is stopped once
+    the slot moves to another file (`release`) or the gate ends (`close`).
+    """
+
+    def __init__(self):
+        self.file: str | None = None
+        self._worker: StartedWorker | None = None
+
+    def ready_for(self, file: str) -> StartedWorker | None:
+        """The worker held for `file`, taken out (None: none, or it died while it waited)."""
+        worker, held_for = self._worker, self.file
+        self.file, self._worker = None, None
+        if worker is not None and (held_for != file or not worker.process.is_alive()):
+            worker.stop()
+            worker = None
+        return worker
+
+    def hold(self, file: str, worker: StartedWorker) -> None:
+        self.release()
+        self.file, self._worker = file, worker
+
+    def release(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+        self.file, self._worker = None, None
+
+    close = release
+
+
+def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None,
+                 keeper: FileWorker | None = None):
+    """Gate one substrate in a worker process. Returns a SubstrateReport, or raises BackendUnavailable.
+
+    Without `keeper` the worker is a fresh one, stopped at the end. With it, the worker `keeper` holds for the
+    substrate's file is used if there is one (else a fresh one), and a worker that ends ready for more is left
+    in `keeper`.
+    """
     from harness.backends import BackendUnavailable
 
     outcome: dict = {"checks": []}
+    worker = keeper.ready_for(job.file) if keeper is not None else None
+    first = None if worker is None else job
+    worker = worker or start_worker()
 
     def handle(message) -> bool:
         on_message(message)
@@ -482,12 +581,17 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             outcome["crash"] = message[1]
         elif kind == "partial":
             outcome["partial"] = message[1]
-        return kind in ("report", "unavailable")
+        elif kind == "ready":
+            outcome["ready"] = True
+        # Kept, the worker is heard to its ("ready",) or its exit; else the report ends it.
+        return kind in ("ready", "unavailable") or (kind == "report" and keeper is None)
 
     kills_before = oom_kills()
     try:
-        _converse(_gate_in_worker, (job,), step_timeout, handle)
+        _converse(_gate_in_worker, (job,), step_timeout, handle, worker=worker, keep=keeper is not None, first=first)
     except WorkerLost as lost:
+        if "report" in outcome:
+            return outcome["report"]  # it ended (or stuck) after its report rather than wait for more: not kept
         death, said = classify_death(lost, kills_before, oom_kills())
         crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""
         why = f"{lost}{crash}{said}"
@@ -495,6 +599,10 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why, death)
         checks = outcome["checks"] + [CheckResult(death, CheckStatus.FAILED, why)]
         return SubstrateReport(name=job.name, file=job.file, checks=with_not_run(checks, f"not run: {why}"))
+    if keeper is not None and outcome.get("ready"):
+        keeper.hold(job.file, worker)
+    else:
+        worker.stop()
     if "unavailable" in outcome:
         raise BackendUnavailable(outcome["unavailable"])
     return outcome["report"]

@@ -34,9 +34,10 @@ def status(result) -> str:
 
 
 def value(result):
+    """The value a cuda.bindings call returns beside its status (None for a call that returns only a status)."""
     if int(result[0]):
         raise RuntimeError(status(result))
-    return result[1]
+    return result[1] if len(result) > 1 else None
 
 
 def store(function, address: int, number: int) -> str:

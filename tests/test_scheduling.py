@@ -79,7 +79,7 @@ def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatc
     """
     running, calls, lock = [0], [], threading.Lock()
 
-    def fake_job(job, timeout, on_message):
+    def fake_job(job, timeout, on_message, keeper=None):
         with lock:
             running[0] += 1
             crowded = running[0] > 1
@@ -106,7 +106,7 @@ def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatc
 def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, capsys, tmp_path, memory, which):
     calls = []
 
-    def fake_job(job, timeout, on_message):
+    def fake_job(job, timeout, on_message, keeper=None):
         calls.append(job.name)
         first_try = calls.count(job.name) == 1
         if job.name == "pad_const_b1":
@@ -128,7 +128,7 @@ def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, c
 def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys):
     calls = []
 
-    def fake_job(job, timeout, on_message):
+    def fake_job(job, timeout, on_message, keeper=None):
         calls.append(job.name)
         return _report(job.name, oom=True)
 
@@ -138,3 +138,43 @@ def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys
     assert code == 1
     assert calls == ["pad_const_b1"]  # alone from the start: nothing to run again
     assert "fits_device_memory: T0_original trial 0: CUDA out of memory" in out
+
+
+# ------------------------------------------------------------------ which job a free slot takes
+
+
+def test_a_slot_keeps_to_its_file_while_the_file_has_jobs():
+    from collections import Counter
+
+    from harness.scheduling import next_job
+
+    pending = ["a.py", "b.py", "b.py", "c.py"]
+    assert next_job(pending, "b.py", Counter({"a.py": 1, "b.py": 1})) == 1
+    assert next_job(pending, None, Counter()) == 1  # the file with the most jobs waiting
+    # Its file done: the file with the most jobs waiting for each slot that would be on it.
+    assert next_job(pending, "z.py", Counter({"a.py": 1, "b.py": 1})) == 3  # c.py: 1 for 1 slot, as b.py's 2 for 2, and no slot on it
+    assert next_job(["a.py", "b.py", "b.py", "b.py"], "z.py", Counter({"b.py": 1})) == 1  # b.py: 3 for 2
+    assert next_job(["a.py", "b.py"], None, Counter()) == 0  # a tie: the earlier
+
+
+def test_slots_spread_over_the_files_and_each_worker_serves_its_file_to_the_end():
+    from harness.scheduling import JobQueue
+
+    jobs = [(f, n) for f in ("a.py", "b.py", "c.py") for n in ("1", "2", "3", "4")]
+    queue = JobQueue(jobs)
+    first = [queue.take(None) for _ in range(4)]  # four slots start
+    assert [job for _, job in first] == [("a.py", "1"), ("b.py", "1"), ("c.py", "1"), ("a.py", "2")]
+    queue.done("b.py")
+    assert queue.take("b.py") == (5, ("b.py", "2"))  # the slot that gated b.py/1 goes on with b.py
+    taken = [job for _, job in first] + [("b.py", "2")]
+    while (next_taken := queue.take("a.py")) is not None:
+        taken.append(next_taken[1])
+    assert sorted(taken) == sorted(jobs)  # every job once
+    assert queue.take(None) is None
+
+
+def test_a_substrate_whose_t0_needs_helpers_gets_a_fresh_worker():
+    from harness.scheduling import FORKED_HELPERS_FROM_BYTES, may_reuse_worker
+
+    assert may_reuse_worker(0) and may_reuse_worker(FORKED_HELPERS_FROM_BYTES - 1)
+    assert not may_reuse_worker(FORKED_HELPERS_FROM_BYTES)

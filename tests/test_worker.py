@@ -192,3 +192,75 @@ def test_workers_are_forked_from_a_fork_server_unless_told_to_spawn(setting, met
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                           env={**os.environ, "SUBSTRATE_WORKER_START": setting})
     assert done.stdout.strip() == method
+
+
+# ------------------------------------------------------------------ a worker kept for its file's next substrate
+
+FORMS = os.path.join(os.path.dirname(__file__), "candidates", "candidate_row_sum_forms.py")
+
+
+def _gate(name: str, backend: str, keeper=None):
+    """The report, and whether a worker was started for it (the ("device", ...) message says)."""
+    from harness.worker import FileWorker  # noqa: F401  (the type `keeper` is)
+
+    fresh = []
+    report = run_gate_job(GateJob(file=FORMS, name=name, backend=backend), 60,
+                          lambda message: fresh.append(message[3]) if message[0] == "device" else None, keeper)
+    return report, fresh
+
+
+def _verdict(report) -> dict:
+    """Each check's status and words, less where the kernel's compile came from (a second gate finds it cached)."""
+    return {c.check.value: (c.status.value, c.detail.removesuffix(" (from the compile cache)")) for c in report.checks}
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_kept_worker_gates_its_files_next_substrate_as_a_fresh_one_would(backend):
+    from harness.worker import FileWorker
+
+    keeper = FileWorker()
+    try:
+        first, first_fresh = _gate("forms_row_sum", backend, keeper)
+        assert keeper.file == FORMS  # ready for more, held
+        second, second_fresh = _gate("forms_empty_out", backend, keeper)
+        assert (first_fresh, second_fresh) == ([True], [False])  # no new process, import or context
+    finally:
+        keeper.close()
+    assert keeper.file is None
+    assert first.admitted and not second.admitted
+    alone, alone_fresh = _gate("forms_empty_out", backend)
+    assert alone_fresh == [True]
+    assert _verdict(second) == _verdict(alone)  # every check and its words, as a worker of its own has them
+    assert _verdict(second)["output_fully_written"][0] == "failed"
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_after_a_fault_the_files_next_substrate_gets_a_fresh_worker(backend):
+    """forms_crash_late reads four terabytes past its input: on the CPU the worker dies of it; on a GPU the
+    context is left unusable, and the worker, finding so after its report, ends rather than wait for more."""
+    from harness.worker import FileWorker
+
+    keeper = FileWorker()
+    try:
+        crashed, _ = _gate("forms_crash_late", backend, keeper)
+        assert keeper.file is None  # nothing held
+        after, after_fresh = _gate("forms_row_sum", backend, keeper)
+    finally:
+        keeper.close()
+    assert _verdict(crashed)["runs_to_completion"][0] == "failed"
+    assert after_fresh == [True] and after.admitted, _verdict(after)
+
+
+def test_a_worker_is_not_kept_for_another_file(tmp_path):
+    from harness.worker import FileWorker
+
+    keeper = FileWorker()
+    try:
+        _gate("forms_row_sum", "cpu", keeper)
+        other = _candidate(tmp_path, "candidate_other.py", "import no_such_module\n")
+        fresh = []
+        run_gate_job(GateJob(file=str(other), name="other", backend="cpu"), 60,
+                     lambda message: fresh.append(message) if message[0] == "device" else None, keeper)
+        assert keeper.file is None  # the file's worker stopped; the other's failed its import: not kept
+    finally:
+        keeper.close()

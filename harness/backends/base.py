@@ -84,5 +84,11 @@ class Backend:
         return 0, 0
 
     def peak_memory_bytes(self) -> int | None:
-        """The most device memory this process has held (bytes), or None where the backend cannot tell."""
+        """The most device memory this process has held (bytes) since the last end_job(), or None where the backend
+        cannot tell."""
         return None
+
+    def end_job(self) -> bool:
+        """After a gate job, in a worker that may serve another: hand back the memory the job's tensors held, start
+        the peak afresh, and say whether the device can still run work (a fault can leave the context unusable)."""
+        return True

@@ -7,6 +7,7 @@ operations order correctly on torch's current stream.
 from __future__ import annotations
 
 import ctypes
+import gc
 from pathlib import Path
 
 import torch
@@ -111,6 +112,18 @@ class CudaBackend(Backend):
     def peak_memory_bytes(self) -> int | None:
         # Reserved, not allocated: what the process took from the device, its allocator's cache included.
         return int(torch.cuda.max_memory_reserved(self._device))
+
+    def end_job(self) -> bool:
+        gc.collect()  # a job's tensors held in reference cycles (tracebacks, say) would keep their blocks
+        try:
+            self.synchronize()
+            probe = torch.ones(1, device=self._device) + 1  # a kernel of torch's: a sticky fault fails it
+            healthy = probe.item() == 2
+        except Exception:
+            return False
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(self._device)
+        return healthy
 
     def synchronize(self) -> None:
         driver = _driver()
