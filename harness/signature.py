@@ -36,6 +36,16 @@ _PARAM_TYPE = re.compile(r"\.(?P<type>[subf]\d+)\b")
 _PARAM_COUNT = re.compile(r"\[(?P<count>\d+)\]\s*$")
 
 
+_SHARED_STATE_SPACE = re.compile(r"\.shared\b")
+
+
+def uses_shared_memory(ptx: str) -> bool:
+    """Whether a PTX module declares or addresses shared memory (`.shared`: a variable, a load or store, an atom, a
+    cvta; `.shared::cta` and `.shared::cluster` too). Without it no instruction can reach shared memory, the only
+    memory compute-sanitizer's racecheck watches. Pure."""
+    return _SHARED_STATE_SPACE.search(ptx) is not None
+
+
 def kernel_params(ptx: str, entry_name: str) -> list[Param]:
     """The parameters of `.entry entry_name` in `ptx`. Raises KeyError if there is no such entry."""
     for m in _ENTRY.finditer(ptx):

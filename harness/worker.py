@@ -306,9 +306,9 @@ class StartedWorker:
 
 # Imported once by the fork server, so that a worker forked from it has them already. None of them
 # touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
-# the workers that need it). torch._dynamo: the first TorchDispatchMode a process enters (the poisoned
-# allocations around every `launch` call) imports it, 800 modules and 2 s, which every worker paid.
-FORK_SERVER_PRELOAD = ("torch", "torch._dynamo", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
+# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s): the poisoned allocations'
+# TorchDispatchMode no longer imports it (harness.guards), and nothing else a worker runs does.
+FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
                        "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
                        "harness.engine.worker", "harness.backends.cpu")

@@ -33,29 +33,38 @@ def _race_at(program: str) -> str:
 
 
 def test_a_survivor_a_tool_reports_is_killed_by_that_tool(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", _race_at(program_label(MUTANT_ID)))
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", _race_at(program_label(MUTANT_ID)))
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, survivor = _substrate()
-    assert judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("memcheck", "racecheck"), FAKE) == {}
+    assert judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("memcheck", "synccheck"), FAKE) == {}
     record = store.get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS))
-    assert record["killed_by"] == "racecheck" and record["judged_by"] == ["memcheck", "racecheck"]
-    assert record["tools"] == {"memcheck": "passed", "racecheck": "failed"}
-    assert record["detail"].startswith(f"1 report(s): racecheck: {program_label(MUTANT_ID)}.cu:7: Race reported")
+    assert record["killed_by"] == "synccheck" and record["judged_by"] == ["memcheck", "synccheck"]
+    assert record["tools"] == {"memcheck": "passed", "synccheck": "failed"}
+    assert record["detail"].startswith(f"1 report(s): synccheck: {program_label(MUTANT_ID)}.cu:7: Race reported")
     status, detail, oracle = decided({"status": "survived", "detail": ""}, [record])
-    assert (status, oracle) == ("killed", "racecheck")
-    assert detail.startswith("killed by racecheck (compute-sanitizer): 1 report(s)")
+    assert (status, oracle) == ("killed", "synccheck")
+    assert detail.startswith("killed by synccheck (compute-sanitizer): 1 report(s)")
     # Stored beside the value result, which stays as the value suites left it.
     assert ResultStore(tmp_path / "results.jsonl").get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS)) == record
 
 
-def test_a_tool_the_unmutated_substrate_fails_judges_none_of_its_mutants(tmp_path, monkeypatch):
-    both = _race_at("forms_row_sum") + "|" + _race_at(program_label(MUTANT_ID))
-    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", both)
+def test_racecheck_skipped_for_want_of_shared_memory_is_no_refusal_and_judges_nothing(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, survivor = _substrate()
-    unusable = judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("memcheck", "racecheck"), FAKE)
-    assert unusable["forms_row_sum"].startswith("the unmutated substrate does not pass racecheck (1 report(s): "
-                                                "racecheck: forms_row_sum.cu:7")
+    assert judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("memcheck", "racecheck"), FAKE) == {}
+    record = store.get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS))
+    assert record["judged_by"] == ["memcheck"] and record["killed_by"] == ""
+    assert record["tools"] == {"memcheck": "passed", "racecheck": "skipped"}
+
+
+def test_a_tool_the_unmutated_substrate_fails_judges_none_of_its_mutants(tmp_path, monkeypatch):
+    both = _race_at("forms_row_sum") + "|" + _race_at(program_label(MUTANT_ID))
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", both)
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, survivor = _substrate()
+    unusable = judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("memcheck", "synccheck"), FAKE)
+    assert unusable["forms_row_sum"].startswith("the unmutated substrate does not pass synccheck (1 report(s): "
+                                                "synccheck: forms_row_sum.cu:7")
     record = store.get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS))
     assert record["killed_by"] == "" and record["judged_by"] == ["memcheck"]
     assert decided({"status": "survived", "detail": ""}, [record]) == ("survived", "", "")

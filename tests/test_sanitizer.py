@@ -120,18 +120,18 @@ def fake_sanitizer(monkeypatch, tmp_path):
 
 def test_a_report_on_the_kernels_line_fails_that_tool_and_names_the_candidates_line(fake_sanitizer, monkeypatch):
     line = _cuda_line("forms_row_sum", "atomicAdd")
-    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", f"Error: Race reported between Write access at row_sum_atomic("
                                                    f"const float *, float *, long long, long long)+0x90 in "
                                                    f"forms_row_sum.cu:{line}|    and Write access at row_sum_atomic"
                                                    f"(...)+0x90 in forms_row_sum.cu:{line} [12 hazards]")
-    checks = sanitize([_target("forms_row_sum")], ("memcheck", "racecheck"), fake_sanitizer, backend="cpu")
-    memcheck, racecheck = checks["forms_row_sum"]
+    checks = sanitize([_target("forms_row_sum")], ("memcheck", "synccheck"), fake_sanitizer, backend="cpu")
+    memcheck, synccheck = checks["forms_row_sum"]
     assert memcheck.check is CheckName.MEMCHECK and memcheck.status is CheckStatus.PASSED
     assert memcheck.detail == ("no reports over 5 launches (probe trial 0, probe trial 1, T0_original trial 0, "
                                "positive_rows trial 0, misaligned trial 0)")
-    assert racecheck.check is CheckName.RACECHECK and racecheck.status is CheckStatus.FAILED
+    assert synccheck.check is CheckName.SYNCCHECK and synccheck.status is CheckStatus.FAILED
     candidate_line = next(i for i, text in enumerate(FORMS.read_text().splitlines(), 1) if "atomicAdd(&out" in text)
-    assert racecheck.detail == (f"1 report(s): racecheck: forms_row_sum.cu:{line} (candidate_row_sum_forms.py:"
+    assert synccheck.detail == (f"1 report(s): synccheck: forms_row_sum.cu:{line} (candidate_row_sum_forms.py:"
                                 f"{candidate_line}): Race reported between Write access at row_sum_atomic(const float "
                                 f"*, float *, long long, long long)+0x90 in forms_row_sum.cu:{line} and Write access "
                                 f"at row_sum_atomic(...)+0x90 in forms_row_sum.cu:{line} [12 times]")
@@ -211,15 +211,44 @@ def test_targets_are_shared_out_in_turn_and_no_process_gets_none():
     assert shares([], 3) == [[]]
 
 
+# forms_row_sum's kernel with its values staged through shared memory: the same sums, and something for racecheck.
+STAGED_SOURCE = r"""
+extern "C" __global__ void row_sum_atomic(const float* __restrict__ x, float* __restrict__ out, long long rows,
+                                          long long cols)
+{
+    __shared__ float staged[128];
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    staged[threadIdx.x] = i < rows * cols ? x[i] : 0.0f;
+    __syncthreads();
+    if (i >= rows * cols) return;
+    atomicAdd(&out[i / cols], staged[threadIdx.x]);
+}
+"""
+
+
+def test_racecheck_runs_a_kernel_with_shared_memory_and_skips_one_without_saying_why(fake_sanitizer):
+    plain = _target("forms_row_sum")
+    staged = SanitizerTarget(plain.file, plain.name, plain.kernel_name, 0, STAGED_SOURCE, label="forms_row_sum_staged",
+                             replaces_cuda=True)
+    checks = sanitize([plain, staged], ("racecheck", "memcheck"), fake_sanitizer, backend="cpu")
+    (race_plain, memcheck_plain), (race_staged, _) = checks["forms_row_sum"], checks["forms_row_sum_staged"]
+    assert (race_plain.status, race_plain.detail) == (
+        CheckStatus.SKIPPED, "skipped: the kernel's PTX declares and addresses no shared memory (no .shared state "
+                             "space), the only memory racecheck watches")
+    assert memcheck_plain.status is CheckStatus.PASSED  # the other tools run it as before
+    assert race_staged.status is CheckStatus.PASSED
+    assert race_staged.detail.startswith("no reports over 5 launches (probe trial 0, ")
+
+
 def test_a_tool_over_two_processes_judges_every_substrate_as_one_process_does(fake_sanitizer, monkeypatch):
     line = _cuda_line("forms_row_sum", "atomicAdd")
-    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", f"Error: Race reported between Write access at row_sum_atomic("
                                                    f"const float *, float *, long long, long long)+0x90 in "
                                                    f"forms_row_sum.cu:{line}")
     monkeypatch.setenv("FAKE_SANITIZER_WHEN", '"forms_row_sum"')  # from the process that ran it alone
     targets = [_target("forms_row_sum"), _target("forms_wrong_distribution")]
-    one = sanitize(targets, ("racecheck",), fake_sanitizer, backend="cpu")
-    two = sanitize(targets, ("racecheck",), fake_sanitizer, backend="cpu", processes=2)
+    one = sanitize(targets, ("synccheck",), fake_sanitizer, backend="cpu")
+    two = sanitize(targets, ("synccheck",), fake_sanitizer, backend="cpu", processes=2)
     assert two == one
     assert one["forms_row_sum"][0].status is CheckStatus.FAILED
     assert one["forms_wrong_distribution"][0].status is CheckStatus.PASSED
@@ -269,12 +298,12 @@ def _wait_until_ready(early, seconds: float = 60.0) -> None:
 def test_a_process_started_before_its_plan_waits_for_it_and_judges_as_one_started_after(fake_sanitizer,
                                                                                         monkeypatch):
     line = _cuda_line("forms_row_sum", "atomicAdd")
-    monkeypatch.setenv("FAKE_SANITIZER_RACECHECK", f"Error: Race reported between Write access at row_sum_atomic("
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", f"Error: Race reported between Write access at row_sum_atomic("
                                                    f"const float *, float *, long long, long long)+0x90 in "
                                                    f"forms_row_sum.cu:{line}")
     monkeypatch.setenv("FAKE_SANITIZER_WHEN", '"forms_row_sum"')  # only from a process whose plan names it
     targets = [_target("forms_row_sum"), _target("forms_wrong_distribution")]
-    tools = ("memcheck", "racecheck")
+    tools = ("memcheck", "synccheck")
     early = prestart(tools, fake_sanitizer, backend="cpu")
     _wait_until_ready(early)  # started: Python, its imports and the backend made, before any substrate is known
     assert all(e.process.poll() is None and not (e.work / "plan-1.json").exists()

@@ -29,7 +29,12 @@ def test_every_example_passes_every_tool():
     checks = sanitize(targets, TOOLS, SANITIZER)
     for name, results in checks.items():
         for result in results:
-            assert result.status is CheckStatus.PASSED, f"{name}: {result.check.value}: {result.detail}"
+            if result.check is CheckName.RACECHECK and name in ("example_argmax_dim1", "example_silu"):
+                # No shared memory in their kernels: nothing for racecheck to watch, and the check says so.
+                assert result.status is CheckStatus.SKIPPED, f"{name}: {result.detail}"
+                assert "declares and addresses no shared memory" in result.detail
+            else:
+                assert result.status is CheckStatus.PASSED, f"{name}: {result.check.value}: {result.detail}"
 
 
 @needs_sanitizer

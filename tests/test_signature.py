@@ -334,3 +334,24 @@ def test_to_ctypes_passes_ctypes_instances_through_and_keeps_order():
     assert [type(o) for o in objects] == [ctypes.c_void_p, Half, ctypes.c_int, ctypes.c_float]
     assert objects[1] is half and objects[2] is count
     assert objects[0].value == 16 and objects[3].value == 0.5
+
+
+@pytest.mark.parametrize("source, uses", [
+    ('extern "C" __global__ void k(float* o) { o[threadIdx.x] = 1.0f; }', False),
+    ('extern "C" __global__ void k(float* o) { __shared__ float s[32]; s[threadIdx.x] = o[threadIdx.x]; '
+     '__syncthreads(); o[threadIdx.x] = s[31 - threadIdx.x]; }', True),
+    ('extern "C" __global__ void k(float* o) { extern __shared__ float s[]; s[threadIdx.x] = 1.0f; '
+     'o[threadIdx.x] = s[0]; }', True),
+])
+def test_shared_memory_is_seen_in_the_ptx_however_it_is_declared(source, uses):
+    from harness.signature import uses_shared_memory
+
+    assert uses_shared_memory(compile_cuda(source, "k", "sm_90").ptx) is uses
+
+
+def test_shared_memory_in_any_state_space_spelling_counts():
+    from harness.signature import uses_shared_memory
+
+    assert uses_shared_memory("\tld.shared::cta.u32 %r1, [%r2];")
+    assert uses_shared_memory("\tcvta.shared.u64 %rd1, %rd2;")
+    assert not uses_shared_memory("\tld.global.nc.f32 %f1, [%rd1];  // .sharedness is no word of PTX")

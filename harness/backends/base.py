@@ -38,6 +38,7 @@ class LoadedKernel:
     options: tuple[str, ...]
     compiler: str  # e.g. "NVRTC 13.0"
     target: str  # e.g. "sm_90"
+    shared_memory: bool = True  # whether its module's PTX declares or addresses shared memory (signature)
 
 
 class Backend:

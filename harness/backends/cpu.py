@@ -186,6 +186,7 @@ class CpuBackend(Backend):
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
+            shared_memory=signature.uses_shared_memory(compiled.ptx),
             handle=(entry, library.harness_last_error),
             from_cache=from_cache,
             options=(*CXX_FLAGS, "threads=fibers" if fibers else "threads=loop"),

@@ -89,6 +89,7 @@ class CudaBackend(Backend):
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
+            shared_memory=signature.uses_shared_memory(compiled.ptx),
             handle=function,
             from_cache=from_cache,
             options=compiled.options,

@@ -90,8 +90,9 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     for u in unmutated:
         passed = {c.check.value for c in checks.get(u.substrate, []) if c.status is CheckStatus.PASSED}
         judging[u.substrate] = passed
+        # A tool skipped (racecheck of a kernel without shared memory) has nothing to judge: it is no refusal.
         refused = [f"{c.check.value} ({c.detail})" for c in checks.get(u.substrate, [])
-                   if c.status is not CheckStatus.PASSED]
+                   if c.status not in (CheckStatus.PASSED, CheckStatus.SKIPPED)]
         if refused:
             unusable[u.substrate] = "the unmutated substrate does not pass " + "; ".join(refused)
     for s in survivors:

@@ -10,7 +10,9 @@ every tensor is an allocation of its own, as memcheck needs to see an overrun.
 
 Each line of EVENTS is a JSON object: `ready` once, with the wall clock, when the program has started (its
 imports and backend made); then `start`, `case`, `done` per substrate, so the parent knows which substrate a
-report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. A
+report or a death belongs to, and `done` says how long the substrate took and how much of it its loading. Under
+racecheck (the plan's `tool`), a kernel whose PTX has no shared memory is loaded but not run: its `done` says
+why (`skipped`), as racecheck could report nothing of it. A
 CUDA error after a launch leaves the context unusable: the program writes `lost` and exits with LOST_EXIT, and
 the parent starts another for the substrates left.
 
@@ -28,6 +30,9 @@ import time
 from pathlib import Path
 
 LOST_EXIT = 3
+# racecheck watches shared memory only: a kernel whose module has none gets no cases under it.
+NO_SHARED_MEMORY = ("the kernel's PTX declares and addresses no shared memory (no .shared state space), the only "
+                    "memory racecheck watches")
 START_ENV = "HARNESS_SANITIZED_START"
 PLAN_POLL_SECONDS = 0.01
 
@@ -67,8 +72,8 @@ def _write(events, **record) -> None:
     events.flush()
 
 
-def run_substrate(target: dict, backend, events, torch) -> bool:
-    """Launch one substrate's kernel on its cases; False when the CUDA context was lost."""
+def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
+    """Launch one substrate's kernel on its cases under `tool`; False when the CUDA context was lost."""
     from harness import signature
     from harness.candidates import import_candidate, make_entry, register_candidate
 
@@ -83,6 +88,10 @@ def run_substrate(target: dict, backend, events, torch) -> bool:
         kernel = backend.load(target.get("cuda") or entry.cuda, entry.kernel_name, f"{name}.cu",
                               entry.locate_cuda_line)
         loaded = time.perf_counter() - started  # the candidate imported and its kernel loaded (under the tool)
+        if tool == "racecheck" and not kernel.shared_memory:
+            _write(events, event="done", substrate=name, cases=[], notes=[], skipped=NO_SHARED_MEMORY,
+                   seconds=round(time.perf_counter() - started, 3), load_seconds=round(loaded, 3))
+            return True
         found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
@@ -133,7 +142,7 @@ def main(argv: list[str]) -> int:
         if started_ahead:
             plan = wait_for_plan(Path(argv[0]))
         for target in plan["targets"]:
-            if not run_substrate(target, backend, events, torch):
+            if not run_substrate(target, backend, events, torch, plan.get("tool", "")):
                 return LOST_EXIT
     return 0
 

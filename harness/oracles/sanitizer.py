@@ -176,6 +176,7 @@ class ToolRun:
     cases: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # a substrate that could not be set up, or was lost
+    skipped: dict[str, str] = field(default_factory=dict)  # a substrate the tool could find nothing in, and why
     not_run: dict[str, str] = field(default_factory=dict)
     elsewhere: int = 0  # reports about code that is no substrate's
     seconds: float = 0.0
@@ -208,6 +209,7 @@ def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
         whole.cases.update(run.cases)
         whole.notes.update(run.notes)
         whole.errors.update(run.errors)
+        whole.skipped.update(run.skipped)
         whole.not_run.update(run.not_run)
         whole.elsewhere += run.elsewhere
         whole.seconds = max(whole.seconds, run.seconds)
@@ -368,7 +370,7 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         # Written whole and renamed: a program started ahead reads it the moment it exists.
         unrenamed = plan.with_suffix(".tmp")
         unrenamed.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
-                                         "targets": listed}))
+                                         "tool": tool, "targets": listed}))
         os.replace(unrenamed, plan)
         if attempt == 1 and prestarted:
             process, launched = prestarted.process, prestarted.launched
@@ -393,6 +395,8 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
                     result.load_seconds[name] = record.get("load_seconds", 0.0)
                 if record.get("error"):
                     result.errors[name] = f"could not be set up under {tool}: {record['error']}"
+                if record.get("skipped"):
+                    result.skipped[name] = record["skipped"]
             elif record["event"] == "lost":
                 done.add(name)
                 result.errors[name] = (f"{record['where']}: the kernel broke the CUDA context under {tool} "
@@ -436,6 +440,8 @@ def checks_for(target: SanitizerTarget, run: ToolRun, locate=None) -> CheckResul
                            else CheckStatus.NOT_RUN, run.errors[name])
     if name in run.not_run:
         return CheckResult(check, CheckStatus.NOT_RUN, f"not run: {run.not_run[name]}")
+    if name in run.skipped:
+        return CheckResult(check, CheckStatus.SKIPPED, f"skipped: {run.skipped[name]}")
     cases = run.cases.get(name, [])
     if not cases:
         return CheckResult(check, CheckStatus.NOT_RUN, "not run: no case could be launched" + "".join(
