@@ -253,6 +253,7 @@ class Timeline:
     """Where a gate run's wall time went, stage by stage: what to shorten when a gate is slow."""
 
     discovery: float = 0.0  # importing every candidate file, in a worker
+    worker_ready: float = 0.0  # of which until that worker first spoke: the fork server's start (torch imported)
     jobs: float = 0.0  # from the first job's start to the last job's end
     work: float = 0.0  # the substrates' own seconds, summed
     # Each worker's start to its backend made (the candidate's import and its proof, T0's helpers, the CUDA
@@ -263,7 +264,8 @@ class Timeline:
 
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
-        return (f"timeline: discovery {self.discovery:.1f} s, then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
+        return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s), "
+                f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
                 f"of substrate work after {self.worker_starts:.1f} s of {self.workers} {whose} start, {at_once} at "
                 f"once), then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
@@ -391,7 +393,10 @@ def _prestart_sanitizers(args, tools: tuple[str, ...]) -> dict:
 
 def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str, ...], records, timeline,
                        early_sanitizers: dict) -> int:
-    entries, errors = discover(files, args.timeout, args.kb_root)
+    def first_worker_spoke() -> None:
+        timeline.worker_ready = timeline.worker_ready or time.perf_counter() - started
+
+    entries, errors = discover(files, args.timeout, args.kb_root, first_worker_spoke)
     timeline.discovery = time.perf_counter() - started
     if args.list:
         print(_list(entries, errors, records))
@@ -496,7 +501,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
                 try:
                     results[position] = gate_one(job, keeper)
                 finally:
-                    queue.done(job[0])
+                    queue.done(job)
                 with written:
                     report.substrates = [results[i] for i in sorted(results)]
                     if args.json:
@@ -509,7 +514,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
-            queue = JobQueue(jobs)
+            queue = JobQueue(jobs, key=lambda job: job[0] if may_reuse_worker(t0_sizes.get(job, 0)) else job)
             for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
                 running.result()
             jobs_ended = time.perf_counter()

@@ -203,12 +203,6 @@ def poisoned_allocations(pattern_byte: int):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class PoisonAllocations(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            # Else torch wraps __torch_dispatch__ in torch._disable_dynamo when the class is made, importing
-            # torch._dynamo (800 modules, 1 to 2 s) into every worker; nothing here is ever compiled.
-            return False
-
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if str(func).removeprefix("aten.") in _UNINITIALISED:

@@ -129,41 +129,51 @@ def may_reuse_worker(t0_bytes: int) -> bool:
     return t0_bytes < FORKED_HELPERS_FROM_BYTES
 
 
-def next_job(pending_files: list[str], slot_file: str | None, active: Counter) -> int:
-    """Which pending job (its position in `pending_files`, each job's candidate file) a free slot takes.
+def next_job(pending_keys: list[str], slot_key: str | None, active: Counter) -> int | None:
+    """Which pending job (its position in `pending_keys`, each job's worker key: its candidate file) a free slot
+    takes, or None when none is worth a new worker.
 
-    A slot keeps to the file its worker imported while that file has jobs (its worker serves them without a
-    new process or CUDA context). Otherwise it takes the first job of the file with the most pending jobs for
-    each slot that would then work on it, so that the last file to finish is not one slot's alone; of equals,
-    the one fewest slots work on, then the earlier. Pure.
+    A slot keeps to the file its worker imported while that file has jobs (its worker serves them without a new
+    process or CUDA context). Otherwise it starts a worker for the file with the most pending jobs for each slot
+    that would then work on it, so that the last file to finish is not one slot's alone; of equals, the one
+    fewest slots work on, then the earlier. It joins a file another slot works on only for two jobs or more:
+    that slot would gate a last one as soon as a new worker could start. Pure.
     """
-    if slot_file is not None and slot_file in pending_files:
-        return pending_files.index(slot_file)
-    pending = Counter(pending_files)
-    best = max(pending, key=lambda file: (pending[file] / (active[file] + 1), -active[file],
-                                          -pending_files.index(file)))
-    return pending_files.index(best)
+    if slot_key is not None and slot_key in pending_keys:
+        return pending_keys.index(slot_key)
+    pending = Counter(pending_keys)
+    worth = [key for key in pending if active[key] == 0 or pending[key] >= 2]
+    if not worth:
+        return None
+    best = max(worth, key=lambda key: (pending[key] / (active[key] + 1), -active[key], -pending_keys.index(key)))
+    return pending_keys.index(best)
 
 
 class JobQueue:
-    """The gate's jobs not yet started, taken by slots (threads) by `next_job`; thread-safe."""
+    """The gate's jobs not yet started, taken by slots (threads) by `next_job`; thread-safe.
 
-    def __init__(self, jobs: list[tuple[str, str]]):
+    `key(job)` names the worker that can serve it: its candidate file, or a key of its own for a job that needs
+    a fresh worker whatever ran before (a T0 drawn by helpers, `may_reuse_worker`)."""
+
+    def __init__(self, jobs: list[tuple[str, str]], key=lambda job: job[0]):
         self._pending = list(enumerate(jobs))  # (position in the run, (file, name))
+        self._key = key
         self._active: Counter = Counter()
         self._lock = threading.Lock()
 
-    def take(self, slot_file: str | None) -> tuple[int, tuple[str, str]] | None:
-        """The next job for a slot whose worker holds `slot_file` (None: none), or None when none is left; the
-        slot is counted busy with its file until `done`."""
+    def take(self, slot_key: str | None) -> tuple[int, tuple[str, str]] | None:
+        """The next job for a slot whose worker serves `slot_key` (None: it has none), or None when nothing is
+        left for it; the slot is counted busy with the job's key until `done`."""
         with self._lock:
             if not self._pending:
                 return None
-            position = next_job([file for _, (file, _) in self._pending], slot_file, self._active)
+            position = next_job([self._key(job) for _, job in self._pending], slot_key, self._active)
+            if position is None:
+                return None
             taken = self._pending.pop(position)
-            self._active[taken[1][0]] += 1
+            self._active[self._key(taken[1])] += 1
             return taken
 
-    def done(self, file: str) -> None:
+    def done(self, job: tuple[str, str]) -> None:
         with self._lock:
-            self._active[file] -= 1
+            self._active[self._key(job)] -= 1

@@ -306,9 +306,10 @@ class StartedWorker:
 
 # Imported once by the fork server, so that a worker forked from it has them already. None of them
 # touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
-# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s): the poisoned allocations'
-# TorchDispatchMode no longer imports it (harness.guards), and nothing else a worker runs does.
-FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
+# the workers that need it). torch._dynamo: the first TorchDispatchMode a process enters (the poisoned
+# allocations around every `launch` call) imports it, 800 modules and 2 s, which every worker paid; so does
+# get_inputs() on the meta device (a problem's shapes, in discovery and in each gate's probe rules).
+FORK_SERVER_PRELOAD = ("torch", "torch._dynamo", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
                        "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
                        "harness.engine.worker", "harness.backends.cpu")
@@ -608,8 +609,12 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     return outcome["report"]
 
 
-def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None):
-    """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error})."""
+def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None,
+             on_first_message=lambda: None):
+    """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}).
+
+    on_first_message() is called when the first worker first speaks: the fork server started (the first worker
+    of a run starts it) and the worker forked."""
     entries: dict[str, list[EntrySummary]] = {}
     errors: dict[str, str] = {}
     remaining = [str(f) for f in files]
@@ -617,6 +622,7 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_r
         current = {"file": remaining[0]}
 
         def handle(message) -> bool:
+            on_first_message()
             kind = message[0]
             if kind == "step":
                 current["file"] = message[1]

@@ -157,6 +157,16 @@ def test_a_slot_keeps_to_its_file_while_the_file_has_jobs():
     assert next_job(["a.py", "b.py"], None, Counter()) == 0  # a tie: the earlier
 
 
+def test_a_free_slot_joins_a_busy_file_only_for_two_jobs_or_more():
+    from collections import Counter
+
+    from harness.scheduling import next_job
+
+    # Each file has a slot on it and one job left, which that slot gates next: no new worker for it.
+    assert next_job(["a.py", "b.py"], "z.py", Counter({"a.py": 1, "b.py": 1})) is None
+    assert next_job(["a.py", "b.py", "b.py"], "z.py", Counter({"a.py": 1, "b.py": 1})) == 1
+
+
 def test_slots_spread_over_the_files_and_each_worker_serves_its_file_to_the_end():
     from harness.scheduling import JobQueue
 
@@ -164,13 +174,32 @@ def test_slots_spread_over_the_files_and_each_worker_serves_its_file_to_the_end(
     queue = JobQueue(jobs)
     first = [queue.take(None) for _ in range(4)]  # four slots start
     assert [job for _, job in first] == [("a.py", "1"), ("b.py", "1"), ("c.py", "1"), ("a.py", "2")]
-    queue.done("b.py")
+    queue.done(("b.py", "1"))
     assert queue.take("b.py") == (5, ("b.py", "2"))  # the slot that gated b.py/1 goes on with b.py
     taken = [job for _, job in first] + [("b.py", "2")]
-    while (next_taken := queue.take("a.py")) is not None:
-        taken.append(next_taken[1])
+    for _, job in first:  # the four slots, each done, go on with their files until none is left
+        queue.done(job)
+    while True:
+        progressed = False
+        for slot_file in ("a.py", "b.py", "c.py", "a.py"):
+            if (next_taken := queue.take(slot_file)) is not None:
+                taken.append(next_taken[1])
+                queue.done(next_taken[1])
+                progressed = True
+        if not progressed:
+            break
     assert sorted(taken) == sorted(jobs)  # every job once
     assert queue.take(None) is None
+
+
+def test_a_job_that_needs_a_fresh_worker_is_a_key_of_its_own():
+    from harness.scheduling import JobQueue
+
+    jobs = [("a.py", "small"), ("a.py", "large"), ("a.py", "small2")]
+    queue = JobQueue(jobs, key=lambda job: job if job[1] == "large" else job[0])
+    assert queue.take(None) == (0, ("a.py", "small"))
+    assert queue.take(None) == (1, ("a.py", "large"))  # a worker of its own in any case: a free slot takes it
+    assert queue.take(None) is None  # a.py's one job left is its slot's
 
 
 def test_a_substrate_whose_t0_needs_helpers_gets_a_fresh_worker():

@@ -174,8 +174,8 @@ def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_s
 
 
 def test_a_forked_worker_enters_its_first_poisoned_allocation_without_importing_torch_dynamo():
-    # Every trial's `launch` runs under a TorchDispatchMode, whose class torch would wrap in torch._disable_dynamo,
-    # importing torch._dynamo (800 modules, 1 to 2 s) into each of a campaign's hundreds of workers.
+    # Every trial's `launch` runs under a TorchDispatchMode, whose first use imports torch._dynamo (800
+    # modules, 2 s): the fork server imports it once, not each of a campaign's hundreds of workers.
     if worker_context().get_start_method() != "forkserver":
         pytest.skip("workers are spawned here: nothing is inherited")
     (message,) = [m for m in _collect(worker_targets.counts_imports_of_a_poisoned_allocation)]
