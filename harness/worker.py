@@ -569,6 +569,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     worker = worker or start_worker()
 
     def handle(message) -> bool:
+        outcome["heard"] = True
         on_message(message)
         kind = message[0]
         if kind == "checks":
@@ -593,6 +594,10 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     except WorkerLost as lost:
         if "report" in outcome:
             return outcome["report"]  # it ended (or stuck) after its report rather than wait for more: not kept
+        if first is not None and "heard" not in outcome:
+            # The kept worker was gone before it took this substrate (killed while it waited): nothing of the
+            # substrate's ran, so a fresh worker gates it, and the death is no verdict on it.
+            return run_gate_job(job, step_timeout, on_message, keeper)
         death, said = classify_death(lost, kills_before, oom_kills())
         crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""
         why = f"{lost}{crash}{said}"

@@ -264,3 +264,23 @@ def test_a_worker_is_not_kept_for_another_file(tmp_path):
         assert keeper.file is None  # the file's worker stopped; the other's failed its import: not kept
     finally:
         keeper.close()
+
+
+def test_a_kept_worker_gone_before_its_next_substrate_is_replaced_not_blamed(monkeypatch):
+    from harness.worker import FileWorker
+
+    keeper = FileWorker()
+    try:
+        _gate("forms_row_sum", "cpu", keeper)
+        held = keeper.ready_for(FORMS)
+        held.process.kill()  # as the host's out-of-memory killer might, while it waited
+        held.process.join(10)
+        # Taken out alive-looking (as between ready_for's look and the job's send), then none is held.
+        handed = [held]
+        monkeypatch.setattr(keeper, "ready_for", lambda file: handed.pop() if handed else None)
+        report, fresh = _gate("forms_empty_out", "cpu", keeper)
+    finally:
+        keeper.close()
+    assert fresh == [True]  # gated by a fresh worker
+    assert _verdict(report)["runs_to_completion"][0] != "failed"
+    assert _verdict(report)["output_fully_written"][0] == "failed"  # its own verdict, as alone
