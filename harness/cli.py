@@ -514,7 +514,10 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
-            queue = JobQueue(jobs, key=lambda job: job[0] if may_reuse_worker(t0_sizes.get(job, 0)) else job)
+            # A job's key names the worker that can serve it: its file's, kept between its substrates, unless it
+            # needs a fresh worker (a T0 drawn by helpers), or is an item of a cluster (a worker of its own there).
+            queue = JobQueue(jobs, key=lambda job: job[0] if cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
+                             else job)
             for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
                 running.result()
             jobs_ended = time.perf_counter()
