@@ -218,9 +218,12 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
         raise
     conn.send(("report", report.to_json()))
+    # Not kept after a failed import proof, or after any fault: a kernel that faulted (even one the CPU backend's
+    # shim caught) may have written anywhere first, and the next substrate is owed a process it did not touch.
+    clean = not any(c.status is CheckStatus.FAILED and c.check in (CheckName.IMPORT_SAFE, CheckName.RUNS_TO_COMPLETION)
+                    for c in report.checks)
     del report, trial_inputs, entry
-    ran_through = all(c.status is not CheckStatus.FAILED for c in checks if c.check is CheckName.IMPORT_SAFE)
-    return backend, ran_through and backend.end_job()
+    return backend, clean and backend.end_job()
 
 
 def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:

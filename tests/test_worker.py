@@ -284,3 +284,40 @@ def test_a_kept_worker_gone_before_its_next_substrate_is_replaced_not_blamed(mon
     assert fresh == [True]  # gated by a fresh worker
     assert _verdict(report)["runs_to_completion"][0] != "failed"
     assert _verdict(report)["output_fully_written"][0] == "failed"  # its own verdict, as alone
+
+
+def test_after_a_fault_the_cpu_shim_caught_the_next_substrate_still_gets_a_fresh_worker(tmp_path):
+    """The CPU backend's shim survives a kernel's SIGSEGV (the launch fails, the gate goes on), but what the kernel
+    wrote before it faulted is unknown: the worker is not kept for the file's next substrate."""
+    from tests import rule_candidates
+    from harness.worker import FileWorker
+
+    (tmp_path / "substrates").mkdir()
+    (tmp_path / "problems").mkdir()
+    (tmp_path / "problems" / "abs_plus_half.py").write_text(rule_candidates.PROBLEM)
+    path = tmp_path / "substrates" / "candidate_two.py"
+    faulting = rule_candidates.variant_text("faults", [(
+        "    out[i] = fabsf(x[i]) + 0.5f * x[i];\n",
+        "    out[i] = fabsf(x[i + (n == 111 ? (1LL << 42) : 0LL)]) + 0.5f * x[i];\n")])
+    path.write_text(faulting + textwrap.dedent('''
+
+        _register_faults = register
+
+
+        def register(K, torch, ctypes):
+            _register_faults(K, torch, ctypes)
+            K.PROBLEMS["fine"] = dict(K.PROBLEMS["faults"], cuda=K.PROBLEMS["faults"]["cuda"].replace(
+                "x[i + (n == 111 ? (1LL << 42) : 0LL)]", "x[i]"))
+    '''))
+    keeper = FileWorker()
+    fresh = []
+    on_message = lambda message: fresh.append(message[3]) if message[0] == "device" else None  # noqa: E731
+    try:
+        faulted = run_gate_job(GateJob(file=str(path), name="faults", backend="cpu"), 60, on_message, keeper)
+        assert keeper.file is None  # not kept
+        fine = run_gate_job(GateJob(file=str(path), name="fine", backend="cpu"), 60, on_message, keeper)
+    finally:
+        keeper.close()
+    runs = {c.check: c for c in faulted.checks}[CheckName.RUNS_TO_COMPLETION]
+    assert runs.status is CheckStatus.FAILED and "SIGSEGV" in runs.detail, runs.detail
+    assert fresh == [True, True] and fine.admitted, [(c.check.value, c.detail) for c in fine.checks]
