@@ -12,8 +12,9 @@ the job is known (a campaign keeps one started ahead per worker slot: `WorkerSta
 reports over the same pipe: ("step", what), ("plan", n_steps), ("device", text, seconds from the
 job's start to its backend made, whether the worker started for it), ("checks", [...]) and finally ("report", {...}) or ("entries",
 ...) for discovery; a worker whose pipeline raises sends ("crash", why) before it dies. A gate
-worker whose device is still sound after its report says ("ready",) and takes another substrate of
-the same file (`FileWorker`): the file was imported, and proven safe, before its backend existed.
+worker whose substrate did not fault, and whose device is still sound after its report, says
+("ready",) and takes another substrate of the same file (`FileWorker`): the file was imported, and
+proven safe, before its backend existed.
 """
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def quiet_openmp(environment=os.environ) -> None:
 
 
 def _gate_in_worker(job: GateJob, conn) -> None:
-    """Gate `job`; then, while the device is sound and the parent sends more, further substrates of the same file.
+    """Gate `job`; then, while no kernel has faulted, the device is sound and the parent sends more, further
+    substrates of the same file.
 
     The file is imported once, before the backend exists, so its import-safety proof holds for every substrate
     the worker gates. After each report the worker says ("ready",) and waits for the next GateJob, or None.
