@@ -265,9 +265,9 @@ class Timeline:
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
         return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s), "
-                f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s "
-                f"of substrate work after {self.worker_starts:.1f} s of {self.workers} {whose} start, {at_once} at "
-                f"once), then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
+                f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s of substrate work after "
+                f"{self.worker_starts:.1f} s of {self.workers} {whose} start, {at_once} at once), "
+                f"then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
 
 def _suite_summary(report: SubstrateReport) -> str:
@@ -464,6 +464,11 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
 
+    def reuses_worker(job: tuple[str, str]) -> bool:
+        """Whether the job may be gated by its file's worker, kept from an earlier substrate: not one whose T0 is
+        drawn by helpers, nor an item of a cluster (a worker of its own there)."""
+        return cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
+
     def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport:
         file, name = job
         if file in errors:
@@ -473,12 +478,10 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
                        kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
         if cluster is not None:
             return cluster.gate(work, report, progress)
-        t0_bytes = t0_sizes.get(job, 0)
-        if not may_reuse_worker(t0_bytes):
+        if not reuses_worker(job):
             keeper.release()
-        with budget.reserve(estimate_bytes(t0_bytes)) as shared:
-            result = run_gate_job(work, args.timeout, on_message(name),
-                                  keeper if may_reuse_worker(t0_bytes) else None)
+        with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
+            result = run_gate_job(work, args.timeout, on_message(name), keeper if reuses_worker(job) else None)
             beside_others = shared()
         if beside_others and _ran_out_of_memory(result):
             # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone,
@@ -499,10 +502,11 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             while (taken := queue.take(keeper.file)) is not None:
                 position, job = taken
                 try:
-                    results[position] = gate_one(job, keeper)
+                    result = gate_one(job, keeper)
                 finally:
                     queue.done(job)
                 with written:
+                    results[position] = result
                     report.substrates = [results[i] for i in sorted(results)]
                     if args.json:
                         args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
@@ -514,10 +518,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
-            # A job's key names the worker that can serve it: its file's, kept between its substrates, unless it
-            # needs a fresh worker (a T0 drawn by helpers), or is an item of a cluster (a worker of its own there).
-            queue = JobQueue(jobs, key=lambda job: job[0] if cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
-                             else job)
+            # A job's key names the worker that can serve it: its file's, or one of its own.
+            queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job)
             for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
                 running.result()
             jobs_ended = time.perf_counter()

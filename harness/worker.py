@@ -162,7 +162,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     imported = _import_file(path)
     backend = None
     while True:
-        backend, reusable = _gate_one(job, imported, backend, conn, began, torch)
+        backend, reusable = _gate_one(job, imported, backend, conn, began)
         if not reusable:
             return
         conn.send(("ready",))
@@ -174,9 +174,10 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         began = time.perf_counter()
 
 
-def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, torch):
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float):
     """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
     another substrate)."""
+    import torch
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.problems import ProblemSearch
