@@ -86,3 +86,18 @@ def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch:
     compiled, _ = _stored(key, lambda: nvrtc.compile_program(source, name_expressions, arch, program_name),
                           nvrtc.CompiledProgram, cache_dir)
     return compiled
+
+
+def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None) -> bytes | None:
+    """The cubin of `ptx` with the address check (harness.backends.address_check) built in, assembled through
+    the cache; None where nvJitLink, which assembles PTX without a GPU, is not installed (the driver then
+    assembles the checked PTX as it loads it)."""
+    from harness.backends import address_check
+
+    version = address_check.assembler_version()
+    if version is None:
+        return None
+    key = cache_key("address check", address_check.CHECK_VERSION, ptx, arch, version)
+    paths, _ = lookup_or_make(key, ("cubin",), lambda: {"cubin": address_check.assemble(
+        address_check.instrument(ptx), arch)}, cache_dir)
+    return paths["cubin"].read_bytes()

@@ -32,8 +32,9 @@ from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
 from harness.cluster.campaign import run_on_cluster
-from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, default_workers, prepare_campaign_worker,
-                                run_plan, run_plan_naively, spare_mode, worker_environment, worker_log)
+from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, checks_addresses, default_workers,
+                                prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
+                                worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE
 from harness.oracles import sanitizer as sanitizer_tools
@@ -83,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "at most 256 MiB: the spare holds a second copy); auto: when each worker and its spare "
                              "can have a CPU core, warm on the cuda backend (whose workers a fault ends) and always "
                              "on the cpu backend (default: auto)")
+    parser.add_argument("--address-check", choices=("on", "off"), default="on",
+                        help="on (cuda): each mutant runs address-checked (harness/backends/address_check.py): a "
+                             "global load, store or atomic that would fault is not made and is reported as the "
+                             "fault the GPU would raise, and the worker goes on; off: such a fault ends the worker, "
+                             "whose replacement starts a process, a CUDA context and the trials again (default: on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
@@ -253,7 +259,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
 
     # Batches compiled ahead on the cores the workers leave.
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
-                                 backend, args.cache_dir)
+                                 backend, args.cache_dir, checks_addresses(args, backend))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

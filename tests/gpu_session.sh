@@ -30,6 +30,8 @@
 #   SCALING=1      campaigns over four substrates on the first GPU with 1, 2 and 4 workers, and with 4
 #                  workers and --batch-size 1
 #   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
+#   CAMPAIGN=check the campaign over every admitted substrate, value suites only, with --address-check off (a fault
+#                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"), statuses compared
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
 #   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
@@ -412,6 +414,14 @@ fi
 if [ "${CAMPAIGN:-}" = one ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
 fi
+if [ "${CAMPAIGN:-}" = check ]; then
+  python3 -c "from harness.backends.address_check import assembler_version as v; print('nvJitLink', v())"
+  campaign unchecked --oracles values --address-check off
+  for n in ${CHECK_WORKERS:-4}; do
+    campaign "checked-$n" --oracles values --workers "$n"
+    python3 -m harness.report_diff "$out/campaign-unchecked.json" "$out/campaign-checked-$n.json" | tail -n 20
+  done
+fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
   CUDA_VISIBLE_DEVICES=0 campaign one-gpu --workers "$per_gpu"
@@ -421,7 +431,7 @@ fi
 [ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in all-gpus one-gpu naive warm here warm-spares-{1,2,4,8,12,16} examples workers-1 workers-2 workers-4 unbatched \
+for name in unchecked checked-{1,2,4,8,12,16} all-gpus one-gpu naive warm here warm-spares-{1,2,4,8,12,16} examples workers-1 workers-2 workers-4 unbatched \
     spares-never-1 spares-always-1 spares-never-2 spares-always-2; do
   [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
 done

@@ -33,7 +33,8 @@ def test_warm_spares_take_over_after_cuda_faults_with_every_status_a_fresh_worke
         reports[mode] = admitted_on_cuda / f"report-{mode}.json"
         assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
                      "--store", str(admitted_on_cuda / f"results-{mode}.jsonl"), "--no-progress", "--oracles", "values",
-                     "--workers", "2", "--spare-workers", mode, "--json", str(reports[mode])]) == 0
+                     "--workers", "2", "--spare-workers", mode, "--json", str(reports[mode]),
+                     "--address-check", "off"]) == 0
         out = capsys.readouterr().out
         (line,) = [line for line in out.splitlines() if line.startswith("worker time ")]
         warmed = re.search(r"over (\d+) worker\(s\)(?: \((\d+) warmed ahead\))?", line)
@@ -46,3 +47,21 @@ def test_warm_spares_take_over_after_cuda_faults_with_every_status_a_fresh_worke
     first, second = (json.loads(reports[mode].read_text()) for mode in ("never", "warm"))
     assert status_differences(first, second) == []
     assert any(m["status"] == "RuntimeError" for f in first["files"].values() for m in f["mutants"])
+
+
+def test_the_address_check_foresees_every_fault_with_the_statuses_real_faults_give_and_no_worker_ends(
+        admitted_on_cuda, capsys):
+    reports, lines = {}, {}
+    for check in ("off", "on"):
+        reports[check] = admitted_on_cuda / f"report-check-{check}.json"
+        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                     "--store", str(admitted_on_cuda / f"results-check-{check}.jsonl"), "--no-progress",
+                     "--oracles", "values", "--workers", "1", "--spare-workers", "never", "--json",
+                     str(reports[check]), "--address-check", check]) == 0
+        (lines[check],) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time ")]
+    real, foreseen = (json.loads(reports[check].read_text()) for check in ("off", "on"))
+    assert status_differences(real, foreseen) == []
+    assert int(re.search(r"over (\d+) worker", lines["off"]).group(1)) > 1, lines["off"]
+    assert re.search(r"over 1 worker\(s\)", lines["on"]), lines["on"]
+    errors = [m for f in foreseen["files"].values() for m in f["mutants"] if m["status"] == "RuntimeError"]
+    assert errors and all("foreseen by the address check" in m["statusReason"] for m in errors), errors

@@ -2,17 +2,25 @@
 
 The driver calls go to the device's primary context, the one torch uses, so kernels and torch
 operations order correctly on torch's current stream.
+
+With `check_addresses` (a campaign's workers) every kernel is loaded address-checked
+(harness.backends.address_check): an access that would fault is not made, and `synchronize` raises
+the fault the GPU would have raised, as a KernelFault that leaves the context usable. The table of
+mapped memory the check reads is rebuilt before a launch whenever torch's allocator has taken or
+given back a segment since the last one.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import struct
 from pathlib import Path
 
 import torch
 
 from harness import cache, signature
+from harness.backends import address_check
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
 
 # Errors after which the CUDA context is unusable until the process ends (CUDA 13 headers).
@@ -20,6 +28,7 @@ from harness.backends.base import Backend, BackendUnavailable, KernelFault, Load
 # timeout, assert, hardware stack error, ECC, illegal instruction, misaligned address, invalid
 # address space, invalid PC, launch failed.
 _STICKY_ERRORS = {700, 702, 710, 713, 714, 715, 716, 717, 718, 719}
+_OUT_OF_RESOURCES = 701  # the checked kernel's extra registers may not fit a block the unchecked one fits
 
 
 def _driver():
@@ -46,7 +55,7 @@ def _check(result, what: str):
 class CudaBackend(Backend):
     name = "cuda"
 
-    def __init__(self, device_index: int = 0, cache_dir: Path | None = None):
+    def __init__(self, device_index: int = 0, cache_dir: Path | None = None, check_addresses: bool = False):
         if not torch.cuda.is_available():
             raise BackendUnavailable("the cuda backend needs a visible GPU, and torch sees none")
         driver = _driver()
@@ -61,6 +70,14 @@ class CudaBackend(Backend):
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
         self._modules = {}  # cubin -> module; loaded modules stay alive as long as the backend
+        self.check_addresses = check_addresses
+        if check_addresses:
+            self._check_state = torch.zeros(address_check.STATE_BYTES, dtype=torch.uint8, device=self._device)
+            self._checked_modules = {}  # cubin -> the address-checked module
+            self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
+            self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
+            self._table_made_for = None  # the allocator's segment counts when the table was written
+            self._checked_since_sync = False
 
     @property
     def device(self):
@@ -80,12 +97,10 @@ class CudaBackend(Backend):
         if compiled is None:
             compiled, from_cache = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir,
                                                         program_name, locate)
-        # A batch's kernels share one cubin: it is loaded once, and each kernel is looked up in it.
-        module = self._modules.get(compiled.cubin)
-        if module is None:
-            module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
-            self._modules[compiled.cubin] = module
+        module = self._checked_module(compiled) if self.check_addresses else self._module(compiled)
         function = _check(driver.cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
+        if self.check_addresses:
+            self._unchecked[int(function)] = compiled
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
@@ -97,14 +112,76 @@ class CudaBackend(Backend):
             target=compiled.arch,
         )
 
+    def _module(self, compiled):
+        # A batch's kernels share one cubin: it is loaded once, and each kernel is looked up in it.
+        module = self._modules.get(compiled.cubin)
+        if module is None:
+            module = _check(_driver().cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
+            self._modules[compiled.cubin] = module
+        return module
+
+    def _checked_module(self, compiled):
+        """The address-checked module of `compiled`'s program, its state pointer set and its variables in the table."""
+        module = self._checked_modules.get(compiled.cubin)
+        if module is not None:
+            return module
+        driver = _driver()
+        cubin = cache.address_checked_cubin(compiled.ptx, compiled.arch, self.cache_dir)
+        # Without nvJitLink the driver assembles the checked PTX itself (NUL-terminated text).
+        image = cubin if cubin is not None else address_check.instrument(compiled.ptx).encode() + b"\0"
+        module = _check(driver.cuModuleLoadData(image), "cuModuleLoadData (address-checked)")
+        for name in address_check.address_taken_globals(compiled.ptx) + [address_check.STATE_SYMBOL]:
+            pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
+            if name == address_check.STATE_SYMBOL:
+                value = struct.pack("<Q", self._check_state.data_ptr())
+                _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
+            else:
+                self._module_ranges.append((int(pointer), int(pointer) + int(size)))
+                self._table_made_for = None
+        self._checked_modules[compiled.cubin] = module
+        return module
+
+    def _write_table(self) -> bool:
+        """The mapped memory a kernel may reach without a fault, written where the checked kernels read it, when
+        torch's allocator has taken or given back a segment since it was last written; False when the table
+        cannot hold it all (the kernel then runs unchecked)."""
+        stats = torch.cuda.memory_stats(self._device)
+        made_for = (stats.get("segment.all.allocated", 0), stats.get("segment.all.freed", 0),
+                    len(self._module_ranges))
+        if made_for == self._table_made_for:
+            return True
+        segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()
+                    if s.get("device", self._device.index) == self._device.index]
+        table = address_check.ranges_table(segments + self._module_ranges)
+        if table is None:
+            return False
+        firsts, ends = table
+        data = bytearray(struct.pack(f"<{2 * len(firsts)}Q", *firsts, *ends))
+        self._check_state[address_check.LO_OFFSET:].copy_(torch.frombuffer(data, dtype=torch.uint8))
+        self._table_made_for = made_for
+        return True
+
+    def _unchecked_function(self, handle):
+        compiled = self._unchecked[int(handle)]
+        return _check(_driver().cuModuleGetFunction(self._module(compiled), compiled.lowered_name.encode()),
+                      "cuModuleGetFunction")
+
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         driver = _driver()
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
         stream = driver.CUstream(torch.cuda.current_stream(self._device).cuda_stream)
-        _check(
-            driver.cuLaunchKernel(kernel.handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0),
-            "cuLaunchKernel",
-        )
+        handle = kernel.handle
+        if self.check_addresses:
+            if self._write_table():
+                self._checked_since_sync = True
+            else:
+                handle = self._unchecked_function(handle)
+        (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
+        if self.check_addresses and int(status) == _OUT_OF_RESOURCES and handle is kernel.handle:
+            # The checked code needs registers the block cannot have: the kernel runs unchecked, as it would alone.
+            handle = self._unchecked_function(handle)
+            (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
+        _check((status,), "cuLaunchKernel")
 
     def memory_info(self) -> tuple[int, int]:
         free, total = torch.cuda.mem_get_info(self._device)
@@ -129,3 +206,11 @@ class CudaBackend(Backend):
     def synchronize(self) -> None:
         driver = _driver()
         _check(driver.cuCtxSynchronize(), "kernel run")
+        if self.check_addresses and self._checked_since_sync:
+            self._checked_since_sync = False
+            head = self._check_state[:24].cpu().numpy().tobytes()
+            count, _pad, address, size_and_fault = struct.unpack("<IIQI4x", head)
+            if count:
+                self._check_state[:24].zero_()
+                raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
+                                  poisons_context=False)

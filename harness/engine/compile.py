@@ -74,19 +74,23 @@ def group_by_batch(mutant_ids: tuple[str, ...], fixed: tuple[tuple[str, ...], ..
     return [(batch, tuple(members)) for batch, members in groups]
 
 
-def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: str, cache_dir: str | None) -> bool:
-    """Compile one batch into the cache (a compile pool's task); False where it does not compile as a batch
-    (the worker then compiles its mutants one at a time, as it would have)."""
+def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: str, cache_dir: str | None,
+                     address_checked: bool = False) -> bool:
+    """Compile one batch into the cache (a compile pool's task), and with `address_checked` assemble its
+    address-checked cubin too; False where it does not compile as a batch (the worker then compiles its mutants
+    one at a time, as it would have)."""
     from pathlib import Path
 
     from harness import cache, nvrtc
 
     composed = batch_program(sources, kernel_name, program)
+    folder = Path(cache_dir) if cache_dir else None
     try:
-        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program,
-                                     Path(cache_dir) if cache_dir else None)
+        compiled = cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder)
     except nvrtc.CompileError:
         return False
+    if address_checked:
+        cache.address_checked_cubin(compiled.ptx, arch, folder)
     return True
 
 
@@ -105,8 +109,8 @@ class CompilePool:
 
         self.executor = ProcessPoolExecutor(max_workers=processes, mp_context=worker_context()) if processes else None
 
-    def submit(self, work: list[tuple[list[str], str, str, str, str | None]]) -> None:
-        """Each (sources, kernel name, program name, arch, cache folder) in order."""
+    def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]]) -> None:
+        """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order."""
         for task in work if self.executor else []:
             self.executor.submit(precompile_batch, *task)
 
@@ -117,7 +121,8 @@ class CompilePool:
             self.executor.shutdown(wait=True, cancel_futures=not finish)
 
 
-def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -> list[tuple]:
+def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,
+                     address_checked: bool = False) -> list[tuple]:
     """The batches of every plan with mutants to run, as CompilePool tasks: round robin over the plans, so
     each substrate's first batch comes before any substrate's second."""
     per_plan = []
@@ -125,7 +130,7 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -
         by_id = {m.id: m for m in plan.mutants}
         waiting = set(plan.to_run)
         per_plan.append([([by_id[m].apply(plan.source) for m in batch], plan.kernel_name, f"{plan.name}.cu", arch,
-                          cache_dir)
+                          cache_dir, address_checked)
                          for batch in batches(list(by_id), size) if waiting & set(batch)])
     order = []
     for round_ in range(max((len(p) for p in per_plan), default=0)):
@@ -133,9 +138,11 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None) -
     return order
 
 
-def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir) -> CompilePool:
+def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
+                  address_checked: bool = False) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
-    NVRTC's default; PTX alone for the CPU backend's workers); the caller closes it. The cache folder is named,
+    NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: their address-checked cubins
+    too); the caller closes it. The cache folder is named,
     not left to the pool: its processes have the fork server's environment, not the caller's."""
     from harness.backends import gpu_arch
     from harness.cache import default_cache_dir
@@ -145,5 +152,5 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     pool = CompilePool(processes)
     arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
-    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir())))
+    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked))
     return pool

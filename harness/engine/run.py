@@ -192,7 +192,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                          kb_root=str(args.kb_root) if args.kb_root else None)
+                          kb_root=str(args.kb_root) if args.kb_root else None,
+                          check_addresses=checks_addresses(args, backend))
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -225,6 +226,11 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         if plan.failure:
             return
         baseline_needed = False
+
+
+def checks_addresses(args, backend: str) -> bool:
+    """Whether the campaign's mutants run address-checked: on cuda, unless --address-check off."""
+    return backend == "cuda" and getattr(args, "address_check", "on") == "on"
 
 
 def _lost_status(lost: WorkerLost) -> MutantStatus:

@@ -57,6 +57,8 @@ class CampaignJob:
     kb_root: str | None = None
     # The plan's batches (harness.engine.compile.batches) holding mutant_ids: compiled whole, as planned.
     batches: tuple[tuple[str, ...], ...] = ()
+    # cuda: mutants loaded address-checked (harness.backends.address_check), so a fault foreseen ends no worker.
+    check_addresses: bool = False
 
 
 @dataclass
@@ -252,7 +254,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             entry = _load_entry(job)
         with setup_parts.timing("start-up: backend"):
             backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None,
-                                     **CAMPAIGN_BACKEND_SETTINGS.get(job.backend, {}))
+                                     **CAMPAIGN_BACKEND_SETTINGS.get(job.backend, {}),
+                                     **({"check_addresses": True} if job.check_addresses else {}))
         with setup_parts.timing("start-up: official model"):
             search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
             official = load_problem(entry.kb_file, search).build_model(backend.device)
@@ -295,7 +298,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         conn.send(("step", "warmed ahead, waiting for its job"))
         _target, (given,) = conn.recv()
         # What was built ahead is for this substrate, compiled this way; the parent keys its spares so.
-        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root")
+        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root", "check_addresses")
         if any(getattr(given, field) != getattr(job, field) for field in same):
             raise ValueError(f"a worker warmed for {job.name} ({job.file}, batch size {job.batch_size}) was given a "
                              f"job for {given.name} ({given.file}, batch size {given.batch_size})")
@@ -396,7 +399,13 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     if run_trial(original(), i, clock=mutant_parts):
                         continue
             except KernelFault as fault:
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", fault.poisons_context, fault.memory_fault
+                end = fault.poisons_context
+                if not end and not fault.memory_fault:
+                    # Foreseen by the address check: the GPU would have ended this worker, and with it whatever
+                    # the kernel wrote before the access it stopped. Writes into the worker's trials end it still.
+                    with mutant_parts.timing("the trials' checksums after a foreseen fault"):
+                        end = [trial_checksum(t) for t in trials] != checksums
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault
             except RuntimeError as error:  # torch meeting a context the mutant broke
                 if "CUDA" not in str(error):
                     raise
