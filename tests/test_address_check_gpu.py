@@ -92,3 +92,28 @@ def test_every_substrate_checked_gives_the_bytes_it_gives_unchecked(backends, en
         unchecked = _output(entry, plain_kernel, plain, on_device)
         result = compare_bitwise(unchecked.cpu(), _output(entry, checked_kernel, checked, on_device).cpu())
         assert result.ok, f"{entry.name} {where}: checked against unchecked: {result.describe()}"
+
+
+LOAD_THROUGH = r"""
+extern "C" __global__ void load_through(const float* in, float* out, int keep_low_half_only)
+{
+    unsigned long long address = (unsigned long long)in;
+    if (keep_low_half_only) address = (unsigned int)address;  // a pointer narrowed to 32 bits
+    else address -= 1ull << 62;  // far below every window
+    out[0] = *(const float*)address;  // a generic load: no state space known to the compiler
+}
+"""
+
+
+@pytest.mark.parametrize("narrowed", [1, 0], ids=["narrowed_to_32_bits", "far_below"])
+def test_a_generic_load_from_an_address_in_no_window_is_foreseen(backends, narrowed):
+    _, checked = backends
+    data = torch.ones(4, device="cuda")
+    out = torch.zeros(1, device="cuda")
+    kernel = checked.load(LOAD_THROUGH, "load_through", "load_through.cu")
+    args = [(ctypes.c_void_p, data.data_ptr()), (ctypes.c_void_p, out.data_ptr()), (ctypes.c_int, narrowed)]
+    checked.launch(kernel, (1, 1, 1), (1, 1, 1), signature.to_ctypes(args))
+    with pytest.raises(KernelFault, match=r"CUDA_ERROR_ILLEGAL_ADDRESS: .* \(foreseen by the address check: a 4-byte "
+                                          r"access at 0x[0-9a-f]+, outside every allocation of the process; not made"):
+        checked.synchronize()
+    assert out.item() == 0  # the process goes on: torch reads its output

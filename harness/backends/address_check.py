@@ -14,8 +14,9 @@ is added, so the basic blocks that ptxas optimises (fusing a multiply and an add
 ones NVRTC wrote. What is not rewritten (shared, local, const and param spaces, cp.async, an
 instruction of a form not recognised) runs as it did: a fault there still ends the process.
 
-The check's state is device memory the host owns (`State`); each module holds a pointer to it in
-the global STATE_SYMBOL. The layout, in bytes: 0 the number of accesses stopped (u32); 8 the first
+The check's state is device memory the backend allocates outside torch's allocator, so that it is not
+in the table: a kernel's access to it is foreseen as the fault it would be without the check. Each
+module holds a pointer to it in the global STATE_SYMBOL. The layout, in bytes: 0 the number of accesses stopped (u32); 8 the first
 one's address (u64); 16 its size and fault (u32: size | fault << 16); 32 the ranges' first bytes,
 TABLE_ENTRIES u64 sorted ascending (unused entries all ones); 32 + 8 * TABLE_ENTRIES their ends
 (exclusive). A thread finds its range by a binary search of TABLE_ENTRIES, unrolled.
@@ -58,7 +59,7 @@ class Access:
     base: str  # the register holding the address (%rd5)
     offset: int
     size: int
-    generic: bool  # no state space named: the address may be shared or local, checked only when global
+    generic: bool  # no state space named: an address in the shared or local window is not checked
 
 
 def memory_access(opcode: str, operands: str) -> Access | None:
@@ -105,10 +106,12 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
         f"ld.global.u64 %ac_hi, [%ac_t+{HI_OFFSET}];",
         f"add.s64 %ac_e, %ac_a, {access.size};",
         "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
+        "setp.lt.and.u64 %ac_in, %ac_a, %ac_hi, %ac_in;",  # with the next, also where a + size wraps past 2^64
         "setp.le.and.u64 %ac_in, %ac_e, %ac_hi, %ac_in;",
     ]
-    if access.generic:  # a shared or local address is not the table's to judge
-        lines += ["isspacep.global %ac_bad, %ac_a;", "not.pred %ac_bad, %ac_bad;", "or.pred %ac_in, %ac_in, %ac_bad;"]
+    if access.generic:  # an address in the shared or local window is not the table's to judge; any other is
+        lines += ["isspacep.shared %ac_bad, %ac_a;", "isspacep.local %ac_mis, %ac_a;", "or.pred %ac_bad, %ac_bad, %ac_mis;",
+                  "or.pred %ac_in, %ac_in, %ac_bad;"]
     lines += [
         f"and.b64 %ac_t, %ac_a, {access.size - 1};",
         "setp.ne.u64 %ac_mis, %ac_t, 0;",
@@ -178,7 +181,7 @@ def describe_stop(count: int, address: int, size_and_fault: int) -> str:
             f"not made)")
 
 
-CHECK_VERSION = 1  # bumped whenever `instrument` writes other code
+CHECK_VERSION = 2  # bumped whenever `instrument` writes other code
 
 
 def assembler_version() -> str | None:

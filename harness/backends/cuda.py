@@ -72,7 +72,8 @@ class CudaBackend(Backend):
         self._modules = {}  # cubin -> module; loaded modules stay alive as long as the backend
         self.check_addresses = check_addresses
         if check_addresses:
-            self._check_state = torch.zeros(address_check.STATE_BYTES, dtype=torch.uint8, device=self._device)
+            self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
+            _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
             self._checked_modules = {}  # cubin -> the address-checked module
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
@@ -133,7 +134,7 @@ class CudaBackend(Backend):
         for name in address_check.address_taken_globals(compiled.ptx) + [address_check.STATE_SYMBOL]:
             pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
             if name == address_check.STATE_SYMBOL:
-                value = struct.pack("<Q", self._check_state.data_ptr())
+                value = struct.pack("<Q", self._check_state)
                 _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
             else:
                 self._module_ranges.append((int(pointer), int(pointer) + int(size)))
@@ -156,8 +157,10 @@ class CudaBackend(Backend):
         if table is None:
             return False
         firsts, ends = table
-        data = bytearray(struct.pack(f"<{2 * len(firsts)}Q", *firsts, *ends))
-        self._check_state[address_check.LO_OFFSET:].copy_(torch.frombuffer(data, dtype=torch.uint8))
+        data = struct.pack(f"<{2 * len(firsts)}Q", *firsts, *ends)
+        # Synchronous: the stream's earlier kernels read the table this replaces.
+        _check(_driver().cuMemcpyHtoD(self._check_state + address_check.LO_OFFSET, data, len(data)),
+               "writing the address check's table")
         self._table_made_for = made_for
         return True
 
@@ -208,9 +211,10 @@ class CudaBackend(Backend):
         _check(driver.cuCtxSynchronize(), "kernel run")
         if self.check_addresses and self._checked_since_sync:
             self._checked_since_sync = False
-            head = self._check_state[:24].cpu().numpy().tobytes()
+            head = bytearray(24)
+            _check(driver.cuMemcpyDtoH(head, self._check_state, len(head)), "reading the address check's state")
             count, _pad, address, size_and_fault = struct.unpack("<IIQI4x", head)
             if count:
-                self._check_state[:24].zero_()
+                _check(driver.cuMemsetD8(self._check_state, 0, len(head)), "clearing the address check's state")
                 raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
                                   poisons_context=False)

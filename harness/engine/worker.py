@@ -482,3 +482,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             report(status, detail, digest)
             if end_worker:
                 return  # the parent starts a fresh worker for the rest
+            if status is MutantStatus.RUNTIME_ERROR and not memory_fault:
+                # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
+                # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
+                kills.clear()
+                started_here = 0
