@@ -18,13 +18,17 @@ class KernelFault(Exception):
 
     `poisons_context` is True when nothing more can run in this process afterwards. `memory_fault`
     is True for the CPU backend's caught memory faults: without the shim's handler they would have
-    ended the process, as a fault that poisons the context does on the GPU.
+    ended the process, as a fault that poisons the context does on the GPU. `foreseen` is True for
+    a GPU fault the address check stopped before it happened (harness.backends.address_check): it
+    would have poisoned the context.
     """
 
-    def __init__(self, message: str, poisons_context: bool = True, memory_fault: bool = False):
+    def __init__(self, message: str, poisons_context: bool = True, memory_fault: bool = False,
+                 foreseen: bool = False):
         super().__init__(message)
         self.poisons_context = poisons_context
         self.memory_fault = memory_fault
+        self.foreseen = foreseen
 
 
 @dataclass(frozen=True)

@@ -217,4 +217,4 @@ class CudaBackend(Backend):
             if count:
                 _check(driver.cuMemsetD8(self._check_state, 0, len(head)), "clearing the address check's state")
                 raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
-                                  poisons_context=False)
+                                  poisons_context=False, foreseen=True)

@@ -375,9 +375,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
-    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool]:
+    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool, bool]:
         """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker,
-        a memory fault the CPU shim caught).
+        a memory fault the CPU shim caught, a GPU fault the address check foresaw).
 
         A kill stands only if the worker's copy of the trial is intact (its byte sums are those it was
         built with; a stray write of this or an earlier mutant may have changed it: status None, the
@@ -393,27 +393,27 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     with mutant_parts.timing("the trial's checksum after a kill"):
                         damaged = trial_checksum(trial) != checksums[i]
                     if damaged:
-                        return None, f"{trial.where}: {failure}", True, False
+                        return None, f"{trial.where}: {failure}", True, False, False
                 if failure and entry.accumulates:
                     conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
                     if run_trial(original(), i, clock=mutant_parts):
                         continue
             except KernelFault as fault:
                 end = fault.poisons_context
-                if not end and not fault.memory_fault:
-                    # Foreseen by the address check: the GPU would have ended this worker, and with it whatever
-                    # the kernel wrote before the access it stopped. Writes into the worker's trials end it still.
+                if fault.foreseen:
+                    # The GPU would have ended this worker, and with it whatever the kernel wrote before the
+                    # access the check stopped. Writes into the worker's trials end it still.
                     with mutant_parts.timing("the trials' checksums after a foreseen fault"):
                         end = [trial_checksum(t) for t in trials] != checksums
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault, fault.foreseen
             except RuntimeError as error:  # torch meeting a context the mutant broke
                 if "CUDA" not in str(error):
                     raise
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True, False
+                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True, False, False
             if failure:
                 kills[i] += 1
-                return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False
-        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False
+                return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False, False
+        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False, False
 
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
@@ -460,7 +460,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 if fault.poisons_context:
                     return
                 continue
-            status, detail, end_worker, memory_fault = judge(kernel, mutant_id)
+            status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
             if memory_fault and started_here > 1:
                 # Such a fault used to end the process, and a death is a mutant's own only when it is the
                 # first mutant of a fresh worker (an earlier one may have damaged the process). With the
@@ -470,7 +470,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     return
                 kills.clear()
                 started_here = 1
-                status, detail, end_worker, memory_fault = judge(kernel, mutant_id)
+                status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
                 detail += " (judged again as the first mutant of a fresh worker)"
             if status is None and started_here > 1:
                 # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
@@ -482,7 +482,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             report(status, detail, digest)
             if end_worker:
                 return  # the parent starts a fresh worker for the rest
-            if status is MutantStatus.RUNTIME_ERROR and not memory_fault:
+            if foreseen:
                 # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
                 # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
                 kills.clear()
