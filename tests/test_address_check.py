@@ -120,8 +120,8 @@ def test_a_stopped_access_reads_as_the_fault_the_gpu_would_raise():
         "CUDA error 716 CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address (foreseen by the address check: a 8-byte "
         "access at 0x11, not aligned to its size, and 2 more; not made)")
     assert check.describe_stop(1, 0x2d0, 8 | check.PAST_PARAMETERS << 16) == (
-        "the address check saw a 8-byte load past the kernel's last parameter (at 0x2d0 of the parameter space): "
-        "what it reads is not defined")
+        "the address check saw a 8-byte load past the kernel's last parameter (at 0x2d0 of the parameter space), "
+        "whose value is not defined: judged unchecked")
 
 
 needs_assembler = pytest.mark.skipif(check.assembler_version() is None, reason="nvJitLink is not installed")

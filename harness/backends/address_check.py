@@ -154,8 +154,8 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
 def _parameter_lines(indent: str, base: str, offset: int, size: int, parameters: list[tuple[str, int]],
                      predicate: str, negate: bool, instruction: str) -> list[str]:
     """The scope that notes a load through a register reaching past the kernel's parameters, and makes it as it
-    was: what it reads there is not defined (on the GPU, whatever the constant bank holds next, which differs
-    from module to module and process to process), so no run, checked or not, says what the kernel gives."""
+    was: what it reads there is not defined (on the GPU it is whatever the module's constant bank holds
+    next), so the check cannot run it for what it would give unchecked; the host then runs it unchecked."""
     (first, _), (last, last_bytes) = parameters[0], parameters[-1]
     lines = [
         "{",
@@ -244,7 +244,7 @@ def describe_stop(count: int, address: int, size_and_fault: int) -> str:
     more = f", and {count - 1} more" if count > 1 else ""
     if fault == PAST_PARAMETERS:
         return (f"the address check saw a {size}-byte load past the kernel's last parameter (at {address:#x} of the "
-                f"parameter space{more}): what it reads is not defined")
+                f"parameter space{more}), whose value is not defined: judged unchecked")
     error, why = FAULT_NAMES.get(fault, FAULT_NAMES[ILLEGAL_ADDRESS])
     return (f"{error} (foreseen by the address check: a {size}-byte access at {address:#x}, {why}{more}; "
             f"not made)")

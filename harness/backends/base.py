@@ -21,7 +21,7 @@ class KernelFault(Exception):
     ended the process, as a fault that poisons the context does on the GPU. `foreseen` is True for
     a GPU fault the address check stopped before it happened (harness.backends.address_check): it
     would have poisoned the context. `undefined_read` is True where the check saw a load past the
-    kernel's parameters, which gives whatever lies there: a defect no value can be trusted after.
+    kernel's parameters, which gives whatever lies there: the kernel must be judged unchecked.
     """
 
     def __init__(self, message: str, poisons_context: bool = True, memory_fault: bool = False,

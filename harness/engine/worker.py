@@ -400,13 +400,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                         continue
             except KernelFault as fault:
                 if fault.undefined_read:
-                    # What it read past its parameters differs from module to module and process to process (run
-                    # unchecked in a worker of its own, such a mutant was killed in one campaign and faulted in
-                    # another): the check's finding is the verdict, a kill. The kernel ran to its end.
-                    kills[i] += 1
-                    with mutant_parts.timing("the trials' checksums after a foreseen fault"):
-                        damaged = [trial_checksum(t) for t in trials] != checksums
-                    return MutantStatus.KILLED, f"{trial.where}: {fault}", damaged, False, False
+                    # What the kernel read past its parameters depends on the module it is in: the verdict is the
+                    # unchecked kernel's, a real fault and all.
+                    conn.send(("step", f"{mutant_id} {trial.where}: unchecked, having read past its parameters"))
+                    return judge(backend.unchecked(kernel), mutant_id)
                 end = fault.poisons_context
                 if fault.foreseen:
                     # The GPU would have ended this worker, and with it whatever the kernel wrote before the
