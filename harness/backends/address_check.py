@@ -36,7 +36,6 @@ UNUSED_LO = 2**64 - 1
 
 ILLEGAL_ADDRESS = 1
 MISALIGNED_ADDRESS = 2
-PAST_PARAMETERS = 3  # a load through a register past the kernel's parameters: no fault, and no defined value
 FAULT_NAMES = {
     ILLEGAL_ADDRESS: ("CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
                       "outside every allocation of the process"),
@@ -44,7 +43,6 @@ FAULT_NAMES = {
                          "not aligned to its size"),
 }
 
-_PARAMETER = re.compile(r"^\s*\.param\s+(?:\.align\s+\d+\s+)?\.(?P<type>\w+)\s+(?P<name>\w+)(?:\[(?P<count>\d+)\])?")
 _TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
                "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
 _UNCHECKED_SPACES = {"shared", "local", "const", "param"}
@@ -79,19 +77,6 @@ def memory_access(opcode: str, operands: str) -> Access | None:
     vector = next((int(q[1:]) for q in parts[1:] if q in ("v2", "v4", "v8")), 1)
     return Access(base=address["base"], offset=int(address["offset"] or 0), size=_TYPE_BYTES[types[-1]] * vector,
                   generic="global" not in qualifiers)
-
-
-def _parameter_load(opcode: str, operands: str) -> tuple[str, int, int] | None:
-    """(register, offset, bytes) of a load from the parameter space through a register, else None."""
-    parts = opcode.split(".")
-    if parts[0] != "ld" or "param" not in parts[1:]:
-        return None
-    types = [q for q in parts[1:] if q in _TYPE_BYTES]
-    address = _ADDRESS.search(operands)
-    if not types or address is None or not address["base"].startswith("%"):
-        return None
-    vector = next((int(q[1:]) for q in parts[1:] if q in ("v2", "v4", "v8")), 1)
-    return address["base"], int(address["offset"] or 0), _TYPE_BYTES[types[-1]] * vector
 
 
 def _check_lines(indent: str, access: Access, predicate: str, negate: bool, instruction: str) -> list[str]:
@@ -151,63 +136,16 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
     return [indent + lines[0], *(pad + line for line in lines[1:-1]), indent + lines[-1]]
 
 
-def _parameter_lines(indent: str, base: str, offset: int, size: int, parameters: list[tuple[str, int]],
-                     predicate: str, negate: bool, instruction: str) -> list[str]:
-    """The scope that notes a load through a register reaching past the kernel's parameters, and makes it as it
-    was: what it reads there is not defined (on the GPU it is whatever the module's constant bank holds
-    next), so the check cannot run it for what it would give unchecked; the host then runs it unchecked."""
-    (first, _), (last, last_bytes) = parameters[0], parameters[-1]
-    lines = [
-        "{",
-        ".reg .pred %ac_bad;",
-        ".reg .b64 %ac_s, %ac_a, %ac_e, %ac_lo;",
-        ".reg .b32 %ac_n;",
-        f"add.s64 %ac_a, {base}, {offset};",
-        f"add.s64 %ac_e, %ac_a, {size};",
-        f"mov.u64 %ac_lo, {first};",
-        "setp.lt.u64 %ac_bad, %ac_a, %ac_lo;",
-        f"mov.u64 %ac_lo, {last};",
-        f"add.s64 %ac_lo, %ac_lo, {last_bytes};",
-        "setp.gt.or.u64 %ac_bad, %ac_e, %ac_lo, %ac_bad;",
-    ]
-    if predicate:
-        lines += [".reg .pred %ac_run;", f"not.pred %ac_run, {predicate};" if negate else
-                  f"mov.pred %ac_run, {predicate};", "and.pred %ac_bad, %ac_bad, %ac_run;"]
-    lines += [
-        f"ld.global.u64 %ac_s, [{STATE_SYMBOL}];",
-        "@%ac_bad atom.global.add.u32 %ac_n, [%ac_s], 1;",
-        "setp.eq.and.u32 %ac_bad, %ac_n, 0, %ac_bad;",
-        "@%ac_bad st.global.u64 [%ac_s+8], %ac_a;",
-        f"@%ac_bad st.global.u32 [%ac_s+16], {size | PAST_PARAMETERS << 16};",
-        ("@" + ("!" if negate else "") + predicate + " " if predicate else "") + instruction,
-        "}",
-    ]
-    pad = indent + "\t"
-    return [indent + lines[0], *(pad + line for line in lines[1:-1]), indent + lines[-1]]
-
-
 def instrument(ptx: str) -> str:
     """`ptx` with every global and generic load, store and atomic checked, and STATE_SYMBOL declared."""
     out = []
     declared = False
-    parameters: list[tuple[str, int]] = []  # the current entry's, in order: (name, bytes)
     for line in ptx.splitlines():
         if not declared and (line.startswith((".global", ".const", ".shared", ".extern", ".visible", ".entry",
                                               ".func", ".weak"))):
             out.append(f".global .align 8 .u64 {STATE_SYMBOL};")
             declared = True
-        if ".entry" in line:
-            parameters = []
-        declared_parameter = _PARAMETER.match(line)
-        if declared_parameter and declared_parameter["type"] in _TYPE_BYTES:
-            parameters.append((declared_parameter["name"],
-                               _TYPE_BYTES[declared_parameter["type"]] * int(declared_parameter["count"] or 1)))
         match = _INSTRUCTION.match(line)
-        past = match and parameters and _parameter_load(match["opcode"], match["operands"])
-        if past:
-            out += _parameter_lines(match["indent"], *past, parameters, match["predicate"] or "",
-                                    match["negate"] == "!", f"{match['opcode']} {match['operands']};")
-            continue
         access = memory_access(match["opcode"], match["operands"]) if match else None
         if access is None:
             out.append(line)
@@ -234,23 +172,16 @@ def ranges_table(ranges: list[tuple[int, int]]) -> tuple[list[int], list[int]] |
     return [m[0] for m in merged] + [UNUSED_LO] * padding, [m[1] for m in merged] + [0] * padding
 
 
-def reads_past_parameters(size_and_fault: int) -> bool:
-    return size_and_fault >> 16 == PAST_PARAMETERS
-
-
 def describe_stop(count: int, address: int, size_and_fault: int) -> str:
     """The fault the GPU would have raised, as the harness reports a fault, and what the check saw."""
     size, fault = size_and_fault & 0xFFFF, size_and_fault >> 16
-    more = f", and {count - 1} more" if count > 1 else ""
-    if fault == PAST_PARAMETERS:
-        return (f"the address check saw a {size}-byte load past the kernel's last parameter (at {address:#x} of the "
-                f"parameter space{more}), whose value is not defined: judged unchecked")
     error, why = FAULT_NAMES.get(fault, FAULT_NAMES[ILLEGAL_ADDRESS])
+    more = f", and {count - 1} more" if count > 1 else ""
     return (f"{error} (foreseen by the address check: a {size}-byte access at {address:#x}, {why}{more}; "
             f"not made)")
 
 
-CHECK_VERSION = 3  # bumped whenever `instrument` writes other code
+CHECK_VERSION = 2  # bumped whenever `instrument` writes other code
 
 
 def assembler_version() -> str | None:

@@ -20,17 +20,15 @@ class KernelFault(Exception):
     is True for the CPU backend's caught memory faults: without the shim's handler they would have
     ended the process, as a fault that poisons the context does on the GPU. `foreseen` is True for
     a GPU fault the address check stopped before it happened (harness.backends.address_check): it
-    would have poisoned the context. `undefined_read` is True where the check saw a load past the
-    kernel's parameters, which gives whatever lies there: the kernel must be judged unchecked.
+    would have poisoned the context.
     """
 
     def __init__(self, message: str, poisons_context: bool = True, memory_fault: bool = False,
-                 foreseen: bool = False, undefined_read: bool = False):
+                 foreseen: bool = False):
         super().__init__(message)
         self.poisons_context = poisons_context
         self.memory_fault = memory_fault
         self.foreseen = foreseen
-        self.undefined_read = undefined_read
 
 
 @dataclass(frozen=True)

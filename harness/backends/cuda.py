@@ -13,7 +13,6 @@ given back a segment since the last one.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import gc
 import struct
 from pathlib import Path
@@ -170,10 +169,6 @@ class CudaBackend(Backend):
         return _check(_driver().cuModuleGetFunction(self._module(compiled), compiled.lowered_name.encode()),
                       "cuModuleGetFunction")
 
-    def unchecked(self, kernel: LoadedKernel) -> LoadedKernel:
-        """`kernel` as it runs without the address check."""
-        return dataclasses.replace(kernel, handle=self._unchecked_function(kernel.handle))
-
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         driver = _driver()
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
@@ -185,7 +180,7 @@ class CudaBackend(Backend):
             else:
                 handle = self._unchecked_function(handle)
         (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
-        if self.check_addresses and int(status) == _OUT_OF_RESOURCES and int(handle) in self._unchecked:
+        if self.check_addresses and int(status) == _OUT_OF_RESOURCES and handle is kernel.handle:
             # The checked code needs registers the block cannot have: the kernel runs unchecked, as it would alone.
             handle = self._unchecked_function(handle)
             (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
@@ -221,6 +216,5 @@ class CudaBackend(Backend):
             count, _pad, address, size_and_fault = struct.unpack("<IIQI4x", head)
             if count:
                 _check(driver.cuMemsetD8(self._check_state, 0, len(head)), "clearing the address check's state")
-                undefined = address_check.reads_past_parameters(size_and_fault)
                 raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
-                                  poisons_context=False, foreseen=not undefined, undefined_read=undefined)
+                                  poisons_context=False, foreseen=True)

@@ -399,11 +399,6 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     if run_trial(original(), i, clock=mutant_parts):
                         continue
             except KernelFault as fault:
-                if fault.undefined_read:
-                    # What the kernel read past its parameters depends on the module it is in: the verdict is the
-                    # unchecked kernel's, a real fault and all.
-                    conn.send(("step", f"{mutant_id} {trial.where}: unchecked, having read past its parameters"))
-                    return judge(backend.unchecked(kernel), mutant_id)
                 end = fault.poisons_context
                 if fault.foreseen:
                     # The GPU would have ended this worker, and with it whatever the kernel wrote before the
