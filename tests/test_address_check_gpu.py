@@ -116,4 +116,6 @@ def test_a_generic_load_from_an_address_in_no_window_is_foreseen(backends, narro
     with pytest.raises(KernelFault, match=r"CUDA_ERROR_ILLEGAL_ADDRESS: .* \(foreseen by the address check: a 4-byte "
                                           r"access at 0x[0-9a-f]+, outside every allocation of the process; not made"):
         checked.synchronize()
-    assert out.item() == 0  # the process goes on: torch reads its output
+    # The process goes on: torch reads the output (what the kernel stored from the load's register the
+    # check left unwritten) and would raise had the context been lost.
+    assert isinstance(out.item(), float)
