@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.backends import BACKEND_NAMES, gpu_count, gpu_visible, resolve_backend_name
+from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
@@ -167,6 +167,8 @@ def _run(args) -> int:
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
           + {"never": "", "always": ", a spare worker started ahead per slot",
              "warm": ", a spare worker per slot warmed ahead with its substrate"}[spares], flush=True)
+    if checks_addresses(args, backend) and not args.naive:
+        print(address_check.describe_assembly(ahead=compilers > 0), flush=True)
 
     progress = Progress(pending, args.no_progress)
     naive_results: dict[str, dict] = {}

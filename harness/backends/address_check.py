@@ -16,10 +16,11 @@ instruction of a form not recognised) runs as it did: a fault there still ends t
 
 The check's state is device memory the backend allocates outside torch's allocator, so that it is not
 in the table: a kernel's access to it is foreseen as the fault it would be without the check. Each
-module holds a pointer to it in the global STATE_SYMBOL. The layout, in bytes: 0 the number of accesses stopped (u32); 8 the first
-one's address (u64); 16 its size and fault (u32: size | fault << 16); 32 the ranges' first bytes,
-TABLE_ENTRIES u64 sorted ascending (unused entries all ones); 32 + 8 * TABLE_ENTRIES their ends
-(exclusive). A thread finds its range by a binary search of TABLE_ENTRIES, unrolled.
+module holds a pointer to it in the global STATE_SYMBOL. The layout, in bytes: 0 the number of
+accesses stopped (u32); 8 the first one's address (u64); 16 its size and fault (u32: size | fault
+<< 16); 32 the ranges' first bytes, TABLE_ENTRIES u64 sorted ascending (unused entries all ones);
+32 + 8 * TABLE_ENTRIES their ends (exclusive). A thread finds its range by a binary search of
+TABLE_ENTRIES, unrolled.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+CHECK_VERSION = 2  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
 STATE_SYMBOL = "__harness_address_check"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
 STATE_BYTES = 32 + 16 * TABLE_ENTRIES
@@ -82,14 +84,13 @@ def memory_access(opcode: str, operands: str) -> Access | None:
 def _check_lines(indent: str, access: Access, predicate: str, negate: bool, instruction: str) -> list[str]:
     """The scope that checks one access and makes it only where it would not fault."""
     pad = indent + "\t"
-    address = [f"add.s64 %ac_a, {access.base}, {access.offset};"]
     lines = [
         "{",
         ".reg .pred %ac_in, %ac_mis, %ac_bad, %ac_first, %ac_run;",
         ".reg .b64 %ac_s, %ac_a, %ac_i, %ac_c, %ac_t, %ac_lo, %ac_hi, %ac_e;",
         ".reg .b32 %ac_k, %ac_n;",
         f"ld.global.u64 %ac_s, [{STATE_SYMBOL}];",
-        *address,
+        f"add.s64 %ac_a, {access.base}, {access.offset};",
         "mov.u64 %ac_i, 0;",
     ]
     step = TABLE_ENTRIES // 2
@@ -181,18 +182,30 @@ def describe_stop(count: int, address: int, size_and_fault: int) -> str:
             f"not made)")
 
 
-CHECK_VERSION = 2  # bumped whenever `instrument` writes other code
 
-
-def assembler_version() -> str | None:
-    """nvJitLink's version, or None where it cannot be loaded (no nvidia-nvjitlink wheel nor toolkit)."""
+def assembler() -> tuple[str | None, str]:
+    """(nvJitLink's version, "") where it loads, else (None, why not): no nvidia-nvjitlink wheel nor toolkit, say."""
     try:
         from cuda.bindings import nvjitlink
 
         major, minor = nvjitlink.version()
-    except Exception:  # ImportError, or the library not found: cuda.bindings raises its own kinds
-        return None
-    return f"{major}.{minor}"
+    except Exception as error:  # ImportError, or the library not found: cuda.bindings raises its own kinds
+        return None, f"{type(error).__name__}: {error}"
+    return f"{major}.{minor}", ""
+
+
+def assembler_version() -> str | None:
+    return assembler()[0]
+
+
+def describe_assembly(ahead: bool) -> str:
+    """How a campaign's checked modules are assembled, for its header: where nvJitLink does not load, the driver
+    assembles each from its PTX as a worker loads it (seconds for a batch, on the worker's time)."""
+    version, problem = assembler()
+    if version:
+        return f"address check: on, the checked cubins assembled by nvJitLink {version}" + (" ahead" if ahead else "")
+    return (f"address check: on, nvJitLink cannot be loaded here ({problem}): the driver assembles each checked "
+            f"module from its PTX as a worker loads it")
 
 
 def assemble(ptx: str, arch: str) -> bytes:

@@ -79,6 +79,8 @@ class CudaBackend(Backend):
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
             self._table_made_for = None  # the allocator's segment counts when the table was written
             self._checked_since_sync = False
+        # Where nvJitLink cannot be loaded the driver assembles each checked module from its PTX as it loads it.
+        self.assembles_checked_ptx = check_addresses and address_check.assembler_version() is None
 
     @property
     def device(self):

@@ -415,6 +415,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False, False
         return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False, False
 
+    # Where nvJitLink does not load, the driver assembles each checked module as it loads it: named apart.
+    loading = "loading (the driver assembling checked PTX)" if getattr(backend, "assembles_checked_ptx", False) \
+        else "loading"
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
     for index, (_batch, members) in enumerate(chunks):
@@ -449,7 +452,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                                else f"compiled code identical to {twin}'s", digest)
                         continue
                 conn.send(("step", f"loading {mutant_id}"))
-                with mutant_parts.timing("loading"):
+                with mutant_parts.timing(loading):
                     kernel = backend.load(source, entry.kernel_name, program,
                                           compiled=variant.kernel if variant else None)
             except CompileError as error:
