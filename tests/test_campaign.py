@@ -607,3 +607,61 @@ def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warm
     assert {s.key for s in starters} == {(file, "rule_compliant", 32)}
     spec = starters[1].spec  # the substrate alone: the mutants, digests and baseline come with each job
     assert (spec.mutant_ids, spec.batches, spec.known_digests, spec.run_baseline) == ((), (), (), False)
+
+
+FORESEEN = ("kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered "
+            "(foreseen by the address check: a 4-byte access at 0x10, outside every allocation of the process; "
+            "not made)")
+
+
+def _foreseeing(monkeypatch, campaign_worker, conn, faulting: str, kill: str, damage: bool = False):
+    """first_failure: the address check foresees a fault in `faulting` (writing into every trial first with `damage`),
+    kills `kill` on every trial, passes the rest; trial_order's calls are recorded with the kills they were given."""
+    from harness.backends import KernelFault
+
+    built, orders = [], []
+    real_prepare, real_order = campaign_worker.prepare_trials, campaign_worker.trial_order
+    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+    monkeypatch.setattr(campaign_worker, "trial_order",
+                        lambda kills, costs: orders.append(dict(kills)) or real_order(kills, costs))
+
+    def first_failure(run, expected, entry):
+        current = [m[1] for m in conn.sent if m[0] == "mutant"][-1]
+        if current == faulting:
+            if damage:
+                for trial in built:
+                    trial.inputs[0].add_(1.0)
+            raise KernelFault(FORESEEN, poisons_context=False, foreseen=True)
+        return "output_matches: wrong" if current == kill else ""
+
+    monkeypatch.setattr(campaign_worker, "first_failure", first_failure)
+    return orders
+
+
+def test_a_foreseen_fault_is_a_runtime_error_the_worker_outlives_and_it_forgets_its_trial_order(
+        admitted, monkeypatch):
+    from harness.engine import worker as campaign_worker
+
+    conn = _Messages()
+    job = _template_job(admitted, "arithmetic_swap", 3)
+    killed, faulting, _last = job.mutant_ids
+    orders = _foreseeing(monkeypatch, campaign_worker, conn, faulting, kill=killed)
+    campaign_worker.run_campaign_job(job, conn)
+    results = {m[1]["mutant_id"]: m[1] for m in conn.sent if m[0] == "result"}
+    assert [results[m]["status"] for m in job.mutant_ids] == ["killed", "runtime_error", "survived"]
+    assert re.fullmatch(r"\w+ trial \d+: " + re.escape(FORESEEN), results[faulting]["detail"])
+    # The kill taught the worker a trial order, which the fault made it forget, as a fresh worker would start.
+    assert orders[1] and orders[2] == {}
+    assert not any(m[0] == "retry" for m in conn.sent)
+
+
+def test_a_foreseen_fault_that_wrote_into_the_trials_ends_the_worker(admitted, monkeypatch):
+    from harness.engine import worker as campaign_worker
+
+    conn = _Messages()
+    job = _template_job(admitted, "arithmetic_swap", 3)
+    orders = _foreseeing(monkeypatch, campaign_worker, conn, job.mutant_ids[0], kill="", damage=True)
+    campaign_worker.run_campaign_job(job, conn)
+    assert [(m[1]["mutant_id"], m[1]["status"]) for m in conn.sent if m[0] == "result"] == [
+        (job.mutant_ids[0], "runtime_error")]  # no other mutant ran in this worker
+    assert len(orders) == 1
