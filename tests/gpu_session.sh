@@ -415,7 +415,10 @@ if [ "${CAMPAIGN:-}" = one ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
 fi
 if [ "${CAMPAIGN:-}" = check ]; then
-  python3 -c "from harness.backends.address_check import assembler_version as v; print('nvJitLink', v())"
+  python3 -c "from harness.backends.address_check import assembler as a; print('nvJitLink:', a())"
+  # Where the campaign's processes call it: after torch has loaded its CUDA libraries and made a context.
+  python3 -c "import torch; torch.zeros(1, device='cuda'); from harness.backends.address_check import assembler as a; \
+print('nvJitLink after torch and a context:', a())"
   campaign unchecked --oracles values --address-check off
   for n in ${CHECK_WORKERS:-4}; do
     campaign "checked-$n" --oracles values --workers "$n"
