@@ -90,14 +90,18 @@ def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch:
 
 def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None) -> bytes | None:
     """The cubin of `ptx` with the address check (harness.backends.address_check) built in, assembled through
-    the cache; None where nvJitLink, which assembles PTX without a GPU, is not installed (the driver then
-    assembles the checked PTX as it loads it)."""
+    the cache; None where it is not in the cache and nvJitLink, which assembles PTX without a GPU, cannot be
+    loaded here (the driver then assembles the checked PTX as it loads it).
+
+    Keyed by NVRTC's version, not nvJitLink's (both come from one toolkit, pinned together), so that a
+    process that cannot load nvJitLink still finds what the compile pool assembled.
+    """
     from harness.backends import address_check
 
-    version = address_check.assembler_version()
-    if version is None:
+    key = cache_key("address check", address_check.CHECK_VERSION, ptx, arch, nvrtc.compiler_version())
+    stored = (cache_dir or default_cache_dir()) / f"{key}.cubin"
+    if not stored.is_file() and address_check.assembler_version() is None:
         return None
-    key = cache_key("address check", address_check.CHECK_VERSION, ptx, arch, version)
     paths, _ = lookup_or_make(key, ("cubin",), lambda: {"cubin": address_check.assemble(
         address_check.instrument(ptx), arch)}, cache_dir)
     return paths["cubin"].read_bytes()

@@ -145,3 +145,15 @@ def test_a_campaign_says_who_assembles_its_checked_modules(monkeypatch):
         "address check: on, nvJitLink cannot be loaded here (RuntimeError: libnvJitLink.so.13 not found): the driver "
         "assembles each checked module from its PTX as a worker loads it")
     assert check.assembler_version() is None
+
+
+@needs_assembler
+def test_a_process_without_nvjitlink_finds_the_checked_cubin_another_assembled(tmp_path, monkeypatch):
+    from harness import cache
+
+    ptx = compile_cuda(registered_entries()[0].cuda, registered_entries()[0].kernel_name, "sm_90").ptx
+    made = cache.address_checked_cubin(ptx, "sm_90", tmp_path)
+    assert made[:4] == b"\x7fELF"
+    monkeypatch.setattr(check, "assembler", lambda: (None, "OSError: libnvJitLink.so.13: cannot open shared object"))
+    assert cache.address_checked_cubin(ptx, "sm_90", tmp_path) == made
+    assert cache.address_checked_cubin(ptx, "sm_90", tmp_path / "empty") is None  # the driver assembles it then

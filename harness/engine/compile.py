@@ -100,14 +100,19 @@ class CompilePool:
     NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile;
     the cores the workers leave free compile every batch ahead instead, the first batch of each substrate
     first. A worker that needs a batch not compiled yet compiles it itself, as before.
+
+    The processes are spawned, not forked from the workers' fork server: NVRTC and nvJitLink need neither
+    torch nor the CUDA libraries torch loads (a pool process imports no torch), and a process holding torch's
+    copy of nvJitLink is where it is suspected of not loading for cuda.bindings on the H200 (the workers'
+    loading time looked like the driver's assembling; MEASUREMENTS.md, twentieth session).
     """
 
     def __init__(self, processes: int):
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from harness.worker import worker_context
-
-        self.executor = ProcessPoolExecutor(max_workers=processes, mp_context=worker_context()) if processes else None
+        self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+                         if processes else None)
 
     def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]]) -> None:
         """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order."""

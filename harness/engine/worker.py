@@ -416,7 +416,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False, False
 
     # Where nvJitLink does not load, the driver assembles each checked module as it loads it: named apart.
-    loading = "loading (the driver assembling checked PTX)" if getattr(backend, "assembles_checked_ptx", False) \
+    loading = "loading (nvJitLink not loadable in the worker)" if getattr(backend, "assembles_checked_ptx", False) \
         else "loading"
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
