@@ -665,3 +665,55 @@ def test_a_foreseen_fault_that_wrote_into_the_trials_ends_the_worker(admitted, m
     assert [(m[1]["mutant_id"], m[1]["status"]) for m in conn.sent if m[0] == "result"] == [
         (job.mutant_ids[0], "runtime_error")]  # no other mutant ran in this worker
     assert len(orders) == 1
+
+
+def test_an_unmutated_kernel_the_address_check_stops_is_reported_so_by_its_worker(admitted, monkeypatch):
+    import dataclasses
+
+    from harness.backends import KernelFault
+    from harness.engine import worker as campaign_worker
+
+    def stopped(run, expected, entry):
+        raise KernelFault(FORESEEN, poisons_context=False, foreseen=True)
+
+    monkeypatch.setattr(campaign_worker, "first_failure", stopped)
+    conn = _Messages()
+    campaign_worker.run_campaign_job(dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2),
+                                                         run_baseline=True), conn)
+    (baseline,) = [m for m in conn.sent if m[0] == "baseline"]
+    assert baseline[1] is False
+    assert re.fullmatch(r"the address check stopped the unmutated source on \w+ trial \d+: " + re.escape(FORESEEN),
+                        baseline[2])
+    assert not any(m[0] == "result" for m in conn.sent)
+
+
+def test_a_substrate_whose_unmutated_kernel_the_check_stops_runs_its_mutants_unchecked(
+        admitted, tmp_path, monkeypatch, capsys):
+    from harness.engine import run
+
+    jobs = []
+
+    def scripted_worker(worker_time, job, handle, starter):
+        jobs.append(job)
+        if job.check_addresses:
+            handle(("baseline", False, "the address check stopped the unmutated source on T0_original trial 0: "
+                                       "kernel run: ...", 0.1))
+            return
+        handle(("baseline", True, "", 0.1))
+        for mutant_id in job.mutant_ids:
+            handle(("mutant", mutant_id))
+            handle(("result", _result(mutant_id, "killed", mutant_id)))
+
+    monkeypatch.setattr(run, "checks_addresses", lambda args, backend: True)
+    monkeypatch.setattr(run, "_timed_converse", scripted_worker)
+    report = tmp_path / "report.json"
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--json", str(report),
+                 "rule_compliant"]) == 0
+    err = capsys.readouterr().err
+    assert [job.check_addresses for job in jobs] == [True, False]
+    assert jobs[1].run_baseline and jobs[1].mutant_ids == jobs[0].mutant_ids
+    assert ("rule_compliant: the address check stopped the unmutated source on T0_original trial 0: kernel run: ...; "
+            "its mutants run without the address check") in err
+    outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
+    assert {o["status"] for o in outcomes.values()} == {"killed"}

@@ -34,6 +34,9 @@ STEP_TIMEOUT_ALLOWANCE = 20.0
 # time stops falling well before this size, and a worker restarted after a fault loses at most
 # one batch's compile).
 BATCH_SIZE = 32
+# The start of the ("baseline", False, why, s) message's `why` when the address check stopped the unmutated
+# kernel: memory the check's table does not know of (not torch's), which the parent then runs without it.
+BASELINE_STOPPED_BY_CHECK = "the address check stopped the unmutated source"
 
 
 @dataclass(frozen=True)
@@ -365,7 +368,14 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             for i, trial in enumerate(trials):
                 conn.send(("step", f"unmutated {trial.where}"))
                 began = time.perf_counter()
-                failure = run_trial(original(), i, runs=1)
+                try:
+                    failure = run_trial(original(), i, runs=1)
+                except KernelFault as fault:
+                    if not fault.foreseen:
+                        raise
+                    conn.send(("baseline", False, f"{BASELINE_STOPPED_BY_CHECK} on {trial.where}: {fault}",
+                               time.perf_counter() - started))
+                    return
                 slowest = max(slowest, 2 * (time.perf_counter() - began))
                 if failure:
                     conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
