@@ -604,7 +604,7 @@ def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warm
         return
     assert all(isinstance(s, WarmingStarter) for s in starters)
     file = str(admitted / "substrates" / "candidate_rule_compliant.py")
-    assert {s.key for s in starters} == {(file, "rule_compliant", 32)}
+    assert {s.key for s in starters} == {(file, "rule_compliant", 32, False)}  # False: the cpu backend, unchecked
     spec = starters[1].spec  # the substrate alone: the mutants, digests and baseline come with each job
     assert (spec.mutant_ids, spec.batches, spec.known_digests, spec.run_baseline) == ((), (), (), False)
 
