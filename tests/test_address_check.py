@@ -139,7 +139,8 @@ def test_ptx_the_assembler_refuses_is_reported_with_its_log():
 
 def test_a_campaign_says_who_assembles_its_checked_modules(monkeypatch):
     monkeypatch.setattr(check, "assembler", lambda: ("13.0", ""))
-    assert check.describe_assembly(ahead=True) == "address check: on, the checked cubins assembled by nvJitLink 13.0 ahead"
+    assert check.describe_assembly(ahead=True) == (
+        "address check: on, the checked cubins assembled by nvJitLink 13.0 ahead")
     monkeypatch.setattr(check, "assembler", lambda: (None, "RuntimeError: libnvJitLink.so.13 not found"))
     assert check.describe_assembly(ahead=True) == (
         "address check: on, nvJitLink cannot be loaded here (RuntimeError: libnvJitLink.so.13 not found): the driver "

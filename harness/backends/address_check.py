@@ -111,8 +111,8 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
         "setp.le.and.u64 %ac_in, %ac_e, %ac_hi, %ac_in;",
     ]
     if access.generic:  # an address in the shared or local window is not the table's to judge; any other is
-        lines += ["isspacep.shared %ac_bad, %ac_a;", "isspacep.local %ac_mis, %ac_a;", "or.pred %ac_bad, %ac_bad, %ac_mis;",
-                  "or.pred %ac_in, %ac_in, %ac_bad;"]
+        lines += ["isspacep.shared %ac_bad, %ac_a;", "isspacep.local %ac_mis, %ac_a;",
+                  "or.pred %ac_bad, %ac_bad, %ac_mis;", "or.pred %ac_in, %ac_in, %ac_bad;"]
     lines += [
         f"and.b64 %ac_t, %ac_a, {access.size - 1};",
         "setp.ne.u64 %ac_mis, %ac_t, 0;",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import struct
+import sys
 from pathlib import Path
 
 import torch
@@ -77,8 +78,10 @@ class CudaBackend(Backend):
             self._checked_modules = {}  # cubin -> the address-checked module
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
-            self._table_made_for = None  # the allocator's segment counts when the table was written
+            self._table_made_for = None  # the allocator's segment counts when the table was last made
+            self._table_fits = False  # whether those ranges fitted the table (else kernels run unchecked)
             self._checked_since_sync = False
+            self._told: set[str] = set()  # the reasons kernels ran unchecked, said once each
         # Where nvJitLink cannot be loaded the driver assembles each checked module from its PTX as it loads it.
         self.assembles_checked_ptx = check_addresses and address_check.assembler_version() is None
 
@@ -152,19 +155,28 @@ class CudaBackend(Backend):
         made_for = (stats.get("segment.all.allocated", 0), stats.get("segment.all.freed", 0),
                     len(self._module_ranges))
         if made_for == self._table_made_for:
-            return True
+            return self._table_fits
         segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()
                     if s.get("device", self._device.index) == self._device.index]
         table = address_check.ranges_table(segments + self._module_ranges)
+        self._table_made_for, self._table_fits = made_for, table is not None
         if table is None:
+            self._tell("table", f"{len(segments) + len(self._module_ranges)} ranges of mapped memory, more than "
+                                f"the table's {address_check.TABLE_ENTRIES} even merged where they touch: kernels "
+                                f"run unchecked while so")
             return False
         firsts, ends = table
         data = struct.pack(f"<{2 * len(firsts)}Q", *firsts, *ends)
         # Synchronous: the stream's earlier kernels read the table this replaces.
         _check(_driver().cuMemcpyHtoD(self._check_state + address_check.LO_OFFSET, data, len(data)),
                "writing the address check's table")
-        self._table_made_for = made_for
         return True
+
+    def _tell(self, reason: str, text: str) -> None:
+        """Say once per reason why kernels run unchecked: on a campaign's workers' stderr, its workers.log."""
+        if reason not in self._told:
+            self._told.add(reason)
+            print(f"address check: {text}", file=sys.stderr, flush=True)
 
     def _unchecked_function(self, handle):
         compiled = self._unchecked[int(handle)]
@@ -184,6 +196,9 @@ class CudaBackend(Backend):
         (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
         if self.check_addresses and int(status) == _OUT_OF_RESOURCES and handle is kernel.handle:
             # The checked code needs registers the block cannot have: the kernel runs unchecked, as it would alone.
+            threads = block[0] * block[1] * block[2]
+            self._tell("registers", f"a checked kernel's block of {threads} threads does not fit its registers: "
+                                    f"such launches run unchecked")
             handle = self._unchecked_function(handle)
             (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
         _check((status,), "cuLaunchKernel")
