@@ -167,7 +167,7 @@ def _run(args) -> int:
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
           + {"never": "", "always": ", a spare worker started ahead per slot",
              "warm": ", a spare worker per slot warmed ahead with its substrate"}[spares], flush=True)
-    if checks_addresses(args, backend) and not args.naive:
+    if checks_addresses(args, backend):
         print(address_check.describe_assembly(ahead=compilers > 0), flush=True)
 
     progress = Progress(pending, args.no_progress)

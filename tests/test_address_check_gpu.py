@@ -8,9 +8,8 @@ import torch
 
 from harness import signature
 from harness.backends import KernelFault, create_backend
-from harness.compare import compare_bitwise
 from tests.conftest import registered_entries
-from tests.test_fidelity_gpu import _first_trials, _output
+from tests.test_fidelity_gpu import assert_same_bytes
 
 pytestmark = pytest.mark.gpu
 
@@ -84,14 +83,8 @@ def test_a_misaligned_read_is_foreseen_as_the_misaligned_address_fault(backends)
 
 @pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
 def test_every_substrate_checked_gives_the_bytes_it_gives_unchecked(backends, entry):
-    plain, checked = backends
-    plain_kernel = plain.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
-    checked_kernel = checked.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
-    for where, inputs in _first_trials(entry):
-        on_device = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
-        unchecked = _output(entry, plain_kernel, plain, on_device)
-        result = compare_bitwise(unchecked.cpu(), _output(entry, checked_kernel, checked, on_device).cpu())
-        assert result.ok, f"{entry.name} {where}: checked against unchecked: {result.describe()}"
+    unchecked, checked = backends
+    assert_same_bytes(entry, unchecked, checked, "checked against unchecked")
 
 
 LOAD_THROUGH = r"""

@@ -39,16 +39,21 @@ def _output(entry, kernel, backend, inputs):
     return out
 
 
+def assert_same_bytes(entry, first, second, what: str) -> None:
+    """The entry's probe and first trial of each suite, through backend `first` and backend `second` (the inputs on
+    each one's device), give the same bytes."""
+    kernels = [backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu") for backend in (first, second)]
+    for where, inputs in _first_trials(entry):
+        a, b = (_output(entry, kernel, backend,
+                        [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in inputs]).cpu()
+                for kernel, backend in zip(kernels, (first, second)))
+        result = compare_bitwise(a, b)
+        assert result.ok, f"{entry.name} {where}: {what}: {result.describe()}"
+
+
 @pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
 def test_substrate_output_is_bit_identical_on_cpu_and_gpu(backends, entry):
-    cpu, gpu = backends
-    cpu_kernel = cpu.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
-    gpu_kernel = gpu.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
-    for where, inputs in _first_trials(entry):
-        on_cpu = _output(entry, cpu_kernel, cpu, [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs])
-        on_gpu = _output(entry, gpu_kernel, gpu, [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs])
-        result = compare_bitwise(on_cpu, on_gpu.cpu())
-        assert result.ok, f"{entry.name} {where}: CPU against GPU: {result.describe()}"
+    assert_same_bytes(entry, *backends, "CPU against GPU")
 
 
 @pytest.mark.parametrize("case", shim_kernels.CASES, ids=lambda c: c.name)

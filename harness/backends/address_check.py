@@ -25,6 +25,7 @@ TABLE_ENTRIES, unrolled.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -183,6 +184,7 @@ def describe_stop(count: int, address: int, size_and_fault: int) -> str:
 
 
 
+@functools.cache
 def assembler() -> tuple[str | None, str]:
     """(nvJitLink's version, "") where it loads, else (None, why not): no nvidia-nvjitlink wheel nor toolkit, say."""
     try:

@@ -136,14 +136,12 @@ class CudaBackend(Backend):
         # Without nvJitLink the driver assembles the checked PTX itself (NUL-terminated text).
         image = cubin if cubin is not None else address_check.instrument(compiled.ptx).encode() + b"\0"
         module = _check(driver.cuModuleLoadData(image), "cuModuleLoadData (address-checked)")
-        for name in address_check.address_taken_globals(compiled.ptx) + [address_check.STATE_SYMBOL]:
+        pointer, _ = _check(driver.cuModuleGetGlobal(module, address_check.STATE_SYMBOL.encode()), "cuModuleGetGlobal")
+        value = struct.pack("<Q", self._check_state)
+        _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
+        for name in address_check.address_taken_globals(compiled.ptx):
             pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
-            if name == address_check.STATE_SYMBOL:
-                value = struct.pack("<Q", self._check_state)
-                _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
-            else:
-                self._module_ranges.append((int(pointer), int(pointer) + int(size)))
-                self._table_made_for = None
+            self._module_ranges.append((int(pointer), int(pointer) + int(size)))
         self._checked_modules[compiled.cubin] = module
         return module
 

@@ -147,8 +147,7 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
                   address_checked: bool = False) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: their address-checked cubins
-    too); the caller closes it. The cache folder is named,
-    not left to the pool: its processes have the fork server's environment, not the caller's."""
+    too); the caller closes it. The cache folder is named, not left to each pool process to work out."""
     from harness.backends import gpu_arch
     from harness.cache import default_cache_dir
     from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS

@@ -174,8 +174,10 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:
-                    state["unchecked_baseline"] = why if why.startswith(BASELINE_STOPPED_BY_CHECK) else None
-                    plan.failure = plan.failure if state["unchecked_baseline"] else why
+                    if why.startswith(BASELINE_STOPPED_BY_CHECK):
+                        state["unchecked_baseline"] = why
+                    else:
+                        plan.failure = why
                     return True
             elif kind == "result":
                 result = message[1]
@@ -241,8 +243,9 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
 
 
 def checks_addresses(args, backend: str) -> bool:
-    """Whether the campaign's mutants run address-checked: on cuda, unless --address-check off."""
-    return backend == "cuda" and getattr(args, "address_check", "on") == "on"
+    """Whether the campaign's mutants run address-checked: on cuda, unless --address-check off or --naive (which
+    runs each mutant as KernelBench-style tools do)."""
+    return backend == "cuda" and getattr(args, "address_check", "on") == "on" and not getattr(args, "naive", False)
 
 
 def _lost_status(lost: WorkerLost) -> MutantStatus:

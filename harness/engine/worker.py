@@ -385,6 +385,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
+    def trials_damaged() -> bool:
+        """Whether any of the worker's trials differs from what it was built as (a stray write's doing)."""
+        return [trial_checksum(trial) for trial in trials] != checksums
+
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool, bool]:
         """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker,
         a memory fault the CPU shim caught, a GPU fault the address check foresaw).
@@ -414,7 +418,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     # The GPU would have ended this worker, and with it whatever the kernel wrote before the
                     # access the check stopped. Writes into the worker's trials end it still.
                     with mutant_parts.timing("the trials' checksums after a foreseen fault"):
-                        end = [trial_checksum(t) for t in trials] != checksums
+                        end = trials_damaged()
                 return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault, fault.foreseen
             except RuntimeError as error:  # torch meeting a context the mutant broke
                 if "CUDA" not in str(error):
@@ -478,7 +482,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 # Such a fault used to end the process, and a death is a mutant's own only when it is the
                 # first mutant of a fresh worker (an earlier one may have damaged the process). With the
                 # trials intact, this worker becomes that: its trial order forgotten, the mutant judged again.
-                if [trial_checksum(trial) for trial in trials] != checksums:
+                if trials_damaged():
                     conn.send(("retry", mutant_id, f"{detail}; a trial changed before it: judged in a fresh worker"))
                     return
                 kills.clear()
