@@ -75,8 +75,10 @@ def _stored(key: str, compile_now, record, cache_dir: Path | None):
 
 
 def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str = "kernel.cu",
-                           cache_dir: Path | None = None) -> nvrtc.CompiledProgram:
-    """NVRTC-compile a whole program (a campaign's batch of mutants) through the cache.
+                           cache_dir: Path | None = None, address_checked: bool = False) -> nvrtc.CompiledProgram:
+    """NVRTC-compile a whole program (a campaign's batch of mutants) through the cache; with `address_checked`,
+    its address-checked cubin assembled too (address_checked_cubin), so that a program ptxas rejects fails here,
+    as one compiled for a real architecture fails in NVRTC, and not as it is loaded.
 
     A campaign compiles each batch ahead of its workers, on every core (harness.engine.compile), and the
     worker that needs the batch then finds it here.
@@ -85,23 +87,49 @@ def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch:
                     nvrtc.compiler_version())
     compiled, _ = _stored(key, lambda: nvrtc.compile_program(source, name_expressions, arch, program_name),
                           nvrtc.CompiledProgram, cache_dir)
+    if address_checked:
+        address_checked_cubin(compiled.ptx, arch, cache_dir)
     return compiled
 
 
 def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None) -> bytes | None:
-    """The cubin of `ptx` with the address check (harness.backends.address_check) built in, assembled through
-    the cache; None where it is not in the cache and nvJitLink, which assembles PTX without a GPU, cannot be
-    loaded here (the driver then assembles the checked PTX as it loads it).
+    """The cubin of `ptx` with the address check (harness.backends.address_check) built in, assembled for
+    `arch`'s real architecture through the cache; None where it is not in the cache and nvJitLink, which
+    assembles PTX without a GPU, cannot be loaded here (the driver then assembles the checked PTX as it loads it).
+    Raises nvrtc.CompileError where ptxas rejects `ptx` itself (compiled for a virtual architecture, NVRTC ran
+    no ptxas: this is where its errors show).
 
     Keyed by NVRTC's version, not nvJitLink's (both come from one toolkit, pinned together), so that a
     process that cannot load nvJitLink still finds what the compile pool assembled.
     """
     from harness.backends import address_check
 
+    arch = nvrtc.real_arch(arch)
     key = cache_key("address check", address_check.CHECK_VERSION, ptx, arch, nvrtc.compiler_version())
     stored = (cache_dir or default_cache_dir()) / f"{key}.cubin"
     if not stored.is_file() and address_check.assembler_version() is None:
         return None
-    paths, _ = lookup_or_make(key, ("cubin",), lambda: {"cubin": address_check.assemble(
-        address_check.instrument(ptx), arch)}, cache_dir)
+
+    def make() -> dict[str, bytes]:
+        try:
+            return {"cubin": address_check.assemble(address_check.instrument(ptx), arch)}
+        except address_check.AssemblyError as checked_error:
+            try:
+                address_check.assemble(ptx, arch)
+            except address_check.AssemblyError as error:
+                raise nvrtc.CompileError(f"ptxas ({arch}): {error.log or error}", error.log) from error
+            raise checked_error
+
+    paths, _ = lookup_or_make(key, ("cubin",), make, cache_dir)
+    return paths["cubin"].read_bytes()
+
+
+def assembled_cubin(ptx: str, arch: str, cache_dir: Path | None = None) -> bytes:
+    """`ptx` assembled for `arch`'s real architecture by nvJitLink, through the cache, unchecked: the module of a
+    kernel compiled to PTX alone for an address-checked campaign, where a launch runs unchecked."""
+    from harness.backends import address_check
+
+    arch = nvrtc.real_arch(arch)
+    key = cache_key("assembled", ptx, arch, nvrtc.compiler_version())
+    paths, _ = lookup_or_make(key, ("cubin",), lambda: {"cubin": address_check.assemble(ptx, arch)}, cache_dir)
     return paths["cubin"].read_bytes()

@@ -21,6 +21,16 @@ DEFAULT_ARCH = "sm_90"  # the lent H200; used where no device says otherwise
 PTX_ONLY_ARCH = "compute_" + DEFAULT_ARCH.removeprefix("sm_")
 
 
+def ptx_only(arch: str) -> str:
+    """The virtual architecture of `arch` (sm_90 -> compute_90): NVRTC stops at the PTX it writes for `arch`."""
+    return "compute_" + arch.removeprefix("sm_").removeprefix("compute_")
+
+
+def real_arch(arch: str) -> str:
+    """The real architecture of `arch` (compute_90 -> sm_90): what ptxas assembles that PTX for."""
+    return "sm_" + arch.removeprefix("compute_").removeprefix("sm_")
+
+
 def arch_without_gpu(ptxas: bool) -> str:
     """The architecture where no device names one: DEFAULT_ARCH, assembled by ptxas (its limits hold), or
     PTX_ONLY_ARCH. The CPU backend's, and its campaigns' compile pool's, which must compile what its workers load."""

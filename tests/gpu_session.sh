@@ -269,6 +269,8 @@ campaign() {
     cp "$RESUME_FROM/campaign-$name/results.jsonl" "$out/campaign-$name/results.jsonl"
     echo "campaign $name resumes from $(wc -l < "$out/campaign-$name/results.jsonl") stored results"
   fi
+  # Cold: the device's /tmp can outlive a call (and a session), and with it an earlier call's cache of this name.
+  rm -rf "/tmp/cache-$name"
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/$name.smi" &
   local sampler=$!
   # The store's length every 5 s: a campaign cut off by the call's limit still shows when its last result came.

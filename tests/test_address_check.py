@@ -132,9 +132,10 @@ def test_every_substrate_and_example_assembles_checked(entry):
 
 @needs_assembler
 def test_ptx_the_assembler_refuses_is_reported_with_its_log():
-    with pytest.raises(RuntimeError, match=r"nvJitLink could not assemble the address-checked PTX: .*\n"
-                                           r"(.|\n)*Unknown symbol '%r9'"):
+    with pytest.raises(check.AssemblyError, match=r"nvJitLink could not assemble the PTX for sm_90: .*\n"
+                                                 r"(.|\n)*Unknown symbol '%r9'") as refused:
         check.assemble(PTX.replace("ret;", "mov.u32 %r9, 1;\n\tret;"), "sm_90")
+    assert "Unknown symbol '%r9'" in refused.value.log
 
 
 def test_a_campaign_says_who_assembles_its_checked_modules(monkeypatch):
@@ -158,3 +159,63 @@ def test_a_process_without_nvjitlink_finds_the_checked_cubin_another_assembled(t
     monkeypatch.setattr(check, "assembler", lambda: (None, "OSError: libnvJitLink.so.13: cannot open shared object"))
     assert cache.address_checked_cubin(ptx, "sm_90", tmp_path) == made
     assert cache.address_checked_cubin(ptx, "sm_90", tmp_path / "empty") is None  # the driver assembles it then
+
+
+TOO_MUCH_SHARED = r'''
+extern "C" __global__ void k(float* out) {
+    __shared__ float big[100000];  // 400,000 bytes: more than a block of an sm_90 may have
+    big[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = big[(threadIdx.x + 1) % blockDim.x];
+}
+'''
+FITS = TOO_MUCH_SHARED.replace("100000", "1024")
+
+
+@pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
+def test_a_checked_campaign_compiles_to_the_ptx_an_unchecked_one_assembles(entry):
+    # Checked, NVRTC stops at the PTX: the code digests that class equivalent and duplicate mutants must not move.
+    from harness.nvrtc import compile_cuda as compile_for
+
+    assert compile_for(entry.cuda, entry.kernel_name, "compute_90").ptx == \
+        compile_for(entry.cuda, entry.kernel_name, "sm_90").ptx
+
+
+@needs_assembler
+def test_a_kernel_ptxas_refuses_fails_its_checked_compile_as_it_fails_nvrtc_for_the_real_arch(tmp_path):
+    from harness import cache, nvrtc
+
+    with pytest.raises(nvrtc.CompileError, match="too much shared data"):
+        nvrtc.compile_program(TOO_MUCH_SHARED, ("k",), "sm_90")
+    cache.compile_program_cached(TOO_MUCH_SHARED, ("k",), "compute_90", "k.cu", tmp_path)  # no ptxas, no error
+    with pytest.raises(nvrtc.CompileError, match=r"^ptxas \(sm_90\): .*too much shared data") as refused:
+        cache.compile_program_cached(TOO_MUCH_SHARED, ("k",), "compute_90", "k.cu", tmp_path, address_checked=True)
+    assert "too much shared data" in refused.value.log
+
+
+@needs_assembler
+def test_a_checked_batch_holding_a_kernel_ptxas_refuses_is_compiled_a_kernel_at_a_time(tmp_path):
+    import functools
+    from types import SimpleNamespace
+
+    from harness import cache
+    from harness.engine.compile import compile_variants
+
+    compile_checked = functools.partial(cache.compile_program_cached, cache_dir=tmp_path, address_checked=True)
+    variants = compile_variants([FITS, TOO_MUCH_SHARED, FITS.replace("+ 1", "+ 2")], SimpleNamespace(kernel_name="k"),
+                                "compute_90", "k.cu", compile_checked)
+    assert [v is None for v in variants] == [False, True, False]
+    assert variants[0].kernel.cubin == b"" and variants[0].kernel.arch == "compute_90"
+    assert cache.address_checked_cubin(variants[2].kernel.ptx, "compute_90", tmp_path)[:4] == b"\x7fELF"
+
+
+@needs_assembler
+def test_an_unchecked_launch_of_a_kernel_compiled_to_ptx_loads_the_ptx_assembled_for_the_real_arch(tmp_path):
+    # (Not NVRTC's cubin byte for byte: nvJitLink's ptxas may pick other instructions of the same meaning.)
+    from harness import cache, nvrtc
+
+    entry = registered_entries()[0]
+    compiled = nvrtc.compile_cuda(entry.cuda, entry.kernel_name, "compute_90")
+    cubin = cache.assembled_cubin(compiled.ptx, "compute_90", tmp_path)
+    assert cubin[:4] == b"\x7fELF" and compiled.lowered_name.encode() in cubin
+    assert cache.assembled_cubin(compiled.ptx, "sm_90", tmp_path) == cubin  # one cache entry for both spellings

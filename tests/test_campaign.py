@@ -226,6 +226,17 @@ def test_worker_time_names_every_phase_and_the_rest():
                                       "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
 
 
+def test_worker_time_says_how_much_of_it_the_workers_spent_on_a_processor():
+    from harness.engine.run import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"start-up": 1.0, "mutants": 2.5, "processor time": 2.25}, 5.0)
+    worker_time.add({"compiling": 0.5, "processor time": 0.5}, 1.0)
+    assert worker_time.describe() == (
+        "worker time 6.0 s over 2 worker(s), 2.8 s of it on a processor: start-up 1.0, trials and references 0.0, "
+        "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
+
+
 def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():
     from harness.engine.run import WorkerTime
 

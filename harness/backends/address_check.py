@@ -29,7 +29,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-CHECK_VERSION = 2  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
+CHECK_VERSION = 3  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
 STATE_SYMBOL = "__harness_address_check"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
 STATE_BYTES = 32 + 16 * TABLE_ENTRIES
@@ -88,24 +88,23 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
     lines = [
         "{",
         ".reg .pred %ac_in, %ac_mis, %ac_bad, %ac_first, %ac_run;",
-        ".reg .b64 %ac_s, %ac_a, %ac_i, %ac_c, %ac_t, %ac_lo, %ac_hi, %ac_e;",
+        ".reg .b64 %ac_s, %ac_a, %ac_p, %ac_t, %ac_lo, %ac_hi, %ac_e;",
         ".reg .b32 %ac_k, %ac_n;",
         f"ld.global.u64 %ac_s, [{STATE_SYMBOL}];",
         f"add.s64 %ac_a, {access.base}, {access.offset};",
-        "mov.u64 %ac_i, 0;",
+        "mov.b64 %ac_p, %ac_s;",
     ]
+    # %ac_p walks to the last entry whose first byte is at or below the address: three instructions a halving
+    # (ptxas's time on a checked batch goes mostly to these; MEASUREMENTS.md, twenty-first session).
     step = TABLE_ENTRIES // 2
     while step:
-        lines += [f"add.s64 %ac_c, %ac_i, {8 * step};",
-                  "add.s64 %ac_t, %ac_s, %ac_c;",
-                  f"ld.global.u64 %ac_lo, [%ac_t+{LO_OFFSET}];",
+        lines += [f"ld.global.u64 %ac_lo, [%ac_p+{LO_OFFSET + 8 * step}];",
                   "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
-                  "selp.b64 %ac_i, %ac_c, %ac_i, %ac_in;"]
+                  f"@%ac_in add.s64 %ac_p, %ac_p, {8 * step};"]
         step //= 2
     lines += [
-        "add.s64 %ac_t, %ac_s, %ac_i;",
-        f"ld.global.u64 %ac_lo, [%ac_t+{LO_OFFSET}];",
-        f"ld.global.u64 %ac_hi, [%ac_t+{HI_OFFSET}];",
+        f"ld.global.u64 %ac_lo, [%ac_p+{LO_OFFSET}];",
+        f"ld.global.u64 %ac_hi, [%ac_p+{HI_OFFSET}];",
         f"add.s64 %ac_e, %ac_a, {access.size};",
         "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
         "setp.lt.and.u64 %ac_in, %ac_a, %ac_hi, %ac_in;",  # with the next, also where a + size wraps past 2^64
@@ -210,6 +209,14 @@ def describe_assembly(ahead: bool) -> str:
             f"module from its PTX as a worker loads it")
 
 
+class AssemblyError(RuntimeError):
+    """nvJitLink's ptxas refused a module; `log` is what it said."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
 def assemble(ptx: str, arch: str) -> bytes:
     """`ptx` assembled for `arch` (sm_90) by nvJitLink's ptxas, with ptxas's defaults as NVRTC runs it."""
     from cuda.bindings import nvjitlink
@@ -223,8 +230,8 @@ def assemble(ptx: str, arch: str) -> bytes:
         except Exception as error:
             log = bytearray(nvjitlink.get_error_log_size(handle))
             nvjitlink.get_error_log(handle, log)
-            raise RuntimeError(f"nvJitLink could not assemble the address-checked PTX: {error}\n"
-                               f"{log.decode(errors='replace').strip()}") from error
+            text = log.decode(errors="replace").rstrip("\0").strip()
+            raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {error}\n{text}", text) from error
         cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
         nvjitlink.get_linked_cubin(handle, cubin)
         return bytes(cubin)

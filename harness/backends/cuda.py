@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from harness import cache, signature
+from harness import cache, nvrtc, signature
 from harness.backends import address_check
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
 
@@ -70,12 +70,12 @@ class CudaBackend(Backend):
         major, minor = torch.cuda.get_device_capability(self._device)
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
-        self._modules = {}  # cubin -> module; loaded modules stay alive as long as the backend
+        self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
         self.check_addresses = check_addresses
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
             _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
-            self._checked_modules = {}  # cubin -> the address-checked module
+            self._checked_modules = {}  # PTX -> the address-checked module
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
             self._table_made_for = None  # the allocator's segment counts when the table was last made
@@ -84,6 +84,10 @@ class CudaBackend(Backend):
             self._told: set[str] = set()  # the reasons kernels ran unchecked, said once each
         # Where nvJitLink cannot be loaded the driver assembles each checked module from its PTX as it loads it.
         self.assembles_checked_ptx = check_addresses and address_check.assembler_version() is None
+        # Checked, NVRTC stops at the PTX (the same PTX): its own ptxas run would make a cubin never loaded, and
+        # takes more of a batch's compile than NVRTC's front end (MEASUREMENTS.md, twenty-first session). nvJitLink
+        # assembles the checked cubin, and the unchecked one only where a launch must run unchecked.
+        self._compiles_to_ptx = check_addresses and not self.assembles_checked_ptx
 
     @property
     def device(self):
@@ -91,7 +95,7 @@ class CudaBackend(Backend):
 
     @property
     def nvrtc_arch(self) -> str:
-        return self.arch
+        return nvrtc.ptx_only(self.arch) if self._compiles_to_ptx else self.arch
 
     def describe_device(self) -> str:
         props = torch.cuda.get_device_properties(self._device)
@@ -115,24 +119,25 @@ class CudaBackend(Backend):
             from_cache=from_cache,
             options=compiled.options,
             compiler=f"NVRTC {compiled.compiler_version}",
-            target=compiled.arch,
+            target=self.arch,
         )
 
     def _module(self, compiled):
         # A batch's kernels share one cubin: it is loaded once, and each kernel is looked up in it.
-        module = self._modules.get(compiled.cubin)
+        module = self._modules.get(compiled.ptx)
         if module is None:
-            module = _check(_driver().cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
-            self._modules[compiled.cubin] = module
+            cubin = compiled.cubin or cache.assembled_cubin(compiled.ptx, self.arch, self.cache_dir)
+            module = _check(_driver().cuModuleLoadData(cubin), "cuModuleLoadData")
+            self._modules[compiled.ptx] = module
         return module
 
     def _checked_module(self, compiled):
         """The address-checked module of `compiled`'s program, its state pointer set and its variables in the table."""
-        module = self._checked_modules.get(compiled.cubin)
+        module = self._checked_modules.get(compiled.ptx)
         if module is not None:
             return module
         driver = _driver()
-        cubin = cache.address_checked_cubin(compiled.ptx, compiled.arch, self.cache_dir)
+        cubin = cache.address_checked_cubin(compiled.ptx, self.arch, self.cache_dir)
         # Without nvJitLink the driver assembles the checked PTX itself (NUL-terminated text).
         image = cubin if cubin is not None else address_check.instrument(compiled.ptx).encode() + b"\0"
         module = _check(driver.cuModuleLoadData(image), "cuModuleLoadData (address-checked)")
@@ -142,7 +147,7 @@ class CudaBackend(Backend):
         for name in address_check.address_taken_globals(compiled.ptx):
             pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
             self._module_ranges.append((int(pointer), int(pointer) + int(size)))
-        self._checked_modules[compiled.cubin] = module
+        self._checked_modules[compiled.ptx] = module
         return module
 
     def _write_table(self) -> bool:

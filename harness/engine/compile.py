@@ -86,11 +86,9 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     composed = batch_program(sources, kernel_name, program)
     folder = Path(cache_dir) if cache_dir else None
     try:
-        compiled = cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder)
+        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder, address_checked)
     except nvrtc.CompileError:
         return False
-    if address_checked:
-        cache.address_checked_cubin(compiled.ptx, arch, folder)
     return True
 
 
@@ -146,15 +144,17 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
                   address_checked: bool = False) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
-    NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: their address-checked cubins
-    too); the caller closes it. The cache folder is named, not left to each pool process to work out."""
-    from harness.backends import gpu_arch
+    NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
+    address-checked cubin, where nvJitLink loads); the caller closes it. The cache folder is named, not left to each pool process to work out."""
+    from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
     from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
-    from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu
+    from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
 
     pool = CompilePool(processes)
     arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
+    if address_checked and address_check.assembler_version():
+        arch = ptx_only(arch)  # what the checked workers compile (harness.backends.cuda: CudaBackend.nvrtc_arch)
     pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked))
     return pool

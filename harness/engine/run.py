@@ -15,7 +15,7 @@ from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
-from harness.engine.worker import BASELINE_STOPPED_BY_CHECK, PHASES, CampaignJob, import_ahead, run_campaign_job
+from harness.engine.worker import BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead, run_campaign_job
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
@@ -67,7 +67,7 @@ class WorkerTime:
         with self.lock:
             for name, seconds in phases.items():
                 self.phases[name] = self.phases.get(name, 0.0) + seconds
-            self.wall += max(wall, sum(s for name, s in phases.items() if not part_of(name)))
+            self.wall += max(wall, sum(s for name, s in phases.items() if _is_phase(name)))
             self.workers += 1
             self.warmed += warmed
 
@@ -82,10 +82,12 @@ class WorkerTime:
     def describe(self) -> str:
         """The phases and the rest; then, a line each, what the phases reported in parts were spent on (the
         mutants', and the start-up's and the trials' that a worker after a fault pays again)."""
-        phases = {name: s for name, s in self.phases.items() if not part_of(name)}
+        phases = {name: s for name, s in self.phases.items() if _is_phase(name)}
         rest = max(0.0, self.wall - sum(phases.values()))
         warmed = f" ({self.warmed} warmed ahead)" if self.warmed else ""
-        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}: "
+        processor = self.phases.get(PROCESSOR_TIME, 0.0)
+        on_processor = f", {processor:.1f} s of it on a processor" if processor else ""
+        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}{on_processor}: "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
         for phase in ("mutants", *(p for p in PHASES if p != "mutants")):  # the mutants' first, as before
@@ -102,6 +104,10 @@ class WorkerTime:
 
 # What the part of a phase not reported in parts is, where a phase says.
 REST_OF = {"mutants": "the rest (compared code, trial order, messages)"}
+
+
+def _is_phase(name: str) -> bool:
+    return not part_of(name) and name != PROCESSOR_TIME
 
 
 def part_of(name: str) -> str:

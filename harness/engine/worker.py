@@ -203,13 +203,16 @@ PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "m
 # The parts of the mutants' time (loading each, and run_kernel's phases), reported beside PHASES under this
 # prefix: the campaign's speed is the mutants' time, and these say what in it to make faster.
 MUTANT_PART = "mutants: "
+# A worker's processor time (all its threads), beside its phases: what of its wall time it left to other processes
+# (the compile pool's), waiting on the GPU without spinning, say.
+PROCESSOR_TIME = "processor time"
 
 
 def timings(phases: Counter, mutant_parts, setup_parts) -> dict[str, float]:
     """The ("timings", ...) message's content: the phases and, prefixed with their phase, the parts of the mutants'
     time and of the start-up's and the trials' (`setup_parts` names them with the prefix already)."""
     return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()},
-            **setup_parts.seconds()}
+            **setup_parts.seconds(), PROCESSOR_TIME: time.process_time()}
 
 
 class _Phase:
@@ -267,7 +270,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         trials = prepare_trials(entry, official, backend.device, setup_parts)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
-    compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir)  # finds what was compiled ahead
+    # Finds what was compiled ahead; checked, with the batch's checked cubin, so a batch ptxas refuses fails here.
+    compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir, address_checked=job.check_addresses)
 
     def compile_digest(source: str) -> str:
         # For the backend's own architecture: its load() then finds this compile in the cache.
