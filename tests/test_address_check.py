@@ -63,8 +63,12 @@ PTX = """.version 9.0
 def test_each_checked_access_is_made_only_where_its_own_guard_holds_and_it_would_not_fault():
     checked = check.instrument(PTX)
     lines = checked.splitlines()
-    assert lines[4] == f".global .align 8 .u64 {check.STATE_SYMBOL};"  # before the module's first variable
-    assert checked.count(f".global .align 8 .u64 {check.STATE_SYMBOL};") == 1
+    # Before the module's first variable, once: the state's pointer and the table, in constant memory.
+    assert lines[4:6] == [f".const .align 8 .u64 {check.STATE_SYMBOL};",
+                          f".const .align 8 .u64 {check.TABLE_SYMBOL}[{2 * check.TABLE_ENTRIES}];"]
+    assert checked.count(check.TABLE_SYMBOL + "[") == 1
+    # Seven halvings of the table, each a read of constant memory, a compare and a predicated step.
+    assert len(re.findall(r"ld\.const\.u64 %ac_lo, \[%ac_p\+\d+\];", checked)) == 2 * 7
     # The guarded load: its guard (@!%p1) joins the check's, the access made under both.
     assert "@!%p1" not in checked
     assert "not.pred %ac_run, %p1;" in checked

@@ -16,11 +16,14 @@ instruction of a form not recognised) runs as it did: a fault there still ends t
 
 The check's state is device memory the backend allocates outside torch's allocator, so that it is not
 in the table: a kernel's access to it is foreseen as the fault it would be without the check. Each
-module holds a pointer to it in the global STATE_SYMBOL. The layout, in bytes: 0 the number of
+module holds a pointer to it in the constant STATE_SYMBOL. The layout, in bytes: 0 the number of
 accesses stopped (u32); 8 the first one's address (u64); 16 its size and fault (u32: size | fault
-<< 16); 32 the ranges' first bytes, TABLE_ENTRIES u64 sorted ascending (unused entries all ones);
-32 + 8 * TABLE_ENTRIES their ends (exclusive). A thread finds its range by a binary search of
-TABLE_ENTRIES, unrolled.
+<< 16). The table is each module's own constant TABLE_SYMBOL: TABLE_ENTRIES u64 first bytes of the
+ranges, sorted ascending (unused entries all ones), then their ends (exclusive); the backend writes it
+into a module before a launch where torch's segments have changed since. A thread finds its range by
+a binary search of TABLE_ENTRIES, unrolled. In constant memory, not global: ptxas assembles the
+checked code in two thirds of the time (MEASUREMENTS.md, twenty-first session), and the threads of a
+warp, whose addresses mostly fall in one range, read the same entries through the constant cache.
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ import functools
 import re
 from dataclasses import dataclass
 
-CHECK_VERSION = 3  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
+CHECK_VERSION = 4  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
 STATE_SYMBOL = "__harness_address_check"
+TABLE_SYMBOL = "__harness_address_table"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
-STATE_BYTES = 32 + 16 * TABLE_ENTRIES
-LO_OFFSET = 32
-HI_OFFSET = 32 + 8 * TABLE_ENTRIES
+STATE_BYTES = 32
+TABLE_BYTES = 16 * TABLE_ENTRIES
+HI_OFFSET = 8 * TABLE_ENTRIES  # the ends, after the first bytes
 UNUSED_LO = 2**64 - 1
 
 ILLEGAL_ADDRESS = 1
@@ -90,21 +94,21 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
         ".reg .pred %ac_in, %ac_mis, %ac_bad, %ac_first, %ac_run;",
         ".reg .b64 %ac_s, %ac_a, %ac_p, %ac_t, %ac_lo, %ac_hi, %ac_e;",
         ".reg .b32 %ac_k, %ac_n;",
-        f"ld.global.u64 %ac_s, [{STATE_SYMBOL}];",
+        f"ld.const.u64 %ac_s, [{STATE_SYMBOL}];",
         f"add.s64 %ac_a, {access.base}, {access.offset};",
-        "mov.b64 %ac_p, %ac_s;",
+        f"mov.u64 %ac_p, {TABLE_SYMBOL};",
     ]
     # %ac_p walks to the last entry whose first byte is at or below the address: three instructions a halving
     # (ptxas's time on a checked batch goes mostly to these; MEASUREMENTS.md, twenty-first session).
     step = TABLE_ENTRIES // 2
     while step:
-        lines += [f"ld.global.u64 %ac_lo, [%ac_p+{LO_OFFSET + 8 * step}];",
+        lines += [f"ld.const.u64 %ac_lo, [%ac_p+{8 * step}];",
                   "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
                   f"@%ac_in add.s64 %ac_p, %ac_p, {8 * step};"]
         step //= 2
     lines += [
-        f"ld.global.u64 %ac_lo, [%ac_p+{LO_OFFSET}];",
-        f"ld.global.u64 %ac_hi, [%ac_p+{HI_OFFSET}];",
+        "ld.const.u64 %ac_lo, [%ac_p];",
+        f"ld.const.u64 %ac_hi, [%ac_p+{HI_OFFSET}];",
         f"add.s64 %ac_e, %ac_a, {access.size};",
         "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
         "setp.lt.and.u64 %ac_in, %ac_a, %ac_hi, %ac_in;",  # with the next, also where a + size wraps past 2^64
@@ -137,14 +141,18 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
     return [indent + lines[0], *(pad + line for line in lines[1:-1]), indent + lines[-1]]
 
 
+DECLARATIONS = [f".const .align 8 .u64 {STATE_SYMBOL};", f".const .align 8 .u64 {TABLE_SYMBOL}[{2 * TABLE_ENTRIES}];"]
+
+
 def instrument(ptx: str) -> str:
-    """`ptx` with every global and generic load, store and atomic checked, and STATE_SYMBOL declared."""
+    """`ptx` with every global and generic load, store and atomic checked, and STATE_SYMBOL and TABLE_SYMBOL
+    declared."""
     out = []
     declared = False
     for line in ptx.splitlines():
         if not declared and (line.startswith((".global", ".const", ".shared", ".extern", ".visible", ".entry",
                                               ".func", ".weak"))):
-            out.append(f".global .align 8 .u64 {STATE_SYMBOL};")
+            out += DECLARATIONS
             declared = True
         match = _INSTRUCTION.match(line)
         access = memory_access(match["opcode"], match["operands"]) if match else None

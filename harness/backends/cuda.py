@@ -78,8 +78,11 @@ class CudaBackend(Backend):
             self._checked_modules = {}  # PTX -> the address-checked module
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
+            self._tables = {}  # a checked module -> its table (a device address)
+            self._table_of = {}  # a checked function's handle -> its module's table
+            self._written: dict[int, tuple] = {}  # a module's table -> what its content was made for
             self._table_made_for = None  # the allocator's segment counts when the table was last made
-            self._table_fits = False  # whether those ranges fitted the table (else kernels run unchecked)
+            self._table = None  # the table's bytes, made for those counts; None where the ranges do not fit
             self._checked_since_sync = False
             self._told: set[str] = set()  # the reasons kernels ran unchecked, said once each
         # Where nvJitLink cannot be loaded the driver assembles each checked module from its PTX as it loads it.
@@ -111,6 +114,7 @@ class CudaBackend(Backend):
         function = _check(driver.cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
         if self.check_addresses:
             self._unchecked[int(function)] = compiled
+            self._table_of[int(function)] = self._tables[int(module)]
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
@@ -144,35 +148,37 @@ class CudaBackend(Backend):
         pointer, _ = _check(driver.cuModuleGetGlobal(module, address_check.STATE_SYMBOL.encode()), "cuModuleGetGlobal")
         value = struct.pack("<Q", self._check_state)
         _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
+        table, _ = _check(driver.cuModuleGetGlobal(module, address_check.TABLE_SYMBOL.encode()), "cuModuleGetGlobal")
+        self._tables[int(module)] = int(table)
         for name in address_check.address_taken_globals(compiled.ptx):
             pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
             self._module_ranges.append((int(pointer), int(pointer) + int(size)))
         self._checked_modules[compiled.ptx] = module
         return module
 
-    def _write_table(self) -> bool:
-        """The mapped memory a kernel may reach without a fault, written where the checked kernels read it, when
-        torch's allocator has taken or given back a segment since it was last written; False when the table
-        cannot hold it all (the kernel then runs unchecked)."""
+    def _write_table(self, table: int) -> bool:
+        """The mapped memory a kernel may reach without a fault, written into the module's `table` where torch's
+        allocator has taken or given back a segment since it was last written there; False when the table cannot
+        hold it all (the kernel then runs unchecked)."""
         stats = torch.cuda.memory_stats(self._device)
         made_for = (stats.get("segment.all.allocated", 0), stats.get("segment.all.freed", 0),
                     len(self._module_ranges))
-        if made_for == self._table_made_for:
-            return self._table_fits
-        segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()
-                    if s.get("device", self._device.index) == self._device.index]
-        table = address_check.ranges_table(segments + self._module_ranges)
-        self._table_made_for, self._table_fits = made_for, table is not None
-        if table is None:
-            self._tell("table", f"{len(segments) + len(self._module_ranges)} ranges of mapped memory, more than "
-                                f"the table's {address_check.TABLE_ENTRIES} even merged where they touch: kernels "
-                                f"run unchecked while so")
+        if made_for != self._table_made_for:
+            segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()
+                        if s.get("device", self._device.index) == self._device.index]
+            ranges = address_check.ranges_table(segments + self._module_ranges)
+            self._table_made_for = made_for
+            self._table = None if ranges is None else struct.pack(f"<{2 * len(ranges[0])}Q", *ranges[0], *ranges[1])
+            if ranges is None:
+                self._tell("table", f"{len(segments) + len(self._module_ranges)} ranges of mapped memory, more than "
+                                    f"the table's {address_check.TABLE_ENTRIES} even merged where they touch: "
+                                    f"kernels run unchecked while so")
+        if self._table is None:
             return False
-        firsts, ends = table
-        data = struct.pack(f"<{2 * len(firsts)}Q", *firsts, *ends)
-        # Synchronous: the stream's earlier kernels read the table this replaces.
-        _check(_driver().cuMemcpyHtoD(self._check_state + address_check.LO_OFFSET, data, len(data)),
-               "writing the address check's table")
+        if self._written.get(table) != made_for:
+            # Synchronous: the stream's earlier kernels read the table this replaces.
+            _check(_driver().cuMemcpyHtoD(table, self._table, len(self._table)), "writing the address check's table")
+            self._written[table] = made_for
         return True
 
     def _tell(self, reason: str, text: str) -> None:
@@ -192,7 +198,7 @@ class CudaBackend(Backend):
         stream = driver.CUstream(torch.cuda.current_stream(self._device).cuda_stream)
         handle = kernel.handle
         if self.check_addresses:
-            if self._write_table():
+            if self._write_table(self._table_of[int(handle)]):
                 self._checked_since_sync = True
             else:
                 handle = self._unchecked_function(handle)
