@@ -32,24 +32,45 @@ def cache_key(*parts) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
+class Busy(Exception):
+    """Another process is making what was asked for (lookup_or_make without waiting)."""
+
+
 def lookup_or_make(key: str, suffixes: tuple[str, ...], make: Callable[[], dict[str, bytes]],
-                   cache_dir: Path | None = None) -> tuple[dict[str, Path], bool]:
+                   cache_dir: Path | None = None, wait: bool = True) -> tuple[dict[str, Path], bool]:
     """Paths of the files stored under `key` (one per suffix), making them first if any is missing.
 
     Returns (paths, True if they came from the cache). `make` returns {suffix: bytes}; an
-    exception from it (a compile error) propagates and nothing is stored.
+    exception from it (a compile error) propagates and nothing is stored. One process makes a key at
+    a time (a lock the system releases when its holder ends, however it ends): another that needs it
+    waits and then finds it, rather than compiling it again beside the first (a campaign's workers
+    and its compile pool ask for the same batches), or with `wait` False raises Busy at once.
     """
+    import fcntl
+
     cache_dir = cache_dir or default_cache_dir()
     paths = {suffix: cache_dir / f"{key}.{suffix}" for suffix in suffixes}
     if all(p.is_file() for p in paths.values()):
         return paths, True
-    produced = make()
     cache_dir.mkdir(parents=True, exist_ok=True)
-    # Written under a temporary name first, so a reader (another worker) never sees half a file.
-    for suffix, path in paths.items():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(produced[suffix])
-        os.replace(tmp, path)
+    lock = cache_dir / f"{key}.lock"
+    with open(lock, "a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(key) from None
+        # Unlinked by its holder, whatever happens: a process still waiting on it finds the files when it gets it.
+        try:
+            if all(p.is_file() for p in paths.values()):  # made while this process waited
+                return paths, True
+            produced = make()
+            # Written under a temporary name first, so a reader (another worker) never sees half a file.
+            for suffix, path in paths.items():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(produced[suffix])
+                os.replace(tmp, path)
+        finally:
+            lock.unlink(missing_ok=True)
     return paths, False
 
 
@@ -61,38 +82,39 @@ def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | N
                    nvrtc.CompiledKernel, cache_dir)
 
 
-def _stored(key: str, compile_now, record, cache_dir: Path | None):
+def _stored(key: str, compile_now, record, cache_dir: Path | None, wait: bool = True):
     """(the compiled record under `key`, True if it came from the cache): its cubin, and the rest as JSON."""
     def make() -> dict[str, bytes]:
         compiled = compile_now()
         meta = {k: v for k, v in asdict(compiled).items() if k != "cubin"}
         return {"cubin": compiled.cubin, "json": json.dumps(meta).encode()}
 
-    paths, from_cache = lookup_or_make(key, ("json", "cubin"), make, cache_dir)
+    paths, from_cache = lookup_or_make(key, ("json", "cubin"), make, cache_dir, wait)
     meta = json.loads(paths["json"].read_text())
     meta["options"] = tuple(meta["options"])
     return record(cubin=paths["cubin"].read_bytes(), **meta), from_cache
 
 
 def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str = "kernel.cu",
-                           cache_dir: Path | None = None, address_checked: bool = False) -> nvrtc.CompiledProgram:
+                           cache_dir: Path | None = None, address_checked: bool = False,
+                           wait: bool = True) -> nvrtc.CompiledProgram:
     """NVRTC-compile a whole program (a campaign's batch of mutants) through the cache; with `address_checked`,
     its address-checked cubin assembled too (address_checked_cubin), so that a program ptxas rejects fails here,
     as one compiled for a real architecture fails in NVRTC, and not as it is loaded.
 
     A campaign compiles each batch ahead of its workers, on every core (harness.engine.compile), and the
-    worker that needs the batch then finds it here.
+    worker that needs the batch then finds it here. `wait` False: Busy where another process is compiling it.
     """
     key = cache_key("nvrtc program", source, list(name_expressions), list(nvrtc.compile_options(arch)),
                     nvrtc.compiler_version())
     compiled, _ = _stored(key, lambda: nvrtc.compile_program(source, name_expressions, arch, program_name),
-                          nvrtc.CompiledProgram, cache_dir)
+                          nvrtc.CompiledProgram, cache_dir, wait)
     if address_checked:
-        address_checked_cubin(compiled.ptx, arch, cache_dir)
+        address_checked_cubin(compiled.ptx, arch, cache_dir, wait)
     return compiled
 
 
-def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None) -> bytes | None:
+def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None, wait: bool = True) -> bytes | None:
     """The cubin of `ptx` with the address check (harness.backends.address_check) built in, assembled for
     `arch`'s real architecture through the cache; None where it is not in the cache and nvJitLink, which
     assembles PTX without a GPU, cannot be loaded here (the driver then assembles the checked PTX as it loads it).
@@ -120,7 +142,7 @@ def address_checked_cubin(ptx: str, arch: str, cache_dir: Path | None = None) ->
                 raise nvrtc.CompileError(f"ptxas ({arch}): {error.log or error}", error.log) from error
             raise checked_error
 
-    paths, _ = lookup_or_make(key, ("cubin",), make, cache_dir)
+    paths, _ = lookup_or_make(key, ("cubin",), make, cache_dir, wait)
     return paths["cubin"].read_bytes()
 
 

@@ -267,7 +267,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
             list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
     finally:
-        compile_pool.close()
+        if said := compile_pool.close():
+            print(said, flush=True)
         for starter in starters:
             starter.close()
 

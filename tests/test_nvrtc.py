@@ -72,3 +72,26 @@ def test_compile_errors_are_not_cached(tmp_path):
     with pytest.raises(nvrtc.CompileError):
         cache.compile_cached("this is not CUDA", "k", "sm_90", tmp_path)
     assert not list(tmp_path.glob("*"))
+
+
+def test_a_key_another_process_is_making_is_waited_for_not_made_again(tmp_path):
+    import fcntl
+    import threading
+
+    key = cache.cache_key("a key another process makes")
+    made_here = []
+    with open(tmp_path / f"{key}.lock", "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)  # as a process making the key holds it (an open file description apart)
+        with pytest.raises(cache.Busy):
+            cache.lookup_or_make(key, ("cubin",), lambda: made_here.append(1) or {"cubin": b"here"}, tmp_path,
+                                 wait=False)
+        waiting = threading.Thread(target=lambda: made_here.append(cache.lookup_or_make(
+            key, ("cubin",), lambda: {"cubin": b"here"}, tmp_path)))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # still waiting for the other
+        (tmp_path / f"{key}.cubin").write_bytes(b"the other's")
+    waiting.join(5)
+    paths, from_cache = made_here[0]
+    assert from_cache and paths["cubin"].read_bytes() == b"the other's"
+    assert not (tmp_path / f"{key}.lock").exists()

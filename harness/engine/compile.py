@@ -78,7 +78,7 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
                      address_checked: bool = False) -> bool:
     """Compile one batch into the cache (a compile pool's task), and with `address_checked` assemble its
     address-checked cubin too; False where it does not compile as a batch (the worker then compiles its mutants
-    one at a time, as it would have)."""
+    one at a time, as it would have) or another process is compiling it."""
     from pathlib import Path
 
     from harness import cache, nvrtc
@@ -86,8 +86,10 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     composed = batch_program(sources, kernel_name, program)
     folder = Path(cache_dir) if cache_dir else None
     try:
-        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder, address_checked)
-    except nvrtc.CompileError:
+        # Not waiting: a batch a worker is compiling (it needed it before the pool got there) is left to it.
+        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder, address_checked,
+                                     wait=False)
+    except (nvrtc.CompileError, cache.Busy):
         return False
     return True
 
@@ -109,19 +111,33 @@ class CompilePool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        self.processes = processes
         self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
                          if processes else None)
+        self.futures = []
 
     def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]]) -> None:
         """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order."""
         for task in work if self.executor else []:
-            self.executor.submit(precompile_batch, *task)
+            self.futures.append(self.executor.submit(_timed_precompile, *task))
 
-    def close(self, finish: bool = False) -> None:
-        """Batches not started are dropped (the campaign is over), or with `finish` compiled first; returns
-        once no process of the pool is left."""
-        if self.executor:
-            self.executor.shutdown(wait=True, cancel_futures=not finish)
+    def close(self, finish: bool = False) -> str:
+        """Batches not started are dropped (the campaign is over), or with `finish` compiled first; returns,
+        once no process of the pool is left, what the pool did ("" for a pool of no process)."""
+        if not self.executor:
+            return ""
+        self.executor.shutdown(wait=True, cancel_futures=not finish)
+        done = [f.result() for f in self.futures if f.done() and not f.cancelled() and f.exception() is None]
+        return (f"compile pool: {len(done)} of {len(self.futures)} batches in {sum(s for _, s in done):.1f} s of "
+                f"processor time over {self.processes} process(es)")
+
+
+def _timed_precompile(*task) -> tuple[bool, float]:
+    """precompile_batch's answer, and the processor time it took (the pool's share of a campaign's work)."""
+    import time
+
+    started = time.process_time()
+    return precompile_batch(*task), time.process_time() - started
 
 
 def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,

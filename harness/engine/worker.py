@@ -21,7 +21,6 @@ batch is compiled before the mutants of this one run); ("mutant", id) as each mu
 
 from __future__ import annotations
 
-import functools
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -244,7 +243,7 @@ def import_ahead(backend: str) -> None:
 
 def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool) -> None:
     from harness.backends import KernelFault, create_backend
-    from harness.cache import compile_cached, compile_program_cached
+    from harness.cache import address_checked_cubin, compile_cached, compile_program_cached
     from harness.batches import ptx_digest
     from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
@@ -270,8 +269,15 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         trials = prepare_trials(entry, official, backend.device, setup_parts)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
-    # Finds what was compiled ahead; checked, with the batch's checked cubin, so a batch ptxas refuses fails here.
-    compile_batch = functools.partial(compile_program_cached, cache_dir=cache_dir, address_checked=job.check_addresses)
+    def compile_batch(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+        """Through the cache, which holds what the pool compiled ahead; checked, with the batch's checked cubin
+        too, so that a batch ptxas refuses fails here (and is split) rather than as it loads."""
+        with setup_parts.timing("compiling: NVRTC, or the cache"):
+            compiled = compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
+        if job.check_addresses:
+            with setup_parts.timing("compiling: the address-checked cubin, assembled or from the cache"):
+                address_checked_cubin(compiled.ptx, arch, cache_dir)
+        return compiled
 
     def compile_digest(source: str) -> str:
         # For the backend's own architecture: its load() then finds this compile in the cache.
