@@ -94,3 +94,16 @@ def variant_code(ptx: str, index: int) -> str:
 def code_digest(ptx: str, index: int) -> str:
     """A digest of what variant `index` executes, comparable across batches and positions."""
     return hashlib.sha256(variant_code(ptx, index).encode()).hexdigest()
+
+
+def code_digests(ptx: str, count: int) -> list[str]:
+    """code_digest of each of the first `count` variants, the PTX read once (not once a variant: a batch's PTX
+    is thousands of lines, and a campaign's workers took seconds of their compile time reading it again)."""
+    own: list[list[str]] = [[] for _ in range(count)]
+    for statement in _top_level_statements(ptx):
+        blanked = None
+        for index in sorted({int(found[-TAG_WIDTH:]) for found in _TAG.findall(statement)}):
+            if index < count:
+                blanked = blanked or _PER_FUNCTION.sub(r"\1N", _TAG.sub("harness_batch_N", statement))
+                own[index].append(blanked)
+    return [hashlib.sha256("\n".join(parts).encode()).hexdigest() for parts in own]

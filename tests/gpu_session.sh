@@ -54,6 +54,8 @@
 #                  "here" run of this call where there is one; WARM_WORKERS="4 8" runs it with each count of
 #                  workers per GPU in turn (default WORKERS_PER_GPU)
 #   STARTUP=1      CUDA contexts made by 1, 2, 4, 8 and 16 processes at once, by torch and by the driver API
+#   COMPILE_PROBE=1  tests/compile_probe.py, before everything else: a batch's compile steps timed, in a plain
+#                  process and after torch has made a CUDA context
 #   CONTEXT_FAULT=1  tests/context_fault_probe.py, before everything else: does a fault in a second context of a
 #                  process spare the first, and can the process go on in a context made afresh?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
@@ -107,6 +109,10 @@ PY
 done
 
 # First, being seconds long: a call cut off by its limit still has it.
+if [ "${COMPILE_PROBE:-0}" = 1 ]; then
+  python3 tests/compile_probe.py 2>&1 | tee "$out/compile-probe.log"
+  pack
+fi
 if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
   python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
   pack

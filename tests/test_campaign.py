@@ -440,6 +440,21 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
         before = trial_checksum(trial)
 
 
+def test_the_trials_checksums_read_at_once_are_each_trials_own():
+    import torch
+
+    from harness.engine.worker import Trial, trial_checksum, trial_checksums
+    from harness.guards import tensor_checksum
+
+    x = torch.arange(1001, dtype=torch.float32)
+    trials = [Trial("s", 0, [x, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16)),
+              Trial("s", 1, [4], torch.ones(3)), Trial("s", 2, [x[1:], x[:5]], x[2:])]
+    assert trial_checksums(trials) == [trial_checksum(t) for t in trials] == [
+        (tensor_checksum(x), tensor_checksum(torch.tensor(2.0)), tensor_checksum(torch.zeros(7, dtype=torch.float16))),
+        (tensor_checksum(torch.ones(3)),), (tensor_checksum(x[1:]), tensor_checksum(x[:5]), tensor_checksum(x[2:]))]
+    assert trial_checksums([]) == [] and trial_checksums([Trial("s", 0, [1], 2.0)]) == [()]
+
+
 def test_each_inputs_sum_is_its_part_of_the_trials_checksum_and_what_run_kernel_computes():
     import torch
 

@@ -6,9 +6,12 @@ NVRTC runs without a GPU, so every test here runs in CI.
 
 from types import SimpleNamespace
 
+import pytest
+
 from harness.batches import batch_program, code_digest, variant_code
 from harness.engine.compile import CompilePool, batches, compile_variants, group_by_batch, precompile_order
 from harness.nvrtc import compile_program
+from tests.conftest import registered_entries
 
 SOURCE = r"""#include <cuda_fp16.h>
 #define SCALE 0.5f
@@ -125,3 +128,15 @@ def test_ptx_alone_gives_every_variant_the_digest_the_gpus_compile_gives():
     assert [v.digest for v in ptx_alone] == [v.digest for v in assembled]
     assert ptx_alone[0].digest == ptx_alone[1].digest != ptx_alone[2].digest
     assert assembled[0].kernel.cubin and not ptx_alone[0].kernel.cubin
+
+
+@pytest.mark.parametrize("entry", registered_entries()[:3] + registered_entries()[-2:], ids=lambda e: e.name)
+def test_a_batchs_digests_read_at_once_are_each_variants_own(entry):
+    from harness.batches import code_digests
+    from harness.engine.mutants import generate
+    from harness.nvrtc import PTX_ONLY_ARCH, compile_program
+
+    sources = [m.apply(entry.cuda) for m in list(generate(entry.cuda, entry.name))[:12]]
+    composed = batch_program(sources, entry.kernel_name, "k.cu")
+    ptx = compile_program(composed.source, composed.name_expressions, PTX_ONLY_ARCH).ptx
+    assert code_digests(ptx, len(sources)) == [code_digest(ptx, i) for i in range(len(sources))]

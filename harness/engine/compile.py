@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.batches import batch_program, code_digest
+from harness.batches import batch_program, code_digests
 
 
 def to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
@@ -25,7 +25,7 @@ def to_load(sources: list[str], variants: list, digests: dict | None) -> list[st
 @dataclass(frozen=True)
 class Variant:
     kernel: object  # harness.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
-    digest: str     # harness.engine.compile.code_digest: comparable across batches
+    digest: str     # harness.batches.code_digest: comparable across batches
 
 
 def compile_variants(sources: list[str], entry, arch: str, program: str, compile_program=None) -> list[Variant | None]:
@@ -42,8 +42,9 @@ def compile_variants(sources: list[str], entry, arch: str, program: str, compile
     def attempt(batch: list[str]) -> list[Variant]:
         composed = batch_program(batch, entry.kernel_name, program)
         compiled = compile_program(composed.source, composed.name_expressions, arch, program)
-        return [Variant(compiled.kernel(name, entry.kernel_name), code_digest(compiled.ptx, i))
-                for i, name in enumerate(composed.name_expressions)]
+        digests = code_digests(compiled.ptx, len(composed.name_expressions))
+        return [Variant(compiled.kernel(name, entry.kernel_name), digest)
+                for name, digest in zip(composed.name_expressions, digests)]
 
     try:
         return attempt(sources)

@@ -128,11 +128,27 @@ def trial_checksum(trial: "Trial") -> tuple[int, ...]:
     cheap enough to take for every trial when a worker starts and again when a kill is found. A
     stray write that changes a trial changes its sums, except by a coincidence no fault pattern makes.
     """
+    return trial_checksums([trial])[0]
+
+
+def trial_checksums(trials: list["Trial"]) -> list[tuple[int, ...]]:
+    """trial_checksum of each trial, read from the device in one transfer where they share one (a wait for the
+    device each, not one a tensor: a checked campaign sums every trial after each fault the check foresees)."""
     import torch
 
-    from harness.guards import tensor_checksum
+    from harness.guards import checksum_parts
 
-    return tuple(tensor_checksum(x) for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor))
+    tensors = [[x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)] for trial in trials]
+    parts = [checksum_parts(x) for group in tensors for x in group]
+    if len({p.device for p in parts}) > 1:
+        values = [v for p in parts for v in p.tolist()]
+    else:
+        values = torch.cat(parts).tolist() if parts else []
+    sums, first = [], 0
+    for group in tensors:
+        sums.append(tuple(values[first + 2 * k] + values[first + 2 * k + 1] for k in range(len(group))))
+        first += 2 * len(group)
+    return sums
 
 
 def input_sums(trial: "Trial", checksum: tuple[int, ...]) -> list:
@@ -304,7 +320,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                            if job.check_equivalence else None)
 
     costs = [trial_bytes(trial) for trial in trials]
-    checksums = [trial_checksum(trial) for trial in trials]
+    checksums = trial_checksums(trials)
     sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(trials, checksums)]
 
     if wait_for_job:
@@ -397,7 +413,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
 
     def trials_damaged() -> bool:
         """Whether any of the worker's trials differs from what it was built as (a stray write's doing)."""
-        return [trial_checksum(trial) for trial in trials] != checksums
+        return trial_checksums(trials) != checksums
 
     def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool, bool]:
         """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker,
