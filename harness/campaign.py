@@ -36,7 +36,7 @@ from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, checks_ad
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
                                 worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
-from harness.engine.worker import BATCH_SIZE
+from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.worker import WorkerStarter
@@ -156,12 +156,16 @@ def _run(args) -> int:
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    compilers = 0 if args.naive or args.scheduler or args.batch_size < 2 or not pending else max(0, cores - workers)
+    # A GPU worker waits for its device, and at the start for its first batches: the pool, at a lower priority, has
+    # every core and takes what the workers leave. A CPU worker keeps its core busy: the pool has the others.
+    compilers = (0 if args.naive or args.scheduler or args.batch_size < 2 or not pending
+                 else cores if backend == "cuda" else max(0, cores - workers))
     per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
                else f"{workers} worker(s) over {where}")
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
-    spares = "never" if args.naive or args.scheduler else spare_mode(args.spare_workers, backend, workers, cores)
+    spares = ("never" if args.naive or args.scheduler
+              else spare_mode(args.spare_workers, backend, workers, cores, checks_addresses(args, backend)))
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
           f"backend {backend}, {running}"
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
@@ -241,8 +245,11 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     devices_lock = threading.Lock()
     # Read once, before any worker starts: starting one sets the variable for a moment, under a lock.
     environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
-    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)))
     ahead = args.spare_workers != "never"
+    # A GPU worker started ahead makes its backend (its CUDA context) ahead too.
+    settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
+                                 checks_addresses(args, backend)) if ahead and backend == "cuda" else None)
+    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
     starters = [WorkerStarter(env, prepare, ahead=ahead) for env in environments]
 
     def run_one(plan: Plan) -> None:

@@ -276,7 +276,9 @@ campaign() {
     echo "campaign $name resumes from $(wc -l < "$out/campaign-$name/results.jsonl") stored results"
   fi
   # Cold: the device's /tmp can outlive a call (and a session), and with it an earlier call's cache of this name.
-  rm -rf "/tmp/cache-$name"
+  # And a JIT cache of its own (CUDA_CACHE_PATH): on the device a second compile of the same PTX, even in another
+  # process, took a fortieth of the first (tests/compile_probe.py; MEASUREMENTS.md, twenty-first session).
+  rm -rf "/tmp/cache-$name" "/tmp/jit-cache-$name"
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/$name.smi" &
   local sampler=$!
   # The store's length every 5 s: a campaign cut off by the call's limit still shows when its last result came.
@@ -285,7 +287,7 @@ campaign() {
    done) > "$out/$name.progress" &
   local counter=$!
   # LIMIT=S: the campaign ends (SIGTERM) after S seconds, its store kept; 0, the default: no limit.
-  timeout -s TERM "${LIMIT:-0}" python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
+  CUDA_CACHE_PATH="/tmp/jit-cache-$name" timeout -s TERM "${LIMIT:-0}" python3 -m harness.campaign --backend cuda --no-progress --store "$out/campaign-$name/results.jsonl" \
     --cache-dir "/tmp/cache-$name" --json "$out/campaign-$name.json" "$@" > "$out/campaign-$name.log" 2>&1
   echo "campaign $name exit: $?"
   kill "$sampler" "$counter"; wait "$sampler" "$counter" 2>/dev/null

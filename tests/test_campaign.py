@@ -496,6 +496,31 @@ def test_auto_spares_are_warmed_on_the_gpu_and_started_ahead_on_the_cpu(requeste
     assert spare_mode(requested, backend, workers, cores) == mode
 
 
+@pytest.mark.parametrize("requested, workers, mode", [("auto", 4, "always"), ("auto", 16, "always"),
+                                                      ("never", 12, "never"), ("warm", 4, "warm")])
+def test_address_checked_a_spare_is_the_next_substrates_worker_started_ahead(requested, workers, mode):
+    # A fault no longer ends a worker: nothing to warm a spare for, and the slot's next substrate wants a worker.
+    assert spare_mode(requested, "cuda", workers, 16, checked=True) == mode
+
+
+def test_a_backend_made_ahead_goes_to_the_job_that_wants_one_made_so(tmp_path, monkeypatch):
+    from harness import backends
+    from harness.engine import worker
+
+    made = []
+    monkeypatch.setattr(backends, "create_backend", lambda name, **settings: made.append((name, settings)) or name)
+    monkeypatch.setattr(worker, "_made_ahead", {})
+    settings = worker.backend_settings("cuda", str(tmp_path), True)
+    assert dict(settings) == {"cache_dir": tmp_path, "check_addresses": True}
+    worker.make_backend_ahead("cuda", settings)
+    assert made == [("cuda", {"cache_dir": tmp_path, "check_addresses": True})]
+    assert worker._made_ahead == {("cuda", settings): "cuda"}
+    # One that cannot be made ahead is left for the job, which says why as it always did.
+    monkeypatch.setattr(backends, "create_backend", lambda name, **settings: 1 / 0)
+    worker.make_backend_ahead("cpu", worker.backend_settings("cpu", None, False))
+    assert list(worker._made_ahead) == [("cuda", settings)]
+
+
 def test_on_the_cpu_backend_the_sanitizers_oracle_says_it_is_skipped_and_both_scores_are_tabled(admitted, capsys):
     assert _campaign(admitted, "rule_compliant") == 0
     out = capsys.readouterr().out

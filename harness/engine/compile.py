@@ -4,6 +4,7 @@ cache, by a pool ahead of the workers and by the worker that needs it where the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from harness.batches import batch_program, code_digests
@@ -95,17 +96,19 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     return True
 
 
+POOL_NICENESS = 10
+
+
 class CompilePool:
     """Processes that compile a campaign's batches into the cache ahead of its workers.
 
-    NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile;
-    the cores the workers leave free compile every batch ahead instead, the first batch of each substrate
-    first. A worker that needs a batch not compiled yet compiles it itself, as before.
+    NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile; the
+    pool compiles every batch ahead instead, the first batch of each substrate first, at a lower priority than
+    the workers (on the cuda backend on every core: its workers wait for their GPU). A worker that needs a batch
+    not compiled yet compiles it itself, or waits for the pool process compiling it (harness.cache.lookup_or_make).
 
     The processes are spawned, not forked from the workers' fork server: NVRTC and nvJitLink need neither
-    torch nor the CUDA libraries torch loads (a pool process imports no torch), and a process holding torch's
-    copy of nvJitLink is where it is suspected of not loading for cuda.bindings on the H200 (the workers'
-    loading time looked like the driver's assembling; MEASUREMENTS.md, twentieth session).
+    torch nor the CUDA libraries torch loads, so a pool process imports no torch.
     """
 
     def __init__(self, processes: int):
@@ -113,7 +116,9 @@ class CompilePool:
         from concurrent.futures import ProcessPoolExecutor
 
         self.processes = processes
-        self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+        # At a lower priority than the workers (nice 10): what a worker does now comes before a batch it needs later.
+        self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=os.nice, initargs=(POOL_NICENESS,))
                          if processes else None)
         self.futures = []
 

@@ -15,7 +15,8 @@ from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
-from harness.engine.worker import BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead, run_campaign_job
+from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
+                                   make_backend_ahead, run_campaign_job)
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
@@ -315,10 +316,13 @@ def worker_environment(slot: int, gpus: int, visible: str | None) -> dict[str, s
     return {"CUDA_VISIBLE_DEVICES": names[slot % gpus]}
 
 
-def prepare_campaign_worker(backend: str, stderr_log: str) -> None:
-    """What every campaign worker does before its job: its stderr to the log, and the imports."""
+def prepare_campaign_worker(backend: str, stderr_log: str, settings: tuple | None = None) -> None:
+    """What every campaign worker does before its job: its stderr to the log, the imports, and with `settings`
+    (harness.engine.worker.backend_settings) its backend made."""
     _send_stderr_to(stderr_log)
     import_ahead(backend)
+    if settings is not None:
+        make_backend_ahead(backend, settings)
 
 
 def _send_stderr_to(path: str) -> None:
@@ -357,13 +361,17 @@ def spares_wanted(mode: str, workers: int, cpu_cores: int) -> bool:
     return mode in ("always", "warm")
 
 
-def spare_mode(requested: str, backend: str, workers: int, cpu_cores: int) -> str:
+def spare_mode(requested: str, backend: str, workers: int, cpu_cores: int, checked: bool = False) -> str:
     """--spare-workers as a local campaign runs it: never, always (started ahead) or warm (started ahead and given
-    its slot's substrate). auto, where each worker and its spare can have a core: warm on the CUDA backend, whose
-    workers a fault ends (on the H200 over the 28, 4 workers: 24.57 against 22.75 mutants/s, MEASUREMENTS.md),
-    started ahead on the CPU backend, whose workers seldom end (a warmed spare's trials would be a cost there)."""
+    its slot's substrate). auto, address-checked: always (a fault no longer ends a worker, so a spare is the slot's
+    next substrate's worker, its CUDA context made ahead); else where each worker and its spare can have a core:
+    warm on the CUDA backend, whose workers a fault ends (on the H200 over the 28, 4 workers: 24.57 against 22.75
+    mutants/s, MEASUREMENTS.md), started ahead on the CPU backend, whose workers seldom end (a warmed spare's
+    trials would be a cost there)."""
     if requested != "auto":
         return requested
+    if checked:
+        return "always"
     if not spares_wanted(requested, workers, cpu_cores):
         return "never"
     return "warm" if backend == "cuda" else "always"

@@ -244,6 +244,29 @@ class _Phase:
         self.phases[self.name] += time.perf_counter() - self.started
 
 
+def backend_settings(backend: str, cache_dir: str | None, check_addresses: bool) -> tuple:
+    """The settings a campaign worker's backend is made with, as create_backend takes them (key, value pairs)."""
+    settings = {"cache_dir": Path(cache_dir) if cache_dir else None, **CAMPAIGN_BACKEND_SETTINGS.get(backend, {}),
+                **({"check_addresses": True} if check_addresses else {})}
+    return tuple(sorted(settings.items()))
+
+
+# A backend made before this process's job was known (make_backend_ahead), by (name, settings): the process's own,
+# handed to its job if the job wants that one. Process-local: each worker is a process of its own.
+_made_ahead: dict = {}
+
+
+def make_backend_ahead(backend: str, settings: tuple) -> None:
+    """Make the backend a job will want, before the job comes: a worker started ahead of need (a spare) then
+    starts its job with its CUDA context made (a second of a core each, more when many start at once)."""
+    from harness.backends import create_backend
+
+    try:
+        _made_ahead[(backend, settings)] = create_backend(backend, **dict(settings))
+    except Exception:  # left for the job to make, which then says what is wrong as it always has
+        pass
+
+
 def import_ahead(backend: str) -> None:
     """Import what _run_campaign_job needs, which takes seconds (torch above all), before the job is known.
 
@@ -274,9 +297,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         with setup_parts.timing("start-up: candidate imported"):
             entry = _load_entry(job)
         with setup_parts.timing("start-up: backend"):
-            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None,
-                                     **CAMPAIGN_BACKEND_SETTINGS.get(job.backend, {}),
-                                     **({"check_addresses": True} if job.check_addresses else {}))
+            settings = backend_settings(job.backend, job.cache_dir, job.check_addresses)
+            backend = _made_ahead.pop((job.backend, settings), None) or create_backend(job.backend, **dict(settings))
         with setup_parts.timing("start-up: official model"):
             search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
             official = load_problem(entry.kb_file, search).build_model(backend.device)
