@@ -27,7 +27,7 @@ from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visibl
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
-from harness.engine.compile import compile_ahead
+from harness.engine.compile import POOL_NICENESS, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="worker processes, each running one substrate at a time, spread over every GPU "
                              "(default: 4 per GPU on cuda, at most one per CPU core; 1 on cpu)")
+    parser.add_argument("--compilers", type=int, default=None, metavar="N",
+                        help="processes compiling batches ahead of the workers (default: the CPU cores the workers "
+                             "leave); those beyond the cores the workers leave run at a lower priority (nice 10)")
     parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
                         help="only mutants of this operator (repeatable; default: all): "
                              + ", ".join(o.value for o in Operator))
@@ -156,19 +159,22 @@ def _run(args) -> int:
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    # A GPU worker waits for its device, and at the start for its first batches: the pool, at a lower priority, has
-    # every core and takes what the workers leave. A CPU worker keeps its core busy: the pool has the others.
+    if args.compilers is not None and args.compilers < 0:
+        raise UsageError("--compilers must be 0 or more")
+    # By default the cores the workers leave. (Every core at nice 10 on the cuda backend: 89.64 to 82.03 mutants/s,
+    # together with spares making their contexts ahead, checked at 12 workers; MEASUREMENTS.md, twenty-first session.)
+    spare_cores = max(0, cores - workers)
     compilers = (0 if args.naive or args.scheduler or args.batch_size < 2 or not pending
-                 else cores if backend == "cuda" else max(0, cores - workers))
+                 else spare_cores if args.compilers is None else args.compilers)
     per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
                else f"{workers} worker(s) over {where}")
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
-    spares = ("never" if args.naive or args.scheduler
-              else spare_mode(args.spare_workers, backend, workers, cores, checks_addresses(args, backend)))
+    spares = "never" if args.naive or args.scheduler else spare_mode(args.spare_workers, backend, workers, cores)
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
           f"backend {backend}, {running}"
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
+          + (f" ({compilers - spare_cores} at nice {POOL_NICENESS})" if compilers > spare_cores else "")
           + {"never": "", "always": ", a spare worker started ahead per slot",
              "warm": ", a spare worker per slot warmed ahead with its substrate"}[spares], flush=True)
     if checks_addresses(args, backend):
@@ -268,7 +274,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
 
     # Batches compiled ahead on the cores the workers leave.
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
-                                 backend, args.cache_dir, checks_addresses(args, backend))
+                                 backend, args.cache_dir, checks_addresses(args, backend),
+                                 lowered=max(0, compilers - max(0, (os.cpu_count() or 1) - workers)))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

@@ -31,7 +31,8 @@
 #                  workers and --batch-size 1
 #   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
 #   CAMPAIGN=check the campaign over every admitted substrate, value suites only, with --address-check off (a fault
-#                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"), statuses compared
+#                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"; "12:16": 12 workers
+#                  and --compilers 16), statuses compared
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
 #   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
@@ -430,9 +431,11 @@ if [ "${CAMPAIGN:-}" = check ]; then
   python3 -c "import torch; torch.zeros(1, device='cuda'); from harness.backends.address_check import assembler as a; \
 print('nvJitLink after torch and a context:', a())"
   campaign unchecked --oracles values --address-check off
-  for n in ${CHECK_WORKERS:-4}; do
-    campaign "checked-$n" --oracles values --workers "$n"
-    python3 -m harness.report_diff "$out/campaign-unchecked.json" "$out/campaign-checked-$n.json" | tail -n 20
+  for n in ${CHECK_WORKERS:-4}; do  # N, or N:C for N workers and --compilers C
+    workers=${n%%:*}
+    extra=(); [ "$n" != "$workers" ] && extra=(--compilers "${n##*:}")
+    campaign "checked-${n/:/-}" --oracles values --workers "$workers" "${extra[@]}"
+    python3 -m harness.report_diff "$out/campaign-unchecked.json" "$out/campaign-checked-${n/:/-}.json" | tail -n 20
   done
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then

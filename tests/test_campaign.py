@@ -109,6 +109,16 @@ def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
     assert capsys.readouterr().err == "campaign: error: --batch-size must be at least 1\n"
     assert _campaign(admitted, "--sanitize-processes", "0") == 2
     assert capsys.readouterr().err == "campaign: error: --sanitize-processes must be at least 1, not 0\n"
+    assert _campaign(admitted, "--compilers", "-1") == 2
+    assert capsys.readouterr().err == "campaign: error: --compilers must be 0 or more\n"
+
+
+def test_compilers_beyond_the_cores_the_workers_leave_are_said_to_run_lowered(admitted, tmp_path, capsys):
+    cores = os.cpu_count() or 1
+    assert _campaign(admitted, "rule_compliant", "--compilers", str(cores + 1), "--store",
+                     str(tmp_path / "r.jsonl")) == 0
+    assert (f"1 worker(s) over the CPU, {cores + 1} process(es) compiling batches ahead (2 at nice 10)"
+            in capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("slot, gpus, visible, expected", [
@@ -494,13 +504,6 @@ def test_spare_workers_are_kept_where_each_worker_and_its_spare_can_have_a_core(
     ("always", "cuda", 4, 16, "always"), ("never", "cuda", 4, 16, "never"), ("warm", "cpu", 2, 2, "warm")])
 def test_auto_spares_are_warmed_on_the_gpu_and_started_ahead_on_the_cpu(requested, backend, workers, cores, mode):
     assert spare_mode(requested, backend, workers, cores) == mode
-
-
-@pytest.mark.parametrize("requested, workers, mode", [("auto", 4, "always"), ("auto", 16, "always"),
-                                                      ("never", 12, "never"), ("warm", 4, "warm")])
-def test_address_checked_a_spare_is_the_next_substrates_worker_started_ahead(requested, workers, mode):
-    # A fault no longer ends a worker: nothing to warm a spare for, and the slot's next substrate wants a worker.
-    assert spare_mode(requested, "cuda", workers, 16, checked=True) == mode
 
 
 def test_a_backend_made_ahead_goes_to_the_job_that_wants_one_made_so(tmp_path, monkeypatch):

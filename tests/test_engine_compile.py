@@ -140,3 +140,20 @@ def test_a_batchs_digests_read_at_once_are_each_variants_own(entry):
     composed = batch_program(sources, entry.kernel_name, "k.cu")
     ptx = compile_program(composed.source, composed.name_expressions, PTX_ONLY_ARCH).ptx
     assert code_digests(ptx, len(sources)) == [code_digest(ptx, i) for i in range(len(sources))]
+
+
+def test_the_pool_processes_beyond_the_cores_the_workers_leave_run_below_the_workers_priority():
+    import os
+    import time
+
+    pool = CompilePool(3, lowered=2)
+    try:
+        for _ in range(6):
+            pool.executor.submit(time.sleep, 0.3)
+        time.sleep(1.5)
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        pids = list(pool.executor._processes)
+        assert len(pids) == 3
+        assert sorted(os.getpriority(os.PRIO_PROCESS, pid) - base for pid in pids) == [0, 10, 10]
+    finally:
+        pool.close()

@@ -4,7 +4,6 @@ cache, by a pool ahead of the workers and by the worker that needs it where the 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from harness.batches import batch_program, code_digests
@@ -96,29 +95,27 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     return True
 
 
-POOL_NICENESS = 10
-
-
 class CompilePool:
     """Processes that compile a campaign's batches into the cache ahead of its workers.
 
     NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile; the
-    pool compiles every batch ahead instead, the first batch of each substrate first, at a lower priority than
-    the workers (on the cuda backend on every core: its workers wait for their GPU). A worker that needs a batch
-    not compiled yet compiles it itself, or waits for the pool process compiling it (harness.cache.lookup_or_make).
+    cores the workers leave compile every batch ahead instead, the first batch of each substrate first. A worker
+    that needs a batch not compiled yet compiles it itself, or waits for the pool process compiling it
+    (harness.cache.lookup_or_make).
 
     The processes are spawned, not forked from the workers' fork server: NVRTC and nvJitLink need neither
     torch nor the CUDA libraries torch loads, so a pool process imports no torch.
     """
 
-    def __init__(self, processes: int):
+    def __init__(self, processes: int, lowered: int = 0):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         self.processes = processes
-        # At a lower priority than the workers (nice 10): what a worker does now comes before a batch it needs later.
-        self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=os.nice, initargs=(POOL_NICENESS,))
+        # `lowered` of them at a lower priority than the workers: they take only the cores the workers leave idle.
+        context = multiprocessing.get_context("spawn")
+        self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_lower_some,
+                                             initargs=(context.Value("i", lowered),))
                          if processes else None)
         self.futures = []
 
@@ -136,6 +133,19 @@ class CompilePool:
         done = [f.result() for f in self.futures if f.done() and not f.cancelled() and f.exception() is None]
         return (f"compile pool: {len(done)} of {len(self.futures)} batches in {sum(s for _, s in done):.1f} s of "
                 f"processor time over {self.processes} process(es)")
+
+
+POOL_NICENESS = 10
+
+
+def _lower_some(still_to_lower) -> None:
+    """A pool process's start: the first `still_to_lower` (shared) to start lower their priority."""
+    import os
+
+    with still_to_lower.get_lock():
+        if still_to_lower.value > 0:
+            still_to_lower.value -= 1
+            os.nice(POOL_NICENESS)
 
 
 def _timed_precompile(*task) -> tuple[bool, float]:
@@ -164,16 +174,18 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,
 
 
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
-                  address_checked: bool = False) -> CompilePool:
+                  address_checked: bool = False, lowered: int = 0) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
-    address-checked cubin, where nvJitLink loads); the caller closes it. The cache folder is named, not left to each pool process to work out."""
+    address-checked cubin, where nvJitLink loads); the caller closes it. The cache folder is named, not left to
+    each pool process to work out. `lowered` of the processes run at nice POOL_NICENESS (those beyond the cores the
+    workers leave)."""
     from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
     from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
     from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
 
-    pool = CompilePool(processes)
+    pool = CompilePool(processes, lowered)
     arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     if address_checked and address_check.assembler_version():

@@ -361,17 +361,15 @@ def spares_wanted(mode: str, workers: int, cpu_cores: int) -> bool:
     return mode in ("always", "warm")
 
 
-def spare_mode(requested: str, backend: str, workers: int, cpu_cores: int, checked: bool = False) -> str:
+def spare_mode(requested: str, backend: str, workers: int, cpu_cores: int) -> str:
     """--spare-workers as a local campaign runs it: never, always (started ahead) or warm (started ahead and given
-    its slot's substrate). auto, address-checked: always (a fault no longer ends a worker, so a spare is the slot's
-    next substrate's worker, its CUDA context made ahead); else where each worker and its spare can have a core:
-    warm on the CUDA backend, whose workers a fault ends (on the H200 over the 28, 4 workers: 24.57 against 22.75
-    mutants/s, MEASUREMENTS.md), started ahead on the CPU backend, whose workers seldom end (a warmed spare's
-    trials would be a cost there)."""
+    its slot's substrate). auto, where each worker and its spare can have a core: warm on the CUDA backend, whose
+    workers a fault ends (on the H200 over the 28, 4 workers: 24.57 against 22.75 mutants/s, MEASUREMENTS.md),
+    started ahead on the CPU backend, whose workers seldom end (a warmed spare's trials would be a cost there).
+    Address-checked at 12 workers, spares started ahead with their contexts made and a pool on every core took
+    the campaign from 89.64 to 82.03 mutants/s (MEASUREMENTS.md, twenty-first session): no spare there."""
     if requested != "auto":
         return requested
-    if checked:
-        return "always"
     if not spares_wanted(requested, workers, cpu_cores):
         return "never"
     return "warm" if backend == "cuda" else "always"
