@@ -272,8 +272,8 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     pools = []
 
     class RecordingPool(engine_compile.CompilePool):
-        def __init__(self, processes):
-            super().__init__(processes)
+        def __init__(self, processes, lowered=0):
+            super().__init__(processes, lowered)
             pools.append({"processes": processes, "tasks": []})
 
         def submit(self, work):
