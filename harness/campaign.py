@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="worker processes, each running one substrate at a time, spread over every GPU "
                              "(default: 4 per GPU on cuda, at most one per CPU core; 1 on cpu)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
-                        help="processes compiling batches ahead of the workers (default: the CPU cores the workers "
-                             "leave); those beyond the cores the workers leave run at a lower priority (nice 10)")
+                        help="processes compiling batches ahead of the workers of a local run (default: the CPU "
+                             "cores the workers leave); those beyond the cores the workers leave run at a lower "
+                             "priority (nice 10). A cluster item's pool has its host's cores shared among its items")
     parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
                         help="only mutants of this operator (repeatable; default: all): "
                              + ", ".join(o.value for o in Operator))
