@@ -59,6 +59,8 @@ def lookup_or_make(key: str, suffixes: tuple[str, ...], make: Callable[[], dict[
             fcntl.flock(held, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Busy(key) from None
+        except OSError:  # a file system without locks (ENOLCK): made here, as before there were locks
+            pass
         # Unlinked by its holder, whatever happens: a process still waiting on it finds the files when it gets it.
         try:
             if all(p.is_file() for p in paths.values()):  # made while this process waited

@@ -95,3 +95,16 @@ def test_a_key_another_process_is_making_is_waited_for_not_made_again(tmp_path):
     paths, from_cache = made_here[0]
     assert from_cache and paths["cubin"].read_bytes() == b"the other's"
     assert not (tmp_path / f"{key}.lock").exists()
+
+
+def test_a_cache_on_a_file_system_without_locks_still_makes_what_is_asked(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(*_):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    paths, from_cache = cache.lookup_or_make(cache.cache_key("no locks"), ("cubin",), lambda: {"cubin": b"made"},
+                                             tmp_path)
+    assert not from_cache and paths["cubin"].read_bytes() == b"made"
