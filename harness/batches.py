@@ -84,11 +84,15 @@ def _top_level_statements(ptx: str) -> list[str]:
     return statements
 
 
+def _blanked(statement: str) -> str:
+    """A statement with its batch tag and its function-local label numbers blanked: comparable across batches."""
+    return _PER_FUNCTION.sub(r"\1N", _TAG.sub("harness_batch_N", statement))
+
+
 def variant_code(ptx: str, index: int) -> str:
     """The PTX statements of variant `index` of a batch, its tag blanked."""
     own = tag(index)
-    return "\n".join(_PER_FUNCTION.sub(r"\1N", _TAG.sub("harness_batch_N", s))
-                     for s in _top_level_statements(ptx) if own in s)
+    return "\n".join(_blanked(s) for s in _top_level_statements(ptx) if own in s)
 
 
 def code_digest(ptx: str, index: int) -> str:
@@ -104,6 +108,6 @@ def code_digests(ptx: str, count: int) -> list[str]:
         blanked = None
         for index in sorted({int(found[-TAG_WIDTH:]) for found in _TAG.findall(statement)}):
             if index < count:
-                blanked = blanked or _PER_FUNCTION.sub(r"\1N", _TAG.sub("harness_batch_N", statement))
+                blanked = blanked or _blanked(statement)
                 own[index].append(blanked)
     return [hashlib.sha256("\n".join(parts).encode()).hexdigest() for parts in own]

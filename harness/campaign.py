@@ -167,6 +167,7 @@ def _run(args) -> int:
     spare_cores = max(0, cores - workers)
     compilers = (0 if args.naive or args.scheduler or args.batch_size < 2 or not pending
                  else spare_cores if args.compilers is None else args.compilers)
+    lowered = max(0, compilers - spare_cores)  # run at nice POOL_NICENESS
     per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
                else f"{workers} worker(s) over {where}")
@@ -175,7 +176,7 @@ def _run(args) -> int:
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
           f"backend {backend}, {running}"
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
-          + (f" ({compilers - spare_cores} at nice {POOL_NICENESS})" if compilers > spare_cores else "")
+          + (f" ({lowered} at nice {POOL_NICENESS})" if lowered else "")
           + {"never": "", "always": ", a spare worker started ahead per slot",
              "warm": ", a spare worker per slot warmed ahead with its substrate"}[spares], flush=True)
     if checks_addresses(args, backend):
@@ -197,7 +198,7 @@ def _run(args) -> int:
             raise UsageError(str(error))
     else:
         _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
-                  worker_time, naive_results, workers, gpus, compilers)
+                  worker_time, naive_results, workers, gpus, compilers, lowered)
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
@@ -244,7 +245,8 @@ def _run(args) -> int:
     return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 
-def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers) -> None:
+def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers,
+              lowered) -> None:
     """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
     is resolved (never, always or warm)."""
     slots = threading.Semaphore(workers)
@@ -276,7 +278,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     # Batches compiled ahead on the cores the workers leave.
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
                                  backend, args.cache_dir, checks_addresses(args, backend),
-                                 lowered=max(0, compilers - max(0, (os.cpu_count() or 1) - workers)))
+                                 lowered=lowered)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

@@ -16,9 +16,6 @@ from functools import lru_cache
 # what the code was compiled with and a change of NVRTC default cannot change results unseen.
 BASE_OPTIONS = ("-std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=true", "-lineinfo")
 DEFAULT_ARCH = "sm_90"  # the lent H200; used where no device says otherwise
-# A virtual architecture: NVRTC stops at PTX (the same PTX as DEFAULT_ARCH's) and runs no ptxas, in a third of
-# the time; for what needs the PTX alone (the CPU backend's campaigns: parameter lists and code digests).
-PTX_ONLY_ARCH = "compute_" + DEFAULT_ARCH.removeprefix("sm_")
 
 
 def ptx_only(arch: str) -> str:
@@ -29,6 +26,11 @@ def ptx_only(arch: str) -> str:
 def real_arch(arch: str) -> str:
     """The real architecture of `arch` (compute_90 -> sm_90): what ptxas assembles that PTX for."""
     return "sm_" + arch.removeprefix("compute_").removeprefix("sm_")
+
+
+# A virtual architecture: NVRTC stops at PTX (the same PTX as DEFAULT_ARCH's) and runs no ptxas, in a third of
+# the time; for what needs the PTX alone (the CPU backend's campaigns: parameter lists and code digests).
+PTX_ONLY_ARCH = ptx_only(DEFAULT_ARCH)
 
 
 def arch_without_gpu(ptxas: bool) -> str:

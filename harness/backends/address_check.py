@@ -37,7 +37,6 @@ STATE_SYMBOL = "__harness_address_check"
 TABLE_SYMBOL = "__harness_address_table"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
 STATE_BYTES = 32
-TABLE_BYTES = 16 * TABLE_ENTRIES
 HI_OFFSET = 8 * TABLE_ENTRIES  # the ends, after the first bytes
 UNUSED_LO = 2**64 - 1
 

@@ -75,10 +75,9 @@ class CudaBackend(Backend):
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
             _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
-            self._checked_modules = {}  # PTX -> the address-checked module
+            self._checked_modules = {}  # PTX -> (the address-checked module, its table's device address)
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
-            self._tables = {}  # a checked module -> its table (a device address)
             self._table_of = {}  # a checked function's handle -> its module's table
             self._written: dict[int, tuple] = {}  # a module's table -> what its content was made for
             self._table_made_for = None  # the allocator's segment counts when the table was last made
@@ -110,11 +109,11 @@ class CudaBackend(Backend):
         if compiled is None:
             compiled, from_cache = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir,
                                                         program_name, locate)
-        module = self._checked_module(compiled) if self.check_addresses else self._module(compiled)
+        module, table = self._checked_module(compiled) if self.check_addresses else (self._module(compiled), None)
         function = _check(driver.cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
         if self.check_addresses:
             self._unchecked[int(function)] = compiled
-            self._table_of[int(function)] = self._tables[int(module)]
+            self._table_of[int(function)] = table
         return LoadedKernel(
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
@@ -136,10 +135,11 @@ class CudaBackend(Backend):
         return module
 
     def _checked_module(self, compiled):
-        """The address-checked module of `compiled`'s program, its state pointer set and its variables in the table."""
-        module = self._checked_modules.get(compiled.ptx)
-        if module is not None:
-            return module
+        """(the address-checked module of `compiled`'s program, its table's device address), its state pointer set and
+        its variables in the table."""
+        found = self._checked_modules.get(compiled.ptx)
+        if found is not None:
+            return found
         driver = _driver()
         cubin = cache.address_checked_cubin(compiled.ptx, self.arch, self.cache_dir)
         # Without nvJitLink the driver assembles the checked PTX itself (NUL-terminated text).
@@ -149,12 +149,11 @@ class CudaBackend(Backend):
         value = struct.pack("<Q", self._check_state)
         _check(driver.cuMemcpyHtoD(pointer, value, len(value)), "setting the address check's state")
         table, _ = _check(driver.cuModuleGetGlobal(module, address_check.TABLE_SYMBOL.encode()), "cuModuleGetGlobal")
-        self._tables[int(module)] = int(table)
         for name in address_check.address_taken_globals(compiled.ptx):
             pointer, size = _check(driver.cuModuleGetGlobal(module, name.encode()), f"cuModuleGetGlobal {name}")
             self._module_ranges.append((int(pointer), int(pointer) + int(size)))
-        self._checked_modules[compiled.ptx] = module
-        return module
+        self._checked_modules[compiled.ptx] = module, int(table)
+        return module, int(table)
 
     def _write_table(self, table: int) -> bool:
         """The mapped memory a kernel may reach without a fault, written into the module's `table` where torch's
