@@ -33,6 +33,8 @@
 #   CAMPAIGN=check the campaign over every admitted substrate, value suites only, with --address-check off (a fault
 #                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"; "12:16": 12 workers
 #                  and --compilers 16), statuses compared
+#   CHECK_AGAINST=FILE  with CAMPAIGN=check: no unchecked campaign; each checked one compared with FILE (an unchecked
+#                  report of an earlier run in this call, e.g. another tree's)
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
 #   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
@@ -430,12 +432,13 @@ if [ "${CAMPAIGN:-}" = check ]; then
   # Where the campaign's processes call it: after torch has loaded its CUDA libraries and made a context.
   python3 -c "import torch; torch.zeros(1, device='cuda'); from harness.backends.address_check import assembler as a; \
 print('nvJitLink after torch and a context:', a())"
-  campaign unchecked --oracles values --address-check off
+  unchecked=${CHECK_AGAINST:-$out/campaign-unchecked.json}
+  [ -z "${CHECK_AGAINST:-}" ] && campaign unchecked --oracles values --address-check off
   for n in ${CHECK_WORKERS:-4}; do  # N, or N:C for N workers and --compilers C
     workers=${n%%:*}
     extra=(); [ "$n" != "$workers" ] && extra=(--compilers "${n##*:}")
     campaign "checked-${n/:/-}" --oracles values --workers "$workers" "${extra[@]}"
-    python3 -m harness.report_diff "$out/campaign-unchecked.json" "$out/campaign-checked-${n/:/-}.json" | tail -n 20
+    python3 -m harness.report_diff "$unchecked" "$out/campaign-checked-${n/:/-}.json" | tail -n 20
   done
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
