@@ -63,21 +63,31 @@ PTX = """.version 9.0
 def test_each_checked_access_is_made_only_where_its_own_guard_holds_and_it_would_not_fault():
     checked = check.instrument(PTX)
     lines = checked.splitlines()
-    # Before the module's first variable, once: the state's pointer and the table, in constant memory.
-    assert lines[4:6] == [f".const .align 8 .u64 {check.STATE_SYMBOL};",
-                          f".const .align 8 .u64 {check.TABLE_SYMBOL}[{2 * check.TABLE_ENTRIES}];"]
-    assert checked.count(check.TABLE_SYMBOL + "[") == 1
-    # Seven halvings of the table, each a read of constant memory, a compare and a predicated step.
-    assert len(re.findall(r"ld\.const\.u64 %ac_lo, \[%ac_p\+\d+\];", checked)) == 2 * 7
-    # The guarded load: its guard (@!%p1) joins the check's, the access made under both.
-    assert "@!%p1" not in checked
-    assert "not.pred %ac_run, %p1;" in checked
+    # Before the module's first variable, once: the state's pointer and the table, in constant memory, and the check.
+    assert lines[4:7] == [f".const .align 8 .u64 {check.STATE_SYMBOL};",
+                          f".const .align 8 .u64 {check.TABLE_SYMBOL}[{2 * check.TABLE_ENTRIES}];",
+                          f".func (.param .b32 {check.CHECK_FUNCTION}_ok) {check.CHECK_FUNCTION}(.param .b64 "
+                          f"{check.CHECK_FUNCTION}_address, .param .b32 {check.CHECK_FUNCTION}_kind)"]
+    assert checked.count(check.TABLE_SYMBOL + "[") == 1 and checked.count(".func") == 1
+    # Seven halvings of the table, once in the module: each a read of constant memory, a compare and a predicated step.
+    assert len(re.findall(r"ld\.const\.u64 %ac_lo, \[%ac_p\+\d+\];", checked)) == 7
+    # The guarded load: the check called where its guard (@!%p1) holds, the access made where the check says so.
+    assert "\t\tmov.u32 %ac_ok, 0;" in lines
+    assert f"\t\t@!%p1 call (ac_ok), {check.CHECK_FUNCTION}, (ac_address, ac_kind);" in lines
+    assert f"\t\tst.param.b32 [ac_kind], {8 | check.GENERIC_FLAG * 0};" in lines  # v2.f32: 8 bytes, global
     assert "\t\t@%ac_run ld.global.nc.v2.f32 {%f1, %f2}, [%rd2+-8];" in lines
+    # The unguarded store: a call every active thread makes.
+    assert f"\t\tcall.uni (ac_ok), {check.CHECK_FUNCTION}, (ac_address, ac_kind);" in lines
     assert "\t\t@%ac_run st.global.f32 [%rd3+4], %f1;" in lines
     assert "\tld.global.f32 %f1, [table+4];" in lines  # names its variable: left as it was
     assert checked.count("\t{\n") == 2 and checked.count("@%ac_run") == 2
     # Straight-line: the check adds no branch and no label.
     assert not re.search(r"\bbra\b|^\s*\$", checked, re.MULTILINE)
+
+
+def test_a_generic_access_says_so_to_the_check():
+    checked = check.instrument(PTX.replace("st.global.f32 [%rd3+4]", "st.f32 [%rd3+4]"))
+    assert f"\t\tst.param.b32 [ac_kind], {4 | check.GENERIC_FLAG};" in checked.splitlines()
 
 
 def test_the_table_holds_the_variables_whose_address_the_code_takes():

@@ -9,10 +9,12 @@ first one is written down (address, size, which fault) for the host to report as
 GPU would have raised. Accesses that would not fault, out of their buffer's bounds or not, run
 unchanged, so a kernel's values are the ones it computes without the check.
 
-The checks are straight-line code (loads, compares, selects, predicated instructions): no branch
-is added, so the basic blocks that ptxas optimises (fusing a multiply and an add, say) are the
-ones NVRTC wrote. What is not rewritten (shared, local, const and param spaces, cp.async, an
-instruction of a form not recognised) runs as it did: a fault there still ends the process.
+The check is one function of the module (straight-line code: loads, compares, selects, predicated
+instructions), called before each access; the kernel's own code gains no branch, only the calls, so
+the basic blocks that ptxas optimises are the ones NVRTC wrote, cut at each checked access. (Written
+out before each access instead, ptxas took twice as long on the check; MEASUREMENTS.md, twenty-first
+session.) What is not rewritten (shared, local, const and param spaces, cp.async, an instruction of
+a form not recognised) runs as it did: a fault there still ends the process.
 
 The check's state is device memory the backend allocates outside torch's allocator, so that it is not
 in the table: a kernel's access to it is foreseen as the fault it would be without the check. Each
@@ -32,7 +34,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-CHECK_VERSION = 4  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
+CHECK_VERSION = 5  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
 STATE_SYMBOL = "__harness_address_check"
 TABLE_SYMBOL = "__harness_address_table"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
@@ -85,62 +87,102 @@ def memory_access(opcode: str, operands: str) -> Access | None:
                   generic="global" not in qualifiers)
 
 
-def _check_lines(indent: str, access: Access, predicate: str, negate: bool, instruction: str) -> list[str]:
-    """The scope that checks one access and makes it only where it would not fault."""
-    pad = indent + "\t"
+CHECK_FUNCTION = "__harness_check_access"
+GENERIC_FLAG = 1 << 8  # in the check's second argument, beside the access's size: a generic address
+
+
+def _check_function() -> list[str]:
+    """The check, once a module: `__harness_check_access(address, size | GENERIC_FLAG if generic)` returns 1 where
+    the access would not fault, and records the first that would. Called before each access rather than written
+    out before each: ptxas assembles a checked batch in about the time of an unchecked one (four batches 2.07 s,
+    against 2.90 s written out and 1.86 s unchecked; MEASUREMENTS.md, twenty-first session)."""
     lines = [
+        f".func (.param .b32 {CHECK_FUNCTION}_ok) {CHECK_FUNCTION}(.param .b64 {CHECK_FUNCTION}_address, "
+        f".param .b32 {CHECK_FUNCTION}_kind)",
         "{",
-        ".reg .pred %ac_in, %ac_mis, %ac_bad, %ac_first, %ac_run;",
-        ".reg .b64 %ac_s, %ac_a, %ac_p, %ac_t, %ac_lo, %ac_hi, %ac_e;",
-        ".reg .b32 %ac_k, %ac_n;",
-        f"ld.const.u64 %ac_s, [{STATE_SYMBOL}];",
-        f"add.s64 %ac_a, {access.base}, {access.offset};",
-        f"mov.u64 %ac_p, {TABLE_SYMBOL};",
+        "\t.reg .pred %ac_in, %ac_mis, %ac_bad, %ac_first, %ac_generic, %ac_window;",
+        "\t.reg .b64 %ac_s, %ac_a, %ac_p, %ac_t, %ac_lo, %ac_hi, %ac_e, %ac_z;",
+        "\t.reg .b32 %ac_kind, %ac_size, %ac_k, %ac_n;",
+        f"\tld.param.b64 %ac_a, [{CHECK_FUNCTION}_address];",
+        f"\tld.param.b32 %ac_kind, [{CHECK_FUNCTION}_kind];",
+        "\tand.b32 %ac_size, %ac_kind, 255;",
+        "\tcvt.u64.u32 %ac_z, %ac_size;",
+        f"\tld.const.u64 %ac_s, [{STATE_SYMBOL}];",
+        f"\tmov.u64 %ac_p, {TABLE_SYMBOL};",
     ]
-    # %ac_p walks to the last entry whose first byte is at or below the address: three instructions a halving
-    # (ptxas's time on a checked batch goes mostly to these; MEASUREMENTS.md, twenty-first session).
+    # %ac_p walks to the last entry whose first byte is at or below the address, three instructions a halving.
     step = TABLE_ENTRIES // 2
     while step:
-        lines += [f"ld.const.u64 %ac_lo, [%ac_p+{8 * step}];",
-                  "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
-                  f"@%ac_in add.s64 %ac_p, %ac_p, {8 * step};"]
+        lines += [f"\tld.const.u64 %ac_lo, [%ac_p+{8 * step}];",
+                  "\tsetp.le.u64 %ac_in, %ac_lo, %ac_a;",
+                  f"\t@%ac_in add.s64 %ac_p, %ac_p, {8 * step};"]
         step //= 2
     lines += [
-        "ld.const.u64 %ac_lo, [%ac_p];",
-        f"ld.const.u64 %ac_hi, [%ac_p+{HI_OFFSET}];",
-        f"add.s64 %ac_e, %ac_a, {access.size};",
-        "setp.le.u64 %ac_in, %ac_lo, %ac_a;",
-        "setp.lt.and.u64 %ac_in, %ac_a, %ac_hi, %ac_in;",  # with the next, also where a + size wraps past 2^64
-        "setp.le.and.u64 %ac_in, %ac_e, %ac_hi, %ac_in;",
+        "\tld.const.u64 %ac_lo, [%ac_p];",
+        f"\tld.const.u64 %ac_hi, [%ac_p+{HI_OFFSET}];",
+        "\tadd.s64 %ac_e, %ac_a, %ac_z;",
+        "\tsetp.le.u64 %ac_in, %ac_lo, %ac_a;",
+        "\tsetp.lt.and.u64 %ac_in, %ac_a, %ac_hi, %ac_in;",  # with the next, also where a + size wraps past 2^64
+        "\tsetp.le.and.u64 %ac_in, %ac_e, %ac_hi, %ac_in;",
+        # A generic address in the shared or local window is not the table's to judge; any other is.
+        f"\tand.b32 %ac_k, %ac_kind, {GENERIC_FLAG};",
+        "\tsetp.ne.u32 %ac_generic, %ac_k, 0;",
+        "\tisspacep.shared %ac_window, %ac_a;",
+        "\tisspacep.local %ac_bad, %ac_a;",
+        "\tor.pred %ac_window, %ac_window, %ac_bad;",
+        "\tand.pred %ac_window, %ac_window, %ac_generic;",
+        "\tor.pred %ac_in, %ac_in, %ac_window;",
+        "\tsub.s64 %ac_t, %ac_z, 1;",
+        "\tand.b64 %ac_t, %ac_a, %ac_t;",
+        "\tsetp.ne.u64 %ac_mis, %ac_t, 0;",
+        "\tnot.pred %ac_bad, %ac_in;",
+        "\tor.pred %ac_bad, %ac_bad, %ac_mis;",
+        f"\tselp.b32 %ac_k, {MISALIGNED_ADDRESS << 16}, {ILLEGAL_ADDRESS << 16}, %ac_mis;",
+        "\tor.b32 %ac_k, %ac_k, %ac_size;",
+        "\t@%ac_bad atom.global.add.u32 %ac_n, [%ac_s], 1;",
+        "\tsetp.eq.and.u32 %ac_first, %ac_n, 0, %ac_bad;",
+        "\t@%ac_first st.global.u64 [%ac_s+8], %ac_a;",
+        "\t@%ac_first st.global.u32 [%ac_s+16], %ac_k;",
+        "\tselp.b32 %ac_k, 0, 1, %ac_bad;",
+        f"\tst.param.b32 [{CHECK_FUNCTION}_ok], %ac_k;",
+        "\tret;",
+        "}",
     ]
-    if access.generic:  # an address in the shared or local window is not the table's to judge; any other is
-        lines += ["isspacep.shared %ac_bad, %ac_a;", "isspacep.local %ac_mis, %ac_a;",
-                  "or.pred %ac_bad, %ac_bad, %ac_mis;", "or.pred %ac_in, %ac_in, %ac_bad;"]
-    lines += [
-        f"and.b64 %ac_t, %ac_a, {access.size - 1};",
-        "setp.ne.u64 %ac_mis, %ac_t, 0;",
-        "not.pred %ac_bad, %ac_in;",
-        "or.pred %ac_bad, %ac_bad, %ac_mis;",
+    return lines
+
+
+def _check_lines(indent: str, access: Access, predicate: str, negate: bool, instruction: str) -> list[str]:
+    """The scope that checks one access and makes it only where it would not fault. Under the instruction's own
+    guard the check is called only where the guard holds (an access the instruction would not make is not
+    checked), so the call diverges: `call`, not `call.uni`."""
+    pad = indent + "\t"
+    guard = f"@{'!' if negate else ''}{predicate} " if predicate else ""
+    kind = access.size | (GENERIC_FLAG if access.generic else 0)
+    lines = [
+        "{",
+        ".reg .b64 %ac_a;",
+        ".reg .b32 %ac_ok;",
+        ".reg .pred %ac_run;",
+        ".param .b64 ac_address;",
+        ".param .b32 ac_kind;",
+        ".param .b32 ac_ok;",
+        f"add.s64 %ac_a, {access.base}, {access.offset};",
+        "st.param.b64 [ac_address], %ac_a;",
+        f"st.param.b32 [ac_kind], {kind};",
     ]
-    if predicate:  # the instruction's own guard: an access it would not make is not checked
-        lines += [f"not.pred %ac_run, {predicate};" if negate else f"mov.pred %ac_run, {predicate};",
-                  "and.pred %ac_bad, %ac_bad, %ac_run;"]
-    lines += [
-        f"selp.b32 %ac_k, {access.size | MISALIGNED_ADDRESS << 16}, {access.size | ILLEGAL_ADDRESS << 16}, %ac_mis;",
-        "@%ac_bad atom.global.add.u32 %ac_n, [%ac_s], 1;",
-        "setp.eq.and.u32 %ac_first, %ac_n, 0, %ac_bad;",
-        "@%ac_first st.global.u64 [%ac_s+8], %ac_a;",
-        "@%ac_first st.global.u32 [%ac_s+16], %ac_k;",
-    ]
-    if predicate:  # made where its guard holds and it would not fault
-        lines += ["not.pred %ac_bad, %ac_bad;", "and.pred %ac_run, %ac_run, %ac_bad;"]
+    if predicate:
+        lines += ["mov.u32 %ac_ok, 0;",
+                  f"{guard}call (ac_ok), {CHECK_FUNCTION}, (ac_address, ac_kind);",
+                  f"{guard}ld.param.b32 %ac_ok, [ac_ok];"]
     else:
-        lines += ["not.pred %ac_run, %ac_bad;"]
-    lines += [f"@%ac_run {instruction}", "}"]
+        lines += [f"call.uni (ac_ok), {CHECK_FUNCTION}, (ac_address, ac_kind);",
+                  "ld.param.b32 %ac_ok, [ac_ok];"]
+    lines += ["setp.ne.u32 %ac_run, %ac_ok, 0;", f"@%ac_run {instruction}", "}"]
     return [indent + lines[0], *(pad + line for line in lines[1:-1]), indent + lines[-1]]
 
 
-DECLARATIONS = [f".const .align 8 .u64 {STATE_SYMBOL};", f".const .align 8 .u64 {TABLE_SYMBOL}[{2 * TABLE_ENTRIES}];"]
+DECLARATIONS = [f".const .align 8 .u64 {STATE_SYMBOL};", f".const .align 8 .u64 {TABLE_SYMBOL}[{2 * TABLE_ENTRIES}];",
+                *_check_function()]
 
 
 def instrument(ptx: str) -> str:
