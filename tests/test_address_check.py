@@ -94,6 +94,26 @@ def test_the_table_holds_the_variables_whose_address_the_code_takes():
     assert check.address_taken_globals(PTX) == ["table"]
 
 
+def test_the_table_holds_a_constant_array_whose_address_the_code_takes():
+    # `weights` is read through a generic pointer (`cvta.const`): a generic load the check judges.
+    from harness.nvrtc import compile_cuda as compile_for
+
+    ptx = compile_for(WEIGH_CONSTANT, "weigh", "compute_90").ptx
+    assert "cvta.const.u64" in ptx
+    assert check.address_taken_globals(ptx) == ["weights"]
+    assert check.address_taken_globals(ptx.replace("mov.u64 \t%rd5, weights;", "")) == []
+
+
+WEIGH_CONSTANT = r"""
+__constant__ float weights[4] = {1.f, 2.f, 3.f, 4.f};
+extern "C" __global__ void weigh(const float* in, float* out, int which)
+{
+    const float* w = which ? weights : in;  // either: a generic pointer
+    out[threadIdx.x] = w[threadIdx.x % 4] * in[threadIdx.x];
+}
+"""
+
+
 def test_ptx_with_no_module_scope_directive_is_refused():
     with pytest.raises(ValueError, match="no module-scope directive"):
         check.instrument(".version 9.0\n.target sm_90\n.address_size 64\n")

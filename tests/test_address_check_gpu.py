@@ -112,3 +112,20 @@ def test_a_generic_load_from_an_address_in_no_window_is_foreseen(backends, narro
     # The process goes on: torch reads the output (what the kernel stored from the load's register the
     # check left unwritten) and would raise had the context been lost.
     assert isinstance(out.item(), float)
+
+
+def test_a_constant_array_read_through_a_generic_pointer_runs_as_it_would_unchecked(backends):
+    # The generic address `cvta.const` gives is the one the module's symbol has: in the table, not a fault.
+    from tests.test_address_check import WEIGH_CONSTANT
+
+    x = torch.arange(32, dtype=torch.float32, device="cuda")
+    outs = []
+    for backend in backends:
+        out = torch.zeros(32, device="cuda")
+        kernel = backend.load(WEIGH_CONSTANT, "weigh", "weigh.cu")
+        args = [(ctypes.c_void_p, x.data_ptr()), (ctypes.c_void_p, out.data_ptr()), (ctypes.c_int, 1)]
+        backend.launch(kernel, (1, 1, 1), (32, 1, 1), signature.to_ctypes(args))
+        backend.synchronize()
+        outs.append(out)
+    expected = torch.tensor([1.0, 2.0, 3.0, 4.0] * 8, device="cuda") * x
+    assert torch.equal(outs[0], expected) and torch.equal(outs[1], expected)

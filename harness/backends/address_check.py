@@ -289,10 +289,10 @@ def assemble(ptx: str, arch: str) -> bytes:
 
 
 def address_taken_globals(ptx: str) -> list[str]:
-    """The module's own .global variables whose address the code takes into a register: those a checked access
-    may reach through a register, which the table must therefore hold. (An access naming the variable is not
-    checked.)"""
-    names = re.findall(r"^\s*(?:\.visible\s+|\.weak\s+)?\.global\s+[^;=]*?([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\]\s*)*"
-                       r"(?:=[^;]*)?;", ptx, re.MULTILINE)
+    """The module's own .global and .const variables whose address the code takes into a register: those a
+    checked access may reach through a register (a __constant__ array read through a generic pointer, after
+    `cvta.const`), which the table must therefore hold. (An access naming the variable is not checked.)"""
+    names = re.findall(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:global|const)\s+[^;=]*?([A-Za-z_$][\w$]*)\s*"
+                       r"(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;", ptx, re.MULTILINE)
     taken = set(re.findall(r"^\s*(?:mov|cvta\.global)\.[ub]64\s+%\w+,\s*([A-Za-z_$][\w$]*)\s*;", ptx, re.MULTILINE))
     return [name for name in names if name in taken]
