@@ -32,7 +32,7 @@ from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
 from harness.cluster.campaign import run_on_cluster
-from harness.engine.run import (WORKERS_PER_GPU, Progress, WorkerTime, checks_addresses, default_workers,
+from harness.engine.run import (WORKERS_PER_GPU, Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
                                 worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
@@ -186,6 +186,7 @@ def _run(args) -> int:
     naive_results: dict[str, dict] = {}
     worker_time = WorkerTime()
     run_started = time.perf_counter()
+    start_times = StartTimes(run_started)
     if args.scheduler:
         try:
             with cluster_client(args.scheduler, gpus, args.workers or 1, per_gpu,
@@ -198,7 +199,7 @@ def _run(args) -> int:
             raise UsageError(str(error))
     else:
         _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
-                  worker_time, naive_results, workers, gpus, compilers, lowered)
+                  worker_time, naive_results, workers, gpus, compilers, lowered, start_times)
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
@@ -239,6 +240,8 @@ def _run(args) -> int:
             args.html.write_text(report_html(report))
     if worker_time.workers:
         print(worker_time.describe())
+    if said := start_times.describe(workers):
+        print(said)
     rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
     print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
           flush=True)
@@ -246,7 +249,7 @@ def _run(args) -> int:
 
 
 def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers,
-              lowered) -> None:
+              lowered, start_times=None) -> None:
     """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
     is resolved (never, always or warm)."""
     slots = threading.Semaphore(workers)
@@ -270,7 +273,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                 if plan.to_run and args.naive:
                     run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
-                    run_plan(plan, args, backend, store, progress, starter, worker_time)
+                    run_plan(plan, args, backend, store, progress, starter, worker_time, start_times)
             finally:
                 with devices_lock:
                     free_devices.append(slot)

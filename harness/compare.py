@@ -7,6 +7,8 @@ and the first few mismatches with their coordinates, in words a person can act o
 from __future__ import annotations
 
 import ctypes
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -210,3 +212,49 @@ def compare(got, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
     if compared_bitwise(expected, tolerance):
         return compare_bitwise(got, expected)
     return compare_close(got, expected, tolerance.atol, tolerance.rtol)
+
+
+# Outputs this small are compared by compare_later: its temporaries (a mask, float64 copies) are a few of these.
+COMPARED_LATER_MAX_ELEMENTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class PendingComparison:
+    """A comparison queued on the device, its verdict read later with other signals in one transfer (each read
+    waits for the device: a campaign compares every run of every trial). `signals` are int64 where the output is;
+    `finish(values)` turns their values into compare()'s Comparison, or None where only compare() can say (a
+    mismatch, to be described; a NaN or an infinity, whose rules are compare_close's)."""
+
+    signals: torch.Tensor
+    finish: Callable[[list[int]], Comparison | None]
+
+
+def compare_later(got, expected: torch.Tensor, tolerance: Tolerance) -> PendingComparison | None:
+    """compare(got, expected, tolerance) queued on the device, for an output of at most COMPARED_LATER_MAX_ELEMENTS
+    elements; None where it cannot be (a structure problem, an empty or larger output, another device): call
+    compare() then."""
+    got = _scalar_as_expected(got, expected)
+    if (_structure_problem(got, expected) or got.device != expected.device
+            or not 0 < expected.numel() <= COMPARED_LATER_MAX_ELEMENTS):
+        return None
+    total = expected.numel()
+    if compared_bitwise(expected, tolerance):
+        differ = (bits(got) != bits(expected)).any().to(torch.int64).reshape(1)
+        return PendingComparison(differ, lambda values: None if values[0] else Comparison(ok=True, total=total))
+    g, e = got.detach().reshape(-1).to(torch.float64), expected.detach().reshape(-1).to(torch.float64)
+    diff, magnitude = (g - e).abs(), e.abs()
+    atol, rtol = tolerance.atol, tolerance.rtol
+    # _finite_chunk's four figures, as float64 bit patterns: read with int64 signals, unchanged.
+    figures = torch.stack([(torch.isfinite(g).all() & torch.isfinite(e).all()).to(torch.float64), diff.max(),
+                           (diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max(),
+                           (diff > atol + rtol * magnitude).sum().to(torch.float64)]).view(torch.int64)
+
+    def finish(values: list[int]) -> Comparison | None:
+        finite, max_abs, max_rel, mismatches = struct.unpack("<4d", struct.pack("<4q", *values))
+        if not finite or max_abs == float("inf") or mismatches:
+            return None
+        # What compare_close gives a chunk _finite_chunk takes, with no mismatch.
+        return Comparison(ok=True, total=total, mismatches=0, max_abs_error=max(0.0, max_abs),
+                          max_rel_error=max(0.0, max_rel))
+
+    return PendingComparison(figures, finish)

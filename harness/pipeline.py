@@ -22,7 +22,7 @@ import torch
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
-from harness.compare import Comparison, compare, compare_bitwise, compared_bitwise
+from harness.compare import Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
                             poison_mask, poisoned_allocations, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
@@ -196,18 +196,25 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 
 def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
-               sums: list, pattern: int | None) -> int:
+               sums: list, pattern: int | None, pending: PendingComparison | None = None,
+               guarded_inputs: list | None = None) -> tuple[int, list[int]]:
     """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns 1
-    when some element of out still holds `pattern`, else 0 (always 0 when `pattern` is None: launch initialised out).
+    when some element of out still holds `pattern`, else 0 (always 0 when `pattern` is None: launch initialised out),
+    and the values of the `pending` comparison's signals. With `guarded_inputs` (the last run's), their guard bands
+    too, their damage added to result.guard_damage.
 
     Every signal is computed on the device and read in one transfer: a campaign asks this of every
     trial of every mutant, and on a GPU each separate read is a wait for the device. The details
     (which bytes, which elements) are worked out only where a signal says something is wrong.
     """
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
+    present = [(i, g) for i, g in enumerate(guarded_inputs or ()) if g is not None]
     parts = [guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors)]
     if pattern is not None:
         parts.append(poison_held(guarded_out.tensor, pattern))
+    if pending is not None:
+        parts.append(pending.signals)
+    parts += [g.bands_changed() for _, g in present]
     signals = torch.cat(parts).tolist()  # one device: out and the inputs' guarded copies
     if signals[0] or signals[1]:
         result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
@@ -216,7 +223,21 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
             change = _changed_input(views[i], inputs[i])
             if not change.ok:
                 result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
-    return signals[-1] if pattern is not None else 0
+    at = 2 + 2 * len(tensors)
+    held = signals[at] if pattern is not None else 0
+    at += pattern is not None
+    compared = signals[at:at + (len(pending.signals) if pending is not None else 0)]
+    bands = signals[len(signals) - 2 * len(present):]
+    for k, (i, g) in enumerate(present):
+        if bands[2 * k] or bands[2 * k + 1]:
+            result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
+    return held, compared
+
+
+def reads_wait(device) -> bool:
+    """Whether reading a value from `device` waits for it (a GPU's), so that reads are worth gathering into one: in
+    host memory compare()'s own ways are the quicker (memcmp for bit-for-bit)."""
+    return torch.device(device).type != "cpu"
 
 
 def _guarded_copy(buffers: GuardedBuffers | None, i: int, x: torch.Tensor, device) -> GuardedTensor:
@@ -304,12 +325,28 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
             backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
             backend.synchronize()
         with clock.timing("kernel: output compared"):
-            comparison = compare(guarded_out.tensor, expected, entry.tolerance)
-            result.comparisons.append(comparison)
+            # A small output's verdict is read with the guards' signals below; only a mismatch (to be described)
+            # or a large output is compared on its own.
+            pending = (compare_later(guarded_out.tensor, expected, entry.tolerance) if reads_wait(device)
+                       else None)
+            comparison = compare(guarded_out.tensor, expected, entry.tolerance) if pending is None else None
         with clock.timing("kernel: guards, unwritten output, inputs"):
-            written = (result.initialised_by_launch
-                       or _written_everywhere(comparison, expected, entry, expected_poison, run_number))
-            held = _after_run(result, run_number, guarded_out, views, inputs, sums, None if written else pattern)
+            # The poison search is skipped where the output is known written (it matches an `expected` without
+            # the pattern); a comparison still pending is not known yet, so its poison is searched for beside it.
+            written = result.initialised_by_launch or (
+                comparison is not None and _written_everywhere(comparison, expected, entry, expected_poison,
+                                                               run_number))
+            held, compared = _after_run(result, run_number, guarded_out, views, inputs, sums,
+                                        None if written else pattern, pending,
+                                        guarded if run_number == runs else None)
+        if pending is not None:
+            with clock.timing("kernel: output compared"):
+                comparison = pending.finish(compared) or compare(guarded_out.tensor, expected, entry.tolerance)
+            written = result.initialised_by_launch or _written_everywhere(comparison, expected, entry,
+                                                                          expected_poison, run_number)
+            held = 0 if written else held
+        result.comparisons.append(comparison)
+        with clock.timing("kernel: guards, unwritten output, inputs"):
             if run_number == 1 and not result.initialised_by_launch:
                 still_first = poison_mask(guarded_out.tensor, pattern) if held else None
             elif not result.initialised_by_launch and held and still_first is not None:
@@ -320,12 +357,6 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                     result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat),
                                                                                        tuple(out.shape)))
                 del unwritten
-    with clock.timing("kernel: guards, unwritten output, inputs"):
-        present = [(i, g) for i, g in enumerate(guarded) if g is not None]
-        changed = torch.cat([g.bands_changed() for _, g in present]).tolist() if present else []
-        for k, (i, g) in enumerate(present):
-            if changed[2 * k] or changed[2 * k + 1]:
-                result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result
 

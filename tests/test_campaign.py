@@ -259,6 +259,28 @@ def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():
         "mutants' time: kernel: runs 1.5, loading 0.2, the rest (compared code, trial order, messages) 1.8")
 
 
+def test_the_start_times_are_each_substrates_first_worker_milestones_of_the_first_substrates_given(monkeypatch):
+    from harness.engine import run
+
+    now = iter([1.0, 2.0, 3.0, 4.0, 5.5, 6.0, 7.0, 9.0, 10.0, 11.0])
+    monkeypatch.setattr(run.time, "perf_counter", lambda: next(now))
+    times = run.StartTimes(started=0.0)
+    times.given("a")                                            # 1.0
+    times.given("b")                                            # 2.0
+    times.saw("a", ("step", "building the trials"))             # 3.0
+    times.saw("b", ("step", "building the trials"))             # 4.0
+    times.saw("a", ("step", "compiling the unmutated source"))  # 5.5
+    times.saw("a", ("baseline", True, "", 0.1))                 # 6.0
+    times.saw("a", ("result", {}))                              # 7.0
+    times.saw("a", ("result", {}))                              # 9.0: not the first result
+    times.saw("a", ("step", "a mutant's trial"))                # no milestone: no clock read
+    times.given("c")                                            # 10.0: the third given, not among the first two
+    assert times.describe(2) == ("the start, s from the run's start, median/last of the first 2 substrate(s): "
+                                 "given 1.5/2.0, started 3.5/4.0, trials 5.5/5.5, baseline 6.0/6.0, "
+                                 "first result 7.0/7.0")
+    assert run.StartTimes().describe(4) == ""
+
+
 def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fresh_worker(tmp_path, capsys):
     # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`. The CPU
     # shim catches the SIGSEGV, which used to end the worker: the mutant is the second of its worker, so

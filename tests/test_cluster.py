@@ -276,9 +276,9 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
             super().__init__(processes, lowered)
             pools.append({"processes": processes, "tasks": []})
 
-        def submit(self, work):
+        def submit(self, work, firsts=0):
             pools[-1]["tasks"] += work
-            super().submit(work)
+            super().submit(work, firsts)
 
     monkeypatch.setattr(engine_compile, "CompilePool", RecordingPool)
     args = build_parser().parse_args(_campaign_args(tmp_path)[:1] + _campaign_args(tmp_path)[2:])
@@ -288,7 +288,8 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     summary = item._campaign(spec)
     assert not summary["failure"]
     assert [p["processes"] for p in pools] == [1]
-    assert [len(sources) for sources, *_ in pools[0]["tasks"]] == [len(plan.mutants)]  # 19 mutants: one batch
+    # The unmutated source, then the 19 mutants in one batch.
+    assert [len(sources) for sources, *_ in pools[0]["tasks"]] == [1, len(plan.mutants)]
     printed = [json.loads(line[len(item.MARK):]) for line in capsys.readouterr().out.splitlines()
                if line.startswith(item.MARK)]
     statuses = {m["record"]["mutant_id"]: SCHEMA_STATUS[MutantStatus(m["record"]["status"])]

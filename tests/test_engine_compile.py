@@ -6,6 +6,8 @@ NVRTC runs without a GPU, so every test here runs in CI.
 
 from types import SimpleNamespace
 
+import re
+
 import pytest
 
 from harness.batches import batch_program, code_digest, variant_code
@@ -84,10 +86,16 @@ def test_the_plans_batches_come_round_robin_and_only_where_a_mutant_is_left():
     first, second = _plan(), _plan(to_run_from=3)
     second.name = "other"
     order = precompile_order([first, second], 2, "sm_90", None)
-    # first: batches (0,1) (2,3) (4); second: only (2,3) and (4) hold mutants left to run.
+    # Each plan's unmutated source first, then first: batches (0,1) (2,3) (4); second: only (2,3) and (4) hold
+    # mutants left to run.
     assert [(task[2], len(task[0])) for task in order] == [
+        ("scale_half.cu", 1), ("other.cu", 1),
         ("scale_half.cu", 2), ("other.cu", 2), ("scale_half.cu", 2), ("other.cu", 1), ("scale_half.cu", 1)]
-    assert order[0][0] == [m.apply(SOURCE) for m in first.mutants[:2]]
+    assert order[0][0] == order[1][0] == [SOURCE]
+    assert order[2][0] == [m.apply(SOURCE) for m in first.mutants[:2]]
+    finished = _plan()
+    finished.to_run = []
+    assert precompile_order([finished], 2, "sm_90", None) == []  # nothing to run: not even its unmutated source
 
 
 def test_mutants_left_after_a_fault_are_grouped_by_the_plans_batches_in_their_own_order():
@@ -105,9 +113,12 @@ def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cach
 
     plan = _plan()
     pool = CompilePool(1)
-    pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)))
-    pool.close(finish=True)
-    assert len(list(tmp_path.glob("*.cubin"))) == 2  # batches of 4 and 1
+    pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)), firsts=2)
+    said = pool.close(finish=True)
+    assert re.fullmatch(r"compile pool: 3 of 3 batches in [0-9.]+ s of processor time over 1 process\(es\); each "
+                        r"substrate's unmutated source and first batch done [0-9.]+ s after the pool started, every "
+                        r"batch [0-9.]+ s", said)
+    assert len(list(tmp_path.glob("*.cubin"))) == 3  # the unmutated source, batches of 4 and 1
 
     def compiled_again(*args, **kwargs):
         raise AssertionError("the batch was compiled again")

@@ -725,3 +725,84 @@ def test_guarded_buffers_reused_after_writes_past_out_judge_the_next_kernel_afre
     unwritten = run(fakes.pad_unwritten)
     assert unwritten.unwritten == (expected.numel() + 3) // 7 and not unwritten.comparisons[0].ok
     assert buffers.take("out", (2, 3), torch.float32, "cpu") is not out  # another shape: a new buffer
+
+
+def _pad_writes_before_its_input(grid, block, args) -> None:
+    """Planted fault: out written faithfully, and the 4 elements before the input (its guard band) zeroed."""
+    fakes.pad_const_b4(grid, block, args)
+    call = fakes.PadCall(grid, block, args)
+    fakes.memory(call.in_address - 4 * fakes.ELEMENT_BYTES, 4)[:] = 0
+
+
+@pytest.mark.parametrize("impl", [fakes.pad_const_b4, fakes.pad_wrong_value, fakes.pad_unwritten, _pad_skips_fill,
+                                  fakes.pad_out_of_bounds, fakes.pad_changes_input, _pad_writes_before_its_input],
+                         ids=lambda impl: impl.__name__.lstrip("_"))
+@pytest.mark.parametrize("exact", [True, False], ids=["bitwise", "tolerance"])
+def test_the_signals_read_in_one_transfer_find_what_the_separate_reads_find(entry, monkeypatch, impl, exact):
+    """On a GPU a small output's comparison is read with the guards' signals, and the inputs' guard bands with the
+    last run's (pipeline.reads_wait); here the host's memory is made to take that path: every finding is the same,
+    for each planted fault, bit for bit and under a tolerance, with and without the reference's poison known."""
+    from harness import pipeline
+    from harness.guards import POISON_BYTES, poison_held
+    from harness.tolerance import Tolerance
+
+    judged = dataclasses.replace(entry, tolerance=Tolerance(exact=True) if exact
+                                 else Tolerance(exact=False, atol=1e-2, rtol=1e-2))
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))
+    inputs = [x, torch.tensor([[1, 0], [0, 2], [2, 1]], dtype=torch.int64), torch.tensor(0.5)]
+    expected = entry.ref(*inputs)
+    known = tuple(bool(poison_held(expected, pattern)) for pattern in POISON_BYTES)
+    runs = {}
+    for gathered in (False, True):
+        monkeypatch.setattr(pipeline, "reads_wait", lambda device, gathered=gathered: gathered)
+        for expected_poison in (None, known):
+            for n in (1, 2):
+                backend = fakes.FakeBackend(kernels={"pad_const_b4": impl})
+                kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+                runs[gathered, expected_poison, n] = pipeline.run_kernel(
+                    judged, kernel, backend, [i.clone() for i in inputs], expected, expected_poison=expected_poison,
+                    runs=n)
+    for expected_poison in (None, known):
+        for n in (1, 2):
+            assert runs[True, expected_poison, n] == runs[False, expected_poison, n]
+    found = runs[True, None, 2]
+    # A flipped lowest bit is within the tolerance.
+    harmless = impl is fakes.pad_const_b4 or (impl is fakes.pad_wrong_value and not exact)
+    assert bool(found.guard_damage or found.changed_inputs or found.unwritten
+                or not all(c.ok for c in found.comparisons)) is not harmless
+    if impl is _pad_writes_before_its_input:
+        assert found.guard_damage == ["16 bytes changed in the guard band before input 0 (nearest 0 bytes from its "
+                                      "edge)"]
+
+
+@pytest.mark.parametrize("got, expected, tolerance", [
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]), "exact"),
+    (torch.tensor([1.0, -0.0]), torch.tensor([1.0, 0.0]), "exact"),
+    (torch.tensor([1, 2, 3], dtype=torch.int16), torch.tensor([1, 2, 4], dtype=torch.int16), "close"),
+    (torch.tensor([1.0, 2.001]), torch.tensor([1.0, 2.0]), "close"),
+    (torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "close"),
+    (torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0]), "close"),
+    (torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 1.0]), "close"),
+    (torch.tensor([3.0e38, -3.0e38]), torch.tensor([-3.0e38, 3.0e38]), "close"),
+    (torch.tensor([2.0]), torch.tensor(2.0), "close"),
+    (torch.tensor([2.0, 1.0]), torch.tensor([2.0, 1.0], dtype=torch.float64), "close"),
+    (torch.zeros(0), torch.zeros(0), "close"),
+], ids=["equal", "negative-zero", "int-mismatch", "within", "beyond", "nan", "inf", "overflowing-difference",
+        "scalar-shapes", "dtype", "empty"])
+def test_a_comparison_read_later_is_the_comparison_compare_makes(got, expected, tolerance):
+    """compare_later's verdict, or None (compare() then), is compare()'s Comparison whenever it gives one."""
+    from harness.compare import compare, compare_later
+    from harness.tolerance import Tolerance
+
+    rule = Tolerance(exact=True) if tolerance == "exact" else Tolerance(exact=False, atol=1e-2, rtol=1e-2)
+    pending = compare_later(got, expected, rule)
+    made = compare(got, expected, rule)
+    if pending is None:  # a structure problem or an empty output
+        assert made.problem or not expected.numel()
+        return
+    finished = pending.finish(pending.signals.tolist())
+    assert finished is None or finished == made
+    if not made.ok:
+        assert finished is None  # a mismatch is described by compare()
+    if made.ok and tolerance == "close" and not torch.isinf(expected).any() and not torch.isnan(expected).any():
+        assert finished == made  # a finite match is read, not left to compare()

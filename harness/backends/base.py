@@ -71,6 +71,10 @@ class Backend:
         """
         raise NotImplementedError("a backend needs load")
 
+    # Whether compile_ahead builds beside the caller (the CPU backend's g++, in a process): a campaign's worker then
+    # prepares its next batch before running this one's mutants.
+    builds_beside = False
+
     def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
         """Prepare what load() will be asked for, where compiling many at once is cheaper (the CPU
         backend's g++); load() stays the one that compiles, reports errors and loads. Here: nothing."""

@@ -194,6 +194,8 @@ class CpuBackend(Backend):
             target=f"the CPU ({'fibers' if fibers else 'a loop'} per block)",
         )
 
+    builds_beside = True
+
     def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
         """Start compiling many sources (a campaign's mutants) with one g++ run, for load() to find.
 

@@ -4,6 +4,7 @@ cache, by a pool ahead of the workers and by the worker that needs it where the 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from harness.batches import batch_program, code_digests
@@ -118,9 +119,14 @@ class CompilePool:
                                              initargs=(context.Value("i", lowered),))
                          if processes else None)
         self.futures = []
+        self.firsts = 0  # of the tasks, the first ones: those each substrate's first worker needs first
+        self.started = time.time()  # the wall clock: the pool's processes say when they finished a task by it
 
-    def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]]) -> None:
-        """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order."""
+    def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]], firsts: int = 0) -> None:
+        """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order; the first
+        `firsts` are what workers wait for first (each substrate's unmutated source and first batch): close() says
+        when they were done."""
+        self.firsts = firsts
         for task in work if self.executor else []:
             self.futures.append(self.executor.submit(_timed_precompile, *task))
 
@@ -130,9 +136,15 @@ class CompilePool:
         if not self.executor:
             return ""
         self.executor.shutdown(wait=True, cancel_futures=not finish)
-        done = [f.result() for f in self.futures if f.done() and not f.cancelled() and f.exception() is None]
-        return (f"compile pool: {len(done)} of {len(self.futures)} batches in {sum(s for _, s in done):.1f} s of "
-                f"processor time over {self.processes} process(es)")
+        done = [f.result() if f.done() and not f.cancelled() and f.exception() is None else None
+                for f in self.futures]
+        finished = [d for d in done if d is not None]
+        said = (f"compile pool: {len(finished)} of {len(self.futures)} batches in {sum(d[1] for d in finished):.1f} s "
+                f"of processor time over {self.processes} process(es)")
+        if finished and self.firsts and all(d is not None for d in done[:self.firsts]):
+            said += (f"; each substrate's unmutated source and first batch done {max(d[2] for d in done[:self.firsts]) - self.started:.1f} s"
+                     f" after the pool started, every batch {max(d[2] for d in finished) - self.started:.1f} s")
+        return said
 
 
 POOL_NICENESS = 10
@@ -148,25 +160,28 @@ def _lower_some(still_to_lower) -> None:
             os.nice(POOL_NICENESS)
 
 
-def _timed_precompile(*task) -> tuple[bool, float]:
-    """precompile_batch's answer, and the processor time it took (the pool's share of a campaign's work)."""
-    import time
-
+def _timed_precompile(*task) -> tuple[bool, float, float]:
+    """precompile_batch's answer, the processor time it took (the pool's share of a campaign's work) and when it
+    finished (the wall clock)."""
     started = time.process_time()
-    return precompile_batch(*task), time.process_time() - started
+    return precompile_batch(*task), time.process_time() - started, time.time()
 
 
 def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,
                      address_checked: bool = False) -> list[tuple]:
-    """The batches of every plan with mutants to run, as CompilePool tasks: round robin over the plans, so
-    each substrate's first batch comes before any substrate's second."""
+    """The batches of every plan with mutants to run, as CompilePool tasks: first each plan's unmutated source, in
+    the batch form a worker compiles it in (the first thing a worker compiles), then the batches round robin over
+    the plans, so each substrate's first batch comes before any substrate's second."""
+    def task(plan, sources: list[str]) -> tuple:
+        return sources, plan.kernel_name, f"{plan.name}.cu", arch, cache_dir, address_checked
+
     per_plan = []
     for plan in plans:
         by_id = {m.id: m for m in plan.mutants}
         waiting = set(plan.to_run)
-        per_plan.append([([by_id[m].apply(plan.source) for m in batch], plan.kernel_name, f"{plan.name}.cu", arch,
-                          cache_dir, address_checked)
-                         for batch in batches(list(by_id), size) if waiting & set(batch)])
+        mutated = [task(plan, [by_id[m].apply(plan.source) for m in batch])
+                   for batch in batches(list(by_id), size) if waiting & set(batch)]
+        per_plan.append([task(plan, [plan.source])] + mutated if mutated else [])
     order = []
     for round_ in range(max((len(p) for p in per_plan), default=0)):
         order += [p[round_] for p in per_plan if round_ < len(p)]
@@ -190,5 +205,6 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     if address_checked and address_check.assembler_version():
         arch = ptx_only(arch)  # what the checked workers compile (harness.backends.cuda: CudaBackend.nvrtc_arch)
-    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked))
+    work = precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked)
+    pool.submit(work, firsts=2 * sum(1 for plan in plans if plan.to_run))  # each one's unmutated source and first batch
     return pool

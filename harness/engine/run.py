@@ -103,6 +103,47 @@ class WorkerTime:
         return text
 
 
+class StartTimes:
+    """When each substrate's first worker reached the milestones of its start, in seconds from the run's start: what
+    a campaign's first results wait for (the workers' phases sum over workers; these say what was late). Safe
+    across threads."""
+
+    # A milestone, and the worker message that marks it: its start-up over (the backend and official model made), its
+    # trials built, its unmutated source compiled and run, its first mutant judged.
+    MILESTONES = (("started", ("step", "building the trials")), ("trials", ("step", "compiling the unmutated source")),
+                  ("baseline", ("baseline",)), ("first result", ("result",)))
+
+    def __init__(self, started: float | None = None):
+        self.started = time.perf_counter() if started is None else started
+        self.lock = threading.Lock()
+        self.jobs: dict[str, dict[str, float]] = {}  # substrate -> milestone -> seconds; "given" when its job was
+
+    def given(self, name: str) -> None:
+        with self.lock:
+            self.jobs.setdefault(name, {"given": time.perf_counter() - self.started})
+
+    def saw(self, name: str, message: tuple) -> None:
+        """Record the milestone `message` marks, the first time a substrate's worker reaches it."""
+        for milestone, marker in self.MILESTONES:
+            if message[:len(marker)] == marker:
+                with self.lock:
+                    self.jobs.setdefault(name, {}).setdefault(milestone, time.perf_counter() - self.started)
+
+    def describe(self, first: int) -> str:
+        """The milestones of the `first` substrates given a worker, median and last ("" before any job)."""
+        import statistics
+
+        with self.lock:
+            jobs = sorted(self.jobs.values(), key=lambda job: job.get("given", float("inf")))[:first]
+        parts = []
+        for milestone in ("given", *(m for m, _ in self.MILESTONES)):
+            seconds = sorted(job[milestone] for job in jobs if milestone in job)
+            if seconds:
+                parts.append(f"{milestone} {statistics.median(seconds):.1f}/{seconds[-1]:.1f}")
+        return (f"the start, s from the run's start, median/last of the first {len(jobs)} substrate(s): "
+                + ", ".join(parts)) if parts else ""
+
+
 # What the part of a phase not reported in parts is, where a phase says.
 REST_OF = {"mutants": "the rest (compared code, trial order, messages)"}
 
@@ -153,8 +194,10 @@ class WarmingStarter:
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
-             worker_time: WorkerTime) -> None:
+             worker_time: WorkerTime, start_times: StartTimes | None = None) -> None:
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
+    if start_times:
+        start_times.given(plan.name)
     remaining = list(plan.to_run)
     baseline_needed = True
     check = checks_addresses(args, backend)
@@ -171,6 +214,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
 
         def handle(message) -> bool:
             kind = message[0]
+            if start_times:
+                start_times.saw(plan.name, message)
             if kind == "batch":
                 state["compiling_batch"], state["current"] = True, None
             elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)

@@ -403,8 +403,11 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             conn.send(("compiled",))
         return sources, variants
 
-    # The first batch compiles (g++ beside) while the unmutated source runs.
-    prepared = prepare(chunks[0]) if chunks else None
+    # Where the backend builds beside this worker (g++), the first batch is started before the unmutated source runs
+    # and each next one before the mutants of the one before; elsewhere the compile is in this thread, and a batch is
+    # compiled when its mutants come, which leaves the compile pool the time to have made it.
+    ahead = backend.builds_beside
+    prepared = prepare(chunks[0]) if chunks and ahead else None
 
     # The unmutated source goes through the same trials and must survive every one. One run each: the
     # gate admitted it (plans() takes only admitted substrates) with both runs on these trials; one run
@@ -483,9 +486,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     kills = Counter()
     started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
     for index, (_batch, members) in enumerate(chunks):
-        sources, variants = prepared
-        # The next batch compiles (g++ beside) while this one's mutants run.
-        prepared = prepare(chunks[index + 1]) if index + 1 < len(chunks) else None
+        sources, variants = prepared if prepared is not None else prepare(chunks[index])
+        prepared = prepare(chunks[index + 1]) if ahead and index + 1 < len(chunks) else None
         for mutant_id, source, variant in zip(members, sources, variants):
             started = time.perf_counter()
             started_here += 1
