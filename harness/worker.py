@@ -302,6 +302,7 @@ class StartedWorker:
     process: multiprocessing.process.BaseProcess
     connection: Connection
     warmed: bool = False  # it was sent work ahead (WorkerStarter.warm), done or under way, for the job it is given
+    kept: bool = False  # it ran an earlier job of its slot and was kept for this one (WorkerStarter.keep)
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -381,12 +382,30 @@ class WorkerStarter:
         self.env, self.prepare, self.ahead = env, prepare, ahead
         self._spare: StartedWorker | None = None
         self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
+        self._kept: StartedWorker | None = None  # a worker whose job ended well, waiting for the slot's next (keep)
+
+    def keep(self, worker: StartedWorker) -> bool:
+        """Hold `worker`, which finished its job and waits for another, for the next take(); False (and it is
+        not held) where it has died."""
+        if not worker.process.is_alive():
+            return False
+        if self._kept is not None:
+            self._kept.stop()
+        self._kept = worker
+        return True
 
     def take(self, key=None) -> StartedWorker:
-        """A worker for a job: the spare, if it is alive and cold or warmed for `key`, else one started now.
+        """A worker for a job: the kept one (keep), if alive and no spare is warmed for `key`; else the spare, if it
+        is alive and cold or warmed for `key`; else one started now.
 
         A spare warmed for another key is of no use (it holds another substrate's trials) and is stopped.
         """
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            if kept.process.is_alive() and not (key is not None and self._spare_key == key):
+                kept.warmed, kept.kept = False, True
+                return kept
+            kept.stop()
         worker, warmed_for = self._spare, self._spare_key
         self._spare, self._spare_key = None, None
         if worker is None or not worker.process.is_alive() or warmed_for not in (None, key):
@@ -410,10 +429,11 @@ class WorkerStarter:
         self._spare_key = key
 
     def close(self) -> None:
-        """Stop the worker started ahead, if any."""
-        if self._spare is not None:
-            self._spare.stop()
-            self._spare = None
+        """Stop the worker started ahead and the one kept, if any."""
+        for worker in (self._spare, self._kept):
+            if worker is not None:
+                worker.stop()
+        self._spare = self._kept = None
 
 
 def _died(worker: StartedWorker, step: str) -> WorkerLost:

@@ -536,9 +536,9 @@ def test_a_backend_made_ahead_goes_to_the_job_that_wants_one_made_so(tmp_path, m
     monkeypatch.setattr(backends, "create_backend", lambda name, **settings: made.append((name, settings)) or name)
     monkeypatch.setattr(worker, "_made_ahead", {})
     settings = worker.backend_settings("cuda", str(tmp_path), True)
-    assert dict(settings) == {"cache_dir": tmp_path, "check_addresses": True}
+    assert dict(settings) == {"cache_dir": tmp_path, "check_addresses": True, "blocking_sync": True}
     worker.make_backend_ahead("cuda", settings)
-    assert made == [("cuda", {"cache_dir": tmp_path, "check_addresses": True})]
+    assert made == [("cuda", {"cache_dir": tmp_path, "check_addresses": True, "blocking_sync": True})]
     assert worker._made_ahead == {("cuda", settings): "cuda"}
     # One that cannot be made ahead is left for the job, which says why as it always did.
     monkeypatch.setattr(backends, "create_backend", lambda name, **settings: 1 / 0)
@@ -793,3 +793,20 @@ def test_a_substrate_whose_unmutated_kernel_the_check_stops_runs_its_mutants_unc
             "its mutants run without the address check") in err
     outcomes = json.loads(report.read_text())["substrateHarness"]["substrates"]["rule_compliant"]["outcomes"]
     assert {o["status"] for o in outcomes.values()} == {"killed"}
+
+
+def test_a_slots_worker_that_ran_its_substrate_through_takes_the_next_with_the_statuses_fresh_workers_give(
+        tmp_path, capsys):
+    """One worker slot, two substrates: the worker that judged the first judges the second (its process, imports
+    and backend kept), and every status is what a worker of its own gives each."""
+    reports = {}
+    for workers in ("1", "2"):
+        reports[workers] = tmp_path / f"report-{workers}.json"
+        assert main(["pad_const_b4", "masked_fill_b4", "--backend", "cpu", "--no-progress", "--operator",
+                     "guard_deletion", "--workers", workers, "--compilers", "0", "--spare-workers", "never",
+                     "--store", str(tmp_path / f"results-{workers}.jsonl"), "--cache-dir", str(tmp_path / "cache"),
+                     "--json", str(reports[workers])]) == 0
+        (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time ")]
+        assert (" over 2 worker(s) (1 kept from their slot's previous substrate), " in line) is (workers == "1"), line
+    assert status_differences(json.loads(reports["1"].read_text()), json.loads(reports["2"].read_text())) == []
+    assert len(statuses(json.loads(reports["1"].read_text()))) > 2

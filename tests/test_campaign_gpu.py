@@ -65,3 +65,20 @@ def test_the_address_check_foresees_every_fault_with_the_statuses_real_faults_gi
     assert re.search(r"over 1 worker\(s\)", lines["on"]), lines["on"]
     errors = [m for f in foreseen["files"].values() for m in f["mutants"] if m["status"] == "RuntimeError"]
     assert errors and all("foreseen by the address check" in m["statusReason"] for m in errors), errors
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+def test_a_campaign_workers_waits_for_its_gpu_sleep(blocking):
+    """A campaign worker's backend (CAMPAIGN_BACKEND_SETTINGS) makes its context with blocking sync; another keeps the
+    driver's default. A fresh process each: a context's flags are set before it is made."""
+    import subprocess
+    import sys
+
+    program = ("from harness.backends.cuda import CudaBackend; from cuda.bindings import driver; "
+               f"b = CudaBackend(blocking_sync={blocking}); "
+               "print(b.blocking_sync, int(driver.cuCtxGetFlags()[1]) & int(driver.CUctx_flags.CU_CTX_SCHED_MASK))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=REPO)
+    from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
+
+    assert CAMPAIGN_BACKEND_SETTINGS["cuda"] == {"blocking_sync": True}
+    assert done.stdout.split() == (["True", "4"] if blocking else ["False", "0"])  # CU_CTX_SCHED_BLOCKING_SYNC = 4

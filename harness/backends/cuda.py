@@ -56,20 +56,29 @@ def _check(result, what: str):
 class CudaBackend(Backend):
     name = "cuda"
 
-    def __init__(self, device_index: int = 0, cache_dir: Path | None = None, check_addresses: bool = False):
+    def __init__(self, device_index: int = 0, cache_dir: Path | None = None, check_addresses: bool = False,
+                 blocking_sync: bool = False):
         if not torch.cuda.is_available():
             raise BackendUnavailable("the cuda backend needs a visible GPU, and torch sees none")
         driver = _driver()
         self._device = torch.device("cuda", device_index)
-        torch.cuda.init()
-        torch.empty(1, device=self._device)  # makes torch create and bind the primary context
         _check(driver.cuInit(0), "cuInit")
         cu_device = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
+        if blocking_sync and not _check(driver.cuDevicePrimaryCtxGetState(cu_device), "cuDevicePrimaryCtxGetState")[1]:
+            # Before the context is made: a wait for the GPU sleeps instead of spinning on a core. A campaign's many
+            # workers share one GPU and wait for it most of the time; spinning, they took the cores the compile pool
+            # needs (MEASUREMENTS.md, twenty-second session).
+            _check(driver.cuDevicePrimaryCtxSetFlags(cu_device, driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC),
+                   "cuDevicePrimaryCtxSetFlags")
+        torch.cuda.init()
+        torch.empty(1, device=self._device)  # makes torch create and bind the primary context
         context = _check(driver.cuDevicePrimaryCtxRetain(cu_device), "cuDevicePrimaryCtxRetain")
         _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         major, minor = torch.cuda.get_device_capability(self._device)
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
+        self.blocking_sync = blocking_sync and bool(
+            int(_check(driver.cuCtxGetFlags(), "cuCtxGetFlags")) & int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
         self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
         self.check_addresses = check_addresses
         if check_addresses:

@@ -21,6 +21,7 @@ from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
+REUSABLE = "reusable"  # the ("done", reusable) message's flag, kept beside a worker's reported timings
 
 
 class Progress:
@@ -60,9 +61,10 @@ class WorkerTime:
         self.wall = 0.0
         self.workers = 0
         self.warmed = 0  # of the workers, those warmed ahead
+        self.kept = 0  # of the workers, those that had run their slot's job before (one process, counted again)
         self.lock = threading.Lock()
 
-    def add(self, phases: dict, wall: float, warmed: bool = False) -> None:
+    def add(self, phases: dict, wall: float, warmed: bool = False, kept: bool = False) -> None:
         """One worker's phases and wall time (from its job's start: a worker warmed ahead did part of its
         phases before, so its wall time falls short of them and its rest counts as none)."""
         with self.lock:
@@ -71,6 +73,7 @@ class WorkerTime:
             self.wall += max(wall, sum(s for name, s in phases.items() if _is_phase(name)))
             self.workers += 1
             self.warmed += warmed
+            self.kept += kept
 
     def merge(self, phases: dict, wall: float, workers: int) -> None:
         """Another host's totals (a cluster item's) added to these."""
@@ -85,7 +88,9 @@ class WorkerTime:
         mutants', and the start-up's and the trials' that a worker after a fault pays again)."""
         phases = {name: s for name, s in self.phases.items() if _is_phase(name)}
         rest = max(0.0, self.wall - sum(phases.values()))
-        warmed = f" ({self.warmed} warmed ahead)" if self.warmed else ""
+        said = ([f"{self.warmed} warmed ahead"] if self.warmed else []) + (
+            [f"{self.kept} kept from their slot's previous substrate"] if self.kept else [])
+        warmed = f" ({', '.join(said)})" if said else ""
         processor = self.phases.get(PROCESSOR_TIME, 0.0)
         on_processor = f", {processor:.1f} s of it on a processor" if processor else ""
         text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}{on_processor}: "
@@ -157,21 +162,30 @@ def part_of(name: str) -> str:
     return next((phase for phase in PHASES if name.startswith(phase + ": ")), "")
 
 
-def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter) -> None:
-    """_converse with the worker's wall time and reported phases added to worker_time, however it ends."""
+def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter, keep_worker: bool = True) -> None:
+    """_converse with the worker's wall time and reported phases added to worker_time, however it ends; a worker
+    that ran its job through and may take another is given back to `starter` for the slot's next job (unless not
+    `keep_worker`)."""
     reported = {}
 
     def keep_timings(message) -> bool:
         if message[0] == "timings":  # cumulative: the last one a worker sent counts
             reported.update(message[1])
+        if message[0] == "done":
+            reported[REUSABLE] = message[1]
         return handle(message)
 
     started = time.perf_counter()  # a worker started now (no spare) counts its start in its wall time
     worker = starter.take()
+    kept = False
     try:
-        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker)
+        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker, keep=True)
+        kept = starter.keep(worker) if keep_worker and reported.get(REUSABLE) else False
     finally:
-        worker_time.add(reported, time.perf_counter() - started, warmed=worker.warmed)
+        if not kept:
+            worker.stop()
+        worker_time.add({k: v for k, v in reported.items() if k != REUSABLE}, time.perf_counter() - started,
+                        warmed=worker.warmed, kept=worker.kept)
 
 
 # A spare warmed ahead holds a copy of its substrate's trials beside the worker's: only for trials this small.
@@ -191,6 +205,9 @@ class WarmingStarter:
         worker = self.starter.take(self.key)
         self.starter.warm(self.key, _campaign_worker_warm, (self.spec,))
         return worker
+
+    def keep(self, worker) -> bool:
+        return self.starter.keep(worker)
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
@@ -337,7 +354,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                               check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None)
             try:
-                _timed_converse(worker_time, job, handle, starter)
+                _timed_converse(worker_time, job, handle, starter, keep_worker=False)  # a fresh one each
             except WorkerLost as lost:
                 status = _lost_status(lost)
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
@@ -377,10 +394,20 @@ def _send_stderr_to(path: str) -> None:
 
 
 def _campaign_worker_main(job: CampaignJob, conn) -> None:
-    if job.stderr_log:
-        _send_stderr_to(job.stderr_log)
-    run_campaign_job(job, conn)
-    conn.send(("done",))
+    """A worker's jobs: ("done", may take another) after each; one that may waits for its slot's next job, which
+    finds its backend (its CUDA context) made, or is stopped."""
+    while True:
+        if job.stderr_log:
+            _send_stderr_to(job.stderr_log)
+        reusable = run_campaign_job(job, conn)
+        conn.send(("done", reusable))
+        if not reusable:
+            return
+        target, args = conn.recv()
+        if target is not _campaign_worker_main:
+            target(*args, conn)
+            return
+        (job,) = args
 
 
 def _campaign_worker_warm(spec: CampaignJob, conn) -> None:
@@ -388,7 +415,7 @@ def _campaign_worker_warm(spec: CampaignJob, conn) -> None:
     if spec.stderr_log:
         _send_stderr_to(spec.stderr_log)
     run_campaign_job(spec, conn, wait_for_job=True)
-    conn.send(("done",))
+    conn.send(("done", False))
 
 
 WORKERS_PER_GPU = 4  # MEASUREMENTS.md: on an H200 with 16 cores, 1, 2 and 4 workers ran 1.20, 2.74 and 5.10 mutants/s

@@ -195,8 +195,10 @@ def _load_entry(job: CampaignJob):
     return entry
 
 
-def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> None:
-    """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends.
+def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> bool:
+    """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends. Returns
+    whether this worker may take another job: it ran every mutant, no fault ended it, and its device still runs
+    work; its backend (its CUDA context) is then kept for that job (make_backend_ahead's place).
 
     wait_for_job: `job` names only the substrate; its trials and references are built and its unmutated source
     compiled, and then the job itself is read from `conn` as the fork server's worker reads one, (target, (job,)):
@@ -204,15 +206,28 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> None
     """
     from harness.phases import PhaseClock
 
+    global _processor_time_before
     phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
+    backend = None
     try:
-        _run_campaign_job(job, conn, phases, mutant_parts, setup_parts, wait_for_job)
+        backend = _run_campaign_job(job, conn, phases, mutant_parts, setup_parts, wait_for_job)
     finally:
         conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
+        _processor_time_before = time.process_time()
+    if backend is None or not backend.end_job():
+        return False
+    _made_ahead[(job.backend, backend_settings(job.backend, job.cache_dir, job.check_addresses))] = backend
+    return True
 
 
-# A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold).
-CAMPAIGN_BACKEND_SETTINGS = {"cpu": {"ptxas": False}}
+# This process's processor time before its current job (a kept worker's earlier jobs reported theirs).
+# Process-local, as _made_ahead.
+_processor_time_before = 0.0
+
+
+# A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold);
+# a GPU worker's waits for its GPU sleep (harness.backends.cuda: CudaBackend's blocking_sync).
+CAMPAIGN_BACKEND_SETTINGS = {"cpu": {"ptxas": False}, "cuda": {"blocking_sync": True}}
 # Where a worker's time goes, in the order the campaign prints them.
 PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
 # The parts of the mutants' time (loading each, and run_kernel's phases), reported beside PHASES under this
@@ -227,7 +242,7 @@ def timings(phases: Counter, mutant_parts, setup_parts) -> dict[str, float]:
     """The ("timings", ...) message's content: the phases and, prefixed with their phase, the parts of the mutants'
     time and of the start-up's and the trials' (`setup_parts` names them with the prefix already)."""
     return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()},
-            **setup_parts.seconds(), PROCESSOR_TIME: time.process_time()}
+            **setup_parts.seconds(), PROCESSOR_TIME: time.process_time() - _processor_time_before}
 
 
 class _Phase:
@@ -280,7 +295,9 @@ def import_ahead(backend: str) -> None:
         importlib.import_module(module)
 
 
-def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool) -> None:
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool):
+    """The job (run_campaign_job); returns its backend where every mutant was judged and no fault ended the job,
+    else None."""
     from harness.backends import KernelFault, create_backend
     from harness.cache import address_checked_cubin, compile_cached, compile_program_cached
     from harness.batches import ptx_digest
@@ -554,3 +571,4 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
                 kills.clear()
                 started_here = 0
+    return backend
