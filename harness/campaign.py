@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="worker processes, each running one substrate at a time, spread over every GPU "
                              "(default: 4 per GPU on cuda, at most one per CPU core; 1 on cpu)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
-                        help="processes compiling batches ahead of the workers of a local run (default: the CPU "
-                             "cores the workers leave); those beyond the cores the workers leave run at a lower "
+                        help="processes compiling batches ahead of the workers of a local run (default: every CPU "
+                             "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
+                             "leave on cpu); those beyond the cores the workers leave run at a lower "
                              "priority (nice 10). A cluster item's pool has its host's cores shared among its items")
     parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
                         help="only mutants of this operator (repeatable; default: all): "
@@ -162,11 +163,13 @@ def _run(args) -> int:
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
     if args.compilers is not None and args.compilers < 0:
         raise UsageError("--compilers must be 0 or more")
-    # By default the cores the workers leave. (Every core at nice 10 on the cuda backend: 89.64 to 82.03 mutants/s,
-    # together with spares making their contexts ahead, checked at 12 workers; MEASUREMENTS.md, twenty-first session.)
+    # By default the cores the workers leave; on cuda every core, those beyond at nice 10: a GPU worker's waits sleep
+    # (blocking sync), and the cores it leaves idle compile (12 workers: 91.60 to 95.77 mutants/s; while the waits
+    # spun, 89.64 to 82.03; MEASUREMENTS.md, twenty-first and twenty-second sessions).
     spare_cores = max(0, cores - workers)
     compilers = (0 if args.naive or args.scheduler or args.batch_size < 2 or not pending
-                 else spare_cores if args.compilers is None else args.compilers)
+                 else args.compilers if args.compilers is not None
+                 else cores if backend == "cuda" else spare_cores)
     lowered = max(0, compilers - spare_cores)  # run at nice POOL_NICENESS
     per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
