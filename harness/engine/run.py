@@ -21,7 +21,6 @@ from harness.worker import WorkerLost, WorkerStarter, _converse
 
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
-REUSABLE = "reusable"  # the ("done", reusable) message's flag, kept beside a worker's reported timings
 
 
 class Progress:
@@ -88,12 +87,12 @@ class WorkerTime:
         mutants', and the start-up's and the trials' that a worker after a fault pays again)."""
         phases = {name: s for name, s in self.phases.items() if _is_phase(name)}
         rest = max(0.0, self.wall - sum(phases.values()))
-        said = ([f"{self.warmed} warmed ahead"] if self.warmed else []) + (
+        notes = ([f"{self.warmed} warmed ahead"] if self.warmed else []) + (
             [f"{self.kept} kept from their slot's previous substrate"] if self.kept else [])
-        warmed = f" ({', '.join(said)})" if said else ""
+        noted = f" ({', '.join(notes)})" if notes else ""
         processor = self.phases.get(PROCESSOR_TIME, 0.0)
         on_processor = f", {processor:.1f} s of it on a processor" if processor else ""
-        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){warmed}{on_processor}: "
+        text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){noted}{on_processor}: "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
         for phase in ("mutants", *(p for p in PHASES if p != "mutants")):  # the mutants' first, as before
@@ -166,13 +165,13 @@ def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter
     """_converse with the worker's wall time and reported phases added to worker_time, however it ends; a worker
     that ran its job through and may take another is given back to `starter` for the slot's next job (unless not
     `keep_worker`)."""
-    reported = {}
+    reported, reusable = {}, []
 
     def keep_timings(message) -> bool:
         if message[0] == "timings":  # cumulative: the last one a worker sent counts
             reported.update(message[1])
-        if message[0] == "done":
-            reported[REUSABLE] = message[1]
+        elif message[0] == "done":
+            reusable.append(message[1])
         return handle(message)
 
     started = time.perf_counter()  # a worker started now (no spare) counts its start in its wall time
@@ -180,12 +179,11 @@ def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter
     kept = False
     try:
         _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker, keep=True)
-        kept = starter.keep(worker) if keep_worker and reported.get(REUSABLE) else False
+        kept = starter.keep(worker) if keep_worker and reusable == [True] else False
     finally:
         if not kept:
             worker.stop()
-        worker_time.add({k: v for k, v in reported.items() if k != REUSABLE}, time.perf_counter() - started,
-                        warmed=worker.warmed, kept=worker.kept)
+        worker_time.add(reported, time.perf_counter() - started, warmed=worker.warmed, kept=worker.kept)
 
 
 # A spare warmed ahead holds a copy of its substrate's trials beside the worker's: only for trials this small.
