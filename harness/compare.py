@@ -171,20 +171,28 @@ def _finite_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
     its `finite` mask all true, so this computes exactly what it computes, with fewer passes: the
     CPU backend compares KernelBench-sized outputs on two cores.
     """
-    diff = (g - e).abs()
-    magnitude = e.abs()
-    wrong = diff > atol + rtol * magnitude
-    if not diff.numel():
-        return 0, wrong, 0.0, 0.0
+    if not g.numel():
+        return 0, torch.zeros(0, dtype=torch.bool, device=g.device), 0.0, 0.0
     # One read of four figures: on a GPU each separate read waits for the device, and a campaign compares
     # every trial of every mutant. The mask and the figures are wasted only on a chunk that is not finite.
-    finite, max_abs, max_rel, mismatches = torch.stack([
-        (torch.isfinite(g).all() & torch.isfinite(e).all()).to(torch.float64), diff.max(),
-        (diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max(), wrong.sum().to(torch.float64),
-    ]).tolist()
+    figures, wrong = _finite_figures(g, e, atol, rtol)
+    finite, max_abs, max_rel, mismatches = figures.tolist()
     if not finite or max_abs == float("inf"):
         return None
     return int(mismatches), wrong, max_abs, max_rel
+
+
+def _finite_figures(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(whether every value is finite, the max abs error, the max rel error, the mismatches) of float64 `g` against
+    `e`, not empty, as four float64 where they are, and the mask of the mismatches: _finite_chunk's figures, and
+    compare_later's."""
+    diff = (g - e).abs()
+    magnitude = e.abs()
+    wrong = diff > atol + rtol * magnitude
+    figures = torch.stack([(torch.isfinite(g).all() & torch.isfinite(e).all()).to(torch.float64), diff.max(),
+                           (diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max(),
+                           wrong.sum().to(torch.float64)])
+    return figures, wrong
 
 
 _SCALAR_SHAPES = {(), (1,)}
@@ -242,18 +250,14 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance) -> PendingC
         differ = (bits(got) != bits(expected)).any().to(torch.int64).reshape(1)
         return PendingComparison(differ, lambda values: None if values[0] else Comparison(ok=True, total=total))
     g, e = got.detach().reshape(-1).to(torch.float64), expected.detach().reshape(-1).to(torch.float64)
-    diff, magnitude = (g - e).abs(), e.abs()
-    atol, rtol = tolerance.atol, tolerance.rtol
-    # _finite_chunk's four figures, as float64 bit patterns: read with int64 signals, unchanged.
-    figures = torch.stack([(torch.isfinite(g).all() & torch.isfinite(e).all()).to(torch.float64), diff.max(),
-                           (diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max(),
-                           (diff > atol + rtol * magnitude).sum().to(torch.float64)]).view(torch.int64)
+    figures, _wrong = _finite_figures(g, e, tolerance.atol, tolerance.rtol)
+    figures = figures.view(torch.int64)  # _finite_chunk's figures as float64 bit patterns: read with int64 signals
 
     def finish(values: list[int]) -> Comparison | None:
         finite, max_abs, max_rel, mismatches = struct.unpack("<4d", struct.pack("<4q", *values))
         if not finite or max_abs == float("inf") or mismatches:
             return None
-        # What compare_close gives a chunk _finite_chunk takes, with no mismatch.
+        # What compare_close gives a chunk that _finite_chunk takes, with no mismatch.
         return Comparison(ok=True, total=total, mismatches=0, max_abs_error=max(0.0, max_abs),
                           max_rel_error=max(0.0, max_rel))
 

@@ -177,6 +177,19 @@ def tensor_checksum(x: torch.Tensor) -> int:
     return sum(checksum_parts(x).tolist())
 
 
+def read_together(parts: list[torch.Tensor]) -> list[list[int]]:
+    """Each 1-d tensor's values, read in one transfer where they share a device (each read from a GPU waits for
+    it): the signals of checksum_parts, bands_changed, poison_held and the like."""
+    if len({part.device for part in parts}) > 1:
+        return [part.tolist() for part in parts]
+    values = torch.cat(parts).tolist() if parts else []
+    read, first = [], 0
+    for part in parts:
+        read.append(values[first:first + part.numel()])
+        first += part.numel()
+    return read
+
+
 def checksum_parts(x: torch.Tensor) -> torch.Tensor:
     """tensor_checksum's two terms, the words' sum and the tail bytes' sum, as two int64 where `x` lives: their
     sum as Python integers is the checksum (read with other signals in one transfer)."""

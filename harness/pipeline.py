@@ -24,7 +24,7 @@ from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
-                            poison_mask, poisoned_allocations, tensor_checksum, unwritten_after)
+                            poison_mask, poisoned_allocations, read_together, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
 from harness.problems import ProblemError, ProblemSearch, load_problem
@@ -209,27 +209,21 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
     """
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
     present = [(i, g) for i, g in enumerate(guarded_inputs or ()) if g is not None]
-    parts = [guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors)]
-    if pattern is not None:
-        parts.append(poison_held(guarded_out.tensor, pattern))
-    if pending is not None:
-        parts.append(pending.signals)
-    parts += [g.bands_changed() for _, g in present]
-    signals = torch.cat(parts).tolist()  # one device: out and the inputs' guarded copies
-    if signals[0] or signals[1]:
+    read = iter(read_together([
+        guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
+        *([poison_held(guarded_out.tensor, pattern)] if pattern is not None else []),
+        *([pending.signals] if pending is not None else []), *(g.bands_changed() for _, g in present)]))
+    if any(next(read)):
         result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
-    for k, i in enumerate(tensors):
-        if not result.changed_inputs and signals[2 + 2 * k] + signals[3 + 2 * k] != sums[i]:
+    for i in tensors:
+        if sum(next(read)) != sums[i] and not result.changed_inputs:
             change = _changed_input(views[i], inputs[i])
             if not change.ok:
                 result.changed_inputs.append(f"input {i} changed by run {run_number}: {change.describe()}")
-    at = 2 + 2 * len(tensors)
-    held = signals[at] if pattern is not None else 0
-    at += pattern is not None
-    compared = signals[at:at + (len(pending.signals) if pending is not None else 0)]
-    bands = signals[len(signals) - 2 * len(present):]
-    for k, (i, g) in enumerate(present):
-        if bands[2 * k] or bands[2 * k + 1]:
+    held = next(read)[0] if pattern is not None else 0
+    compared = next(read) if pending is not None else []
+    for i, g in present:
+        if any(next(read)):
             result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
     return held, compared
 
@@ -248,12 +242,13 @@ def _guarded_copy(buffers: GuardedBuffers | None, i: int, x: torch.Tensor, devic
     return buffers.copy_of(("input", i), x, device, guard_byte)
 
 
-def _written_everywhere(comparison: Comparison, expected: torch.Tensor, entry: Entry,
+def _written_everywhere(comparison: Comparison | None, expected: torch.Tensor, entry: Entry,
                         expected_poison: tuple[bool, bool] | None, run_number: int) -> bool:
     """True when the run's output is known to hold no poison without looking: it matches `expected` bit for bit,
-    and `expected` holds none of this run's pattern (`expected_poison`, when the caller knows it)."""
-    return (expected_poison is not None and comparison.ok and not expected_poison[run_number - 1]
-            and compared_bitwise(expected, entry.tolerance))
+    and `expected` holds none of this run's pattern (`expected_poison`, when the caller knows it). False while the
+    comparison is not known (None)."""
+    return (expected_poison is not None and comparison is not None and comparison.ok
+            and not expected_poison[run_number - 1] and compared_bitwise(expected, entry.tolerance))
 
 
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
@@ -333,9 +328,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
         with clock.timing("kernel: guards, unwritten output, inputs"):
             # The poison search is skipped where the output is known written (it matches an `expected` without
             # the pattern); a comparison still pending is not known yet, so its poison is searched for beside it.
-            written = result.initialised_by_launch or (
-                comparison is not None and _written_everywhere(comparison, expected, entry, expected_poison,
-                                                               run_number))
+            written = result.initialised_by_launch or _written_everywhere(comparison, expected, entry,
+                                                                          expected_poison, run_number)
             held, compared = _after_run(result, run_number, guarded_out, views, inputs, sums,
                                         None if written else pattern, pending,
                                         guarded if run_number == runs else None)

@@ -136,14 +136,17 @@ class CompilePool:
         if not self.executor:
             return ""
         self.executor.shutdown(wait=True, cancel_futures=not finish)
+        # Each task's (compiled, processor seconds, when it finished), or None where it did not run to its end.
         done = [f.result() if f.done() and not f.cancelled() and f.exception() is None else None
                 for f in self.futures]
         finished = [d for d in done if d is not None]
         said = (f"compile pool: {len(finished)} of {len(self.futures)} batches in {sum(d[1] for d in finished):.1f} s "
                 f"of processor time over {self.processes} process(es)")
-        if finished and self.firsts and all(d is not None for d in done[:self.firsts]):
-            said += (f"; each substrate's unmutated source and first batch done {max(d[2] for d in done[:self.firsts]) - self.started:.1f} s"
-                     f" after the pool started, every batch {max(d[2] for d in finished) - self.started:.1f} s")
+        firsts = done[:self.firsts]
+        if firsts and None not in firsts:
+            said += (f"; each substrate's unmutated source and first batch done "
+                     f"{max(d[2] for d in firsts) - self.started:.1f} s after the pool started, every batch "
+                     f"{max(d[2] for d in finished) - self.started:.1f} s")
         return said
 
 

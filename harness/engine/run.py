@@ -394,18 +394,16 @@ def _send_stderr_to(path: str) -> None:
 def _campaign_worker_main(job: CampaignJob, conn) -> None:
     """A worker's jobs: ("done", may take another) after each; one that may waits for its slot's next job, which
     finds its backend (its CUDA context) made, or is stopped."""
+    if job.stderr_log:  # one log for every job of a campaign
+        _send_stderr_to(job.stderr_log)
+    processor_since = 0.0
     while True:
-        if job.stderr_log:
-            _send_stderr_to(job.stderr_log)
-        reusable = run_campaign_job(job, conn)
+        reusable = run_campaign_job(job, conn, processor_since=processor_since)
         conn.send(("done", reusable))
         if not reusable:
             return
-        target, args = conn.recv()
-        if target is not _campaign_worker_main:
-            target(*args, conn)
-            return
-        (job,) = args
+        processor_since = time.process_time()
+        _target, (job,) = conn.recv()  # _timed_converse's next (_campaign_worker_main, (job,))
 
 
 def _campaign_worker_warm(spec: CampaignJob, conn) -> None:

@@ -136,19 +136,11 @@ def trial_checksums(trials: list["Trial"]) -> list[tuple[int, ...]]:
     device each, not one a tensor: a checked campaign sums every trial after each fault the check foresees)."""
     import torch
 
-    from harness.guards import checksum_parts
+    from harness.guards import checksum_parts, read_together
 
     tensors = [[x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)] for trial in trials]
-    parts = [checksum_parts(x) for group in tensors for x in group]
-    if len({p.device for p in parts}) > 1:
-        values = [v for p in parts for v in p.tolist()]
-    else:
-        values = torch.cat(parts).tolist() if parts else []
-    sums, first = [], 0
-    for group in tensors:
-        sums.append(tuple(values[first + 2 * k] + values[first + 2 * k + 1] for k in range(len(group))))
-        first += 2 * len(group)
-    return sums
+    read = iter(read_together([checksum_parts(x) for group in tensors for x in group]))
+    return [tuple(sum(next(read)) for _ in group) for group in tensors]
 
 
 def input_sums(trial: "Trial", checksum: tuple[int, ...]) -> list:
@@ -195,34 +187,28 @@ def _load_entry(job: CampaignJob):
     return entry
 
 
-def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False) -> bool:
+def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False, processor_since: float = 0.0) -> bool:
     """Run the job's mutants; ("timings", {phase: seconds}) is the last message, however the job ends. Returns
     whether this worker may take another job: it ran every mutant, no fault ended it, and its device still runs
     work; its backend (its CUDA context) is then kept for that job (make_backend_ahead's place).
 
     wait_for_job: `job` names only the substrate; its trials and references are built and its unmutated source
     compiled, and then the job itself is read from `conn` as the fork server's worker reads one, (target, (job,)):
-    a spare worker warmed ahead of a fault (WorkerStarter.warm).
+    a spare worker warmed ahead of a fault (WorkerStarter.warm). processor_since: the process's processor time when
+    this job began (a kept worker's earlier jobs reported theirs), 0 for its first.
     """
     from harness.phases import PhaseClock
 
-    global _processor_time_before
     phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
     backend = None
     try:
-        backend = _run_campaign_job(job, conn, phases, mutant_parts, setup_parts, wait_for_job)
+        backend = _run_campaign_job(job, conn, phases, mutant_parts, setup_parts, wait_for_job, processor_since)
     finally:
-        conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
-        _processor_time_before = time.process_time()
+        conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
     if backend is None or not backend.end_job():
         return False
     _made_ahead[(job.backend, backend_settings(job.backend, job.cache_dir, job.check_addresses))] = backend
     return True
-
-
-# This process's processor time before its current job (a kept worker's earlier jobs reported theirs).
-# Process-local, as _made_ahead.
-_processor_time_before = 0.0
 
 
 # A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold);
@@ -238,11 +224,12 @@ MUTANT_PART = "mutants: "
 PROCESSOR_TIME = "processor time"
 
 
-def timings(phases: Counter, mutant_parts, setup_parts) -> dict[str, float]:
+def timings(phases: Counter, mutant_parts, setup_parts, processor_since: float = 0.0) -> dict[str, float]:
     """The ("timings", ...) message's content: the phases and, prefixed with their phase, the parts of the mutants'
-    time and of the start-up's and the trials' (`setup_parts` names them with the prefix already)."""
+    time and of the start-up's and the trials' (`setup_parts` names them with the prefix already), and the processor
+    time since `processor_since`."""
     return {**phases, **{MUTANT_PART + part: seconds for part, seconds in mutant_parts.seconds().items()},
-            **setup_parts.seconds(), PROCESSOR_TIME: time.process_time() - _processor_time_before}
+            **setup_parts.seconds(), PROCESSOR_TIME: time.process_time() - processor_since}
 
 
 class _Phase:
@@ -295,7 +282,8 @@ def import_ahead(backend: str) -> None:
         importlib.import_module(module)
 
 
-def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool):
+def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, wait_for_job: bool,
+                      processor_since: float):
     """The job (run_campaign_job); returns its backend where every mutant was judged and no fault ended the job,
     else None."""
     from harness.backends import KernelFault, create_backend
@@ -450,7 +438,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                                time.perf_counter() - started))
                     return
         conn.send(("baseline", True, "", time.perf_counter() - started))
-        conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
+        conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
     conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
 
     def trials_damaged() -> bool:
@@ -516,7 +504,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                       "seconds": round(seconds, 4), "ptx_sha256": digest}))
                 # So far: a worker that dies later has said this much.
-                conn.send(("timings", timings(phases, mutant_parts, setup_parts)))
+                conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
 
             digest = ""
             try:
