@@ -14,6 +14,7 @@ not compile) is not run, with the reason, never failed with claims about it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ import torch
 
 from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
+from harness.backends.base import PendingFault
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compare import Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
@@ -197,11 +199,14 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 
 def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
                sums: list, pattern: int | None, pending: PendingComparison | None = None,
-               guarded_inputs: list | None = None) -> tuple[int, list[int]]:
+               guarded_inputs: list | None = None, fault: PendingFault | None = None,
+               synchronize=None) -> tuple[int, list[int]]:
     """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns 1
     when some element of out still holds `pattern`, else 0 (always 0 when `pattern` is None: launch initialised out),
     and the values of the `pending` comparison's signals. With `guarded_inputs` (the last run's), their guard bands
-    too, their damage added to result.guard_damage.
+    too, their damage added to result.guard_damage. With `fault` (Backend.pending_fault, in place of the run's
+    synchronize) its signals come first, and the fault they show is raised before anything else is read; a fault of
+    the device's own fails the read, and `synchronize` (the backend's) then raises it.
 
     Every signal is computed on the device and read in one transfer: a campaign asks this of every
     trial of every mutant, and on a GPU each separate read is a wait for the device. The details
@@ -209,10 +214,14 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
     """
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
     present = [(i, g) for i, g in enumerate(guarded_inputs or ()) if g is not None]
-    read = iter(read_together([
-        guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
-        *([poison_held(guarded_out.tensor, pattern)] if pattern is not None else []),
-        *([pending.signals] if pending is not None else []), *(g.bands_changed() for _, g in present)]))
+    with _faults_raised_as_the_backend_raises_them(synchronize if fault is not None else None):
+        read = iter(read_together([
+            *([fault.signals] if fault is not None else []),
+            guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
+            *([poison_held(guarded_out.tensor, pattern)] if pattern is not None else []),
+            *([pending.signals] if pending is not None else []), *(g.bands_changed() for _, g in present)]))
+    if fault is not None:
+        fault.read(next(read))
     if any(next(read)):
         result.guard_damage += [damage.describe("out") for damage in guarded_out.damage()]
     for i in tensors:
@@ -226,6 +235,19 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
         if any(next(read)):
             result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
     return held, compared
+
+
+@contextlib.contextmanager
+def _faults_raised_as_the_backend_raises_them(synchronize):
+    """Where the kernel's run was not waited for (Backend.pending_fault), torch meets a fault of the kernel's own as
+    a RuntimeError at its next launch or read: `synchronize` (the backend's) then raises it as it would have. None:
+    the run was waited for, and a RuntimeError is torch's own."""
+    try:
+        yield
+    except RuntimeError:
+        if synchronize is not None:
+            synchronize()
+        raise
 
 
 def reads_wait(device) -> bool:
@@ -318,12 +340,17 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
             else:
                 guarded_out.poison(pattern)
             backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
-            backend.synchronize()
-        with clock.timing("kernel: output compared"):
-            # A small output's verdict is read with the guards' signals below; only a mismatch (to be described)
-            # or a large output is compared on its own.
+        with clock.timing("kernel: output compared"), _faults_raised_as_the_backend_raises_them(backend.synchronize):
+            # A small output's verdict is read with the guards' signals below, and so is whether the kernel failed
+            # (Backend.pending_fault); only a mismatch (to be described) or a large output is compared on its own,
+            # after the kernel is known to have run.
             pending = (compare_later(guarded_out.tensor, expected, entry.tolerance) if reads_wait(device)
                        else None)
+        with clock.timing("kernel: runs"):
+            fault = backend.pending_fault() if pending is not None else None
+            if fault is None:
+                backend.synchronize()
+        with clock.timing("kernel: output compared"):
             comparison = compare(guarded_out.tensor, expected, entry.tolerance) if pending is None else None
         with clock.timing("kernel: guards, unwritten output, inputs"):
             # The poison search is skipped where the output is known written (it matches an `expected` without
@@ -332,7 +359,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                                                                           expected_poison, run_number)
             held, compared = _after_run(result, run_number, guarded_out, views, inputs, sums,
                                         None if written else pattern, pending,
-                                        guarded if run_number == runs else None)
+                                        guarded if run_number == runs else None, fault, backend.synchronize)
         if pending is not None:
             with clock.timing("kernel: output compared"):
                 comparison = pending.finish(compared) or compare(guarded_out.tensor, expected, entry.tolerance)

@@ -806,3 +806,58 @@ def test_a_comparison_read_later_is_the_comparison_compare_makes(got, expected, 
         assert finished is None  # a mismatch is described by compare()
     if made.ok and tolerance == "close" and not torch.isinf(expected).any() and not torch.isnan(expected).any():
         assert finished == made  # a finite match is read, not left to compare()
+
+
+class _FaultingBackend(fakes.FakeBackend):
+    """Every launch faults: `foreseen`, the fault an address check records (read later with the run's signals, as
+    CudaBackend.pending_fault reads its state); `device`, one the device raises itself (the read fails, here by a
+    tensor on another device, and synchronize raises it)."""
+
+    def __init__(self, kernels: dict, how: str):
+        super().__init__(kernels)
+        self.how, self.faulted = how, False
+
+    def launch(self, kernel, grid, block, args) -> None:
+        super().launch(kernel, grid, block, args)
+        self.faulted = True
+
+    def _fault(self) -> KernelFault:
+        return KernelFault(f"kernel run: a {self.how} fault", poisons_context=self.how == "device",
+                           foreseen=self.how == "foreseen")
+
+    def synchronize(self) -> None:
+        if self.faulted:
+            self.faulted = False
+            raise self._fault()
+
+    def pending_fault(self):
+        from harness.backends.base import PendingFault
+
+        if self.how == "device":
+            return PendingFault(torch.empty(0, dtype=torch.int64, device="meta"), lambda values: None)
+        flag, self.faulted = torch.tensor([int(self.faulted)]), False
+
+        def read(values):
+            if values[0]:
+                raise self._fault()
+
+        return PendingFault(flag, read)
+
+
+@pytest.mark.parametrize("how", ["foreseen", "device"])
+def test_a_fault_read_with_the_runs_signals_is_raised_as_synchronize_raises_it(entry, monkeypatch, how):
+    from harness import pipeline
+
+    (_name, _n, builder), = entry.suites()
+    inputs = builder(0, torch.device("cpu"))
+    expected = entry.ref(*inputs)
+    raised = {}
+    for gathered in (False, True):
+        monkeypatch.setattr(pipeline, "reads_wait", lambda device, gathered=gathered: gathered)
+        backend = _FaultingBackend({"pad_const_b4": fakes.pad_const_b4}, how)
+        kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+        with pytest.raises(KernelFault) as fault:
+            pipeline.run_kernel(entry, kernel, backend, inputs, expected)
+        raised[gathered] = (str(fault.value), fault.value.poisons_context, fault.value.foreseen)
+        assert len(backend.launches) == 1  # run one: its fault ends the trial
+    assert raised[True] == raised[False] == (f"kernel run: a {how} fault", how == "device", how == "foreseen")

@@ -6,6 +6,7 @@ harness.backends.BACKENDS, nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -88,6 +89,11 @@ class Backend:
         """Wait for launched work; raises KernelFault if it failed."""
         raise NotImplementedError("a backend needs synchronize")
 
+    def pending_fault(self) -> PendingFault | None:
+        """After a launch, instead of synchronize(): what says whether the launched work failed, read with other
+        signals in one transfer; None where synchronize() must be called (here)."""
+        return None
+
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes of device memory, or (0, 0) where the backend cannot tell."""
         return 0, 0
@@ -101,3 +107,13 @@ class Backend:
         """After a gate job, in a worker that may serve another: hand back the memory the job's tensors held, start
         the peak afresh, and say whether the device can still run work (a fault can leave the context unusable)."""
         return True
+
+
+@dataclass(frozen=True)
+class PendingFault:
+    """Backend.pending_fault's answer: `signals` (int64, where the kernels run) are read after the launched work
+    with the caller's own; `read(values)` raises the KernelFault they show. A fault the device raises itself makes
+    the read fail: the caller then calls synchronize(), which raises it as a KernelFault."""
+
+    signals: object  # a torch.Tensor
+    read: Callable[[list[int]], None]

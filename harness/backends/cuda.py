@@ -22,7 +22,7 @@ import torch
 
 from harness import cache, nvrtc, signature
 from harness.backends import address_check
-from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel
+from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel, PendingFault
 
 # Errors after which the CUDA context is unusable until the process ends (CUDA 13 headers).
 # Errors after which the context is unusable (CUDA's "persistent" errors): illegal address, launch
@@ -53,6 +53,17 @@ def _check(result, what: str):
     return values[0] if len(values) == 1 else values
 
 
+_STATE_HEAD_BYTES = 24  # the check's state as synchronize reads it: count, pad, address, size and fault, pad
+
+
+class _DeviceWords:
+    """`count` int64 at a device address, as __cuda_array_interface__ shows them to torch (no copy)."""
+
+    def __init__(self, address: int, count: int):
+        self.__cuda_array_interface__ = {"shape": (count,), "typestr": "<i8", "data": (address, False),
+                                         "version": 3, "strides": None, "stream": None}
+
+
 class CudaBackend(Backend):
     name = "cuda"
 
@@ -77,6 +88,7 @@ class CudaBackend(Backend):
         major, minor = torch.cuda.get_device_capability(self._device)
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
+        self._no_signals = torch.empty(0, dtype=torch.int64, device=self._device)
         self.blocking_sync = blocking_sync and bool(
             int(_check(driver.cuCtxGetFlags(), "cuCtxGetFlags")) & int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
         self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
@@ -84,6 +96,10 @@ class CudaBackend(Backend):
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
             _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
+            # The state's head as a tensor over that memory (not torch's: outside the check's table), so that
+            # torch's ops read it after a kernel, in its stream's order.
+            self._state_head = torch.as_tensor(_DeviceWords(self._check_state, _STATE_HEAD_BYTES // 8),
+                                               device=self._device)
             self._checked_modules = {}  # PTX -> (the address-checked module, its table's device address)
             self._module_ranges: list[tuple[int, int]] = []  # the checked modules' own variables
             self._unchecked = {}  # a checked function's handle -> its CompiledKernel, should its launch not fit
@@ -245,10 +261,26 @@ class CudaBackend(Backend):
         _check(driver.cuCtxSynchronize(), "kernel run")
         if self.check_addresses and self._checked_since_sync:
             self._checked_since_sync = False
-            head = bytearray(24)
+            head = bytearray(_STATE_HEAD_BYTES)
             _check(driver.cuMemcpyDtoH(head, self._check_state, len(head)), "reading the address check's state")
-            count, _pad, address, size_and_fault = struct.unpack("<IIQI4x", head)
-            if count:
-                _check(driver.cuMemsetD8(self._check_state, 0, len(head)), "clearing the address check's state")
-                raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
-                                  poisons_context=False, foreseen=True)
+            self._raise_foreseen(bytes(head))
+
+    def pending_fault(self) -> PendingFault | None:
+        """Checked (a campaign's workers), the check's state, read after the launched work with the caller's signals:
+        one wait for the device, not the synchronize's two. A fault of the device's own makes the caller's read fail,
+        and synchronize() then raises it. Unchecked (the gate), None: synchronize() at once, as always."""
+        if not self.check_addresses:
+            return None
+        if not self._checked_since_sync:  # the launch ran unchecked (registers, or a table too long)
+            return PendingFault(self._no_signals, lambda values: None)
+        self._checked_since_sync = False
+        return PendingFault(self._state_head, lambda values: self._raise_foreseen(
+            struct.pack(f"<{len(values)}q", *values)))
+
+    def _raise_foreseen(self, head: bytes) -> None:
+        """The KernelFault a checked kernel's state `head` records, if it records one (the state cleared)."""
+        count, _pad, address, size_and_fault = struct.unpack("<IIQI4x", head)
+        if count:
+            _check(_driver().cuMemsetD8(self._check_state, 0, len(head)), "clearing the address check's state")
+            raise KernelFault(f"kernel run: {address_check.describe_stop(count, address, size_and_fault)}",
+                              poisons_context=False, foreseen=True)
