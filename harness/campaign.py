@@ -284,7 +284,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     # Batches compiled ahead on the cores the workers leave.
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
                                  backend, args.cache_dir, checks_addresses(args, backend),
-                                 lowered=lowered)
+                                 lowered=lowered, slots=workers)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

@@ -276,9 +276,9 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
             super().__init__(processes, lowered)
             pools.append({"processes": processes, "tasks": []})
 
-        def submit(self, work, firsts=0):
-            pools[-1]["tasks"] += work
-            super().submit(work, firsts)
+        def submit(self, work):
+            pools[-1]["tasks"] += [task.args for task in work]
+            super().submit(work)
 
     monkeypatch.setattr(engine_compile, "CompilePool", RecordingPool)
     args = build_parser().parse_args(_campaign_args(tmp_path)[:1] + _campaign_args(tmp_path)[2:])

@@ -11,7 +11,8 @@ import re
 import pytest
 
 from harness.batches import batch_program, code_digest, variant_code
-from harness.engine.compile import CompilePool, batches, compile_variants, group_by_batch, precompile_order
+from harness.engine.compile import (CompilePool, batches, compile_variants, group_by_batch, need_times,
+                                   precompile_order)
 from harness.nvrtc import compile_program
 from tests.conftest import registered_entries
 
@@ -82,20 +83,43 @@ def _plan(to_run_from: int = 0):
                            to_run=[m.id for m in mutants[to_run_from:]])
 
 
-def test_the_plans_batches_come_round_robin_and_only_where_a_mutant_is_left():
+def test_the_plans_batches_come_as_their_mutants_to_run_do_and_only_where_a_mutant_is_left():
     first, second = _plan(), _plan(to_run_from=3)
     second.name = "other"
     order = precompile_order([first, second], 2, "sm_90", None)
     # Each plan's unmutated source first, then first: batches (0,1) (2,3) (4); second: only (2,3) and (4) hold
-    # mutants left to run.
-    assert [(task[2], len(task[0])) for task in order] == [
-        ("scale_half.cu", 1), ("other.cu", 1),
-        ("scale_half.cu", 2), ("other.cu", 2), ("scale_half.cu", 2), ("other.cu", 1), ("scale_half.cu", 1)]
-    assert order[0][0] == order[1][0] == [SOURCE]
-    assert order[2][0] == [m.apply(SOURCE) for m in first.mutants[:2]]
+    # mutants left to run, one in (2,3): its (4) is wanted after one mutant run, the first plan's (2,3) after two.
+    assert [(task.args[2], len(task.args[0]), task.first) for task in order] == [
+        ("scale_half.cu", 1, True), ("other.cu", 1, True),
+        ("scale_half.cu", 2, True), ("other.cu", 2, True), ("other.cu", 1, False), ("scale_half.cu", 2, False),
+        ("scale_half.cu", 1, False)]
+    assert order[0].args[0] == order[1].args[0] == [SOURCE]
+    assert order[2].args[0] == [m.apply(SOURCE) for m in first.mutants[:2]]
     finished = _plan()
     finished.to_run = []
     assert precompile_order([finished], 2, "sm_90", None) == []  # nothing to run: not even its unmutated source
+
+
+def test_the_pool_compiles_in_the_order_the_campaign_s_slots_will_want_the_batches():
+    # Three plans of 5 mutants over one slot: the second and third start only when the one before has run through.
+    plans = [_plan() for _ in range(3)]
+    for plan, name in zip(plans, "abc"):
+        plan.name = name
+    order = precompile_order(plans, 2, "sm_90", None, slots=1)
+    assert [(task.args[2], len(task.args[0])) for task in order] == [
+        ("a.cu", 1), ("a.cu", 2), ("a.cu", 2), ("a.cu", 1), ("b.cu", 1), ("b.cu", 2), ("b.cu", 2), ("b.cu", 1),
+        ("c.cu", 1), ("c.cu", 2), ("c.cu", 2), ("c.cu", 1)]
+    # Two slots: a and b start at once, c when a's slot is free; a's last batch is wanted after c's unmutated source
+    # only if the start of a substrate costs less than its mutants: it costs START_IN_MUTANT_RUNS.
+    order = precompile_order(plans, 2, "sm_90", None, slots=2)
+    assert [(task.args[2], len(task.args[0])) for task in order] == [
+        ("a.cu", 1), ("b.cu", 1), ("a.cu", 2), ("b.cu", 2), ("a.cu", 2), ("b.cu", 2), ("a.cu", 1), ("b.cu", 1),
+        ("c.cu", 1), ("c.cu", 2), ("c.cu", 2), ("c.cu", 1)]
+    assert [round(t.needed_at) for t in order] == [0, 0, 16, 16, 18, 18, 20, 20, 21, 37, 39, 41]
+
+
+def test_a_plan_s_start_waits_for_the_first_slot_free_and_one_with_nothing_to_run_takes_none():
+    assert need_times([10, 4, 0, 3, 5], 2) == [0, 0, 0, 20, 26]
 
 
 def test_mutants_left_after_a_fault_are_grouped_by_the_plans_batches_in_their_own_order():
@@ -113,7 +137,7 @@ def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cach
 
     plan = _plan()
     pool = CompilePool(1)
-    pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)), firsts=2)
+    pool.submit(precompile_order([plan], 4, "sm_90", str(tmp_path)))
     said = pool.close(finish=True)
     assert re.fullmatch(r"compile pool: 3 of 3 batches in [0-9.]+ s of processor time over 1 process\(es\); each "
                         r"substrate's unmutated source and first batch done [0-9.]+ s after the pool started, every "

@@ -119,16 +119,14 @@ class CompilePool:
                                              initargs=(context.Value("i", lowered),))
                          if processes else None)
         self.futures = []
-        self.firsts = 0  # of the tasks, the first ones: those each substrate's first worker needs first
+        self.firsts: list[bool] = []  # of each task, whether a substrate's worker waits for it before its first result
         self.started = time.time()  # the wall clock: the pool's processes say when they finished a task by it
 
-    def submit(self, work: list[tuple[list[str], str, str, str, str | None, bool]], firsts: int = 0) -> None:
-        """Each (sources, kernel name, program name, arch, cache folder, address-checked too) in order; the first
-        `firsts` are what workers wait for first (each substrate's unmutated source and first batch): close() says
-        when they were done."""
-        self.firsts = firsts
+    def submit(self, work: list[PoolTask]) -> None:
+        """Each task in order; close() says when those marked first were done."""
         for task in work if self.executor else []:
-            self.futures.append(self.executor.submit(_timed_precompile, *task))
+            self.firsts.append(task.first)
+            self.futures.append(self.executor.submit(_timed_precompile, *task.args))
 
     def close(self, finish: bool = False) -> str:
         """Batches not started are dropped (the campaign is over), or with `finish` compiled first; returns,
@@ -142,7 +140,7 @@ class CompilePool:
         finished = [d for d in done if d is not None]
         said = (f"compile pool: {len(finished)} of {len(self.futures)} batches in {sum(d[1] for d in finished):.1f} s "
                 f"of processor time over {self.processes} process(es)")
-        firsts = done[:self.firsts]
+        firsts = [d for d, first in zip(done, self.firsts) if first]
         if firsts and None not in firsts:
             said += (f"; each substrate's unmutated source and first batch done "
                      f"{max(d[2] for d in firsts) - self.started:.1f} s after the pool started, every batch "
@@ -170,33 +168,70 @@ def _timed_precompile(*task) -> tuple[bool, float, float]:
     return precompile_batch(*task), time.process_time() - started, time.time()
 
 
-def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None,
-                     address_checked: bool = False) -> list[tuple]:
-    """The batches of every plan with mutants to run, as CompilePool tasks: first each plan's unmutated source, in
-    the batch form a worker compiles it in (the first thing a worker compiles), then the batches round robin over
-    the plans, so each substrate's first batch comes before any substrate's second."""
-    def task(plan, sources: list[str]) -> tuple:
-        return sources, plan.kernel_name, f"{plan.name}.cu", arch, cache_dir, address_checked
+@dataclass(frozen=True)
+class PoolTask:
+    args: tuple  # precompile_batch's: (sources, kernel name, program name, arch, cache folder, address-checked too)
+    first: bool  # a substrate's unmutated source or first batch: what its worker waits for before its first result
+    needed_at: float  # when a worker will want it, in mutant runs from the campaign's start (need_times)
 
-    per_plan = []
-    for plan in plans:
+
+# A worker's start on a substrate (process, CUDA context, trials, the unmutated runs) in mutant runs of one slot: on
+# the H200, 2.3 s before the baseline's end against 0.12 s a mutant (MEASUREMENTS.md, twenty-third session).
+START_IN_MUTANT_RUNS = 16
+
+
+def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None, address_checked: bool = False,
+                     slots: int | None = None) -> list[PoolTask]:
+    """The batches of every plan with mutants to run, as CompilePool tasks, in the order the campaign's `slots`
+    workers (None: one per plan) will want them: each plan's unmutated source (in the batch form a worker compiles it
+    in) when its worker starts, each batch when the mutants before it have run. The plans are taken in the order the
+    campaign gives them to its slots; a pool that compiled the batches round robin over all plans made the first
+    workers compile their own first batch while it compiled those of plans no worker had started."""
+    def task(plan, sources: list[str], first: bool, needed_at: float) -> PoolTask:
+        return PoolTask((sources, plan.kernel_name, f"{plan.name}.cu", arch, cache_dir, address_checked), first,
+                        needed_at)
+
+    started = need_times([len(plan.to_run) for plan in plans], slots or len(plans) or 1)
+    tasks = []
+    for plan, start in zip(plans, started):
         by_id = {m.id: m for m in plan.mutants}
         waiting = set(plan.to_run)
-        mutated = [task(plan, [by_id[m].apply(plan.source) for m in batch])
-                   for batch in batches(list(by_id), size) if waiting & set(batch)]
-        per_plan.append([task(plan, [plan.source])] + mutated if mutated else [])
-    order = []
-    for round_ in range(max((len(p) for p in per_plan), default=0)):
-        order += [p[round_] for p in per_plan if round_ < len(p)]
-    return order
+        before = 0  # mutants to run in the batches before this one
+        mutated = []
+        for batch in batches(list(by_id), size):
+            if waiting & set(batch):
+                mutated.append(task(plan, [by_id[m].apply(plan.source) for m in batch], not mutated,
+                                    start + START_IN_MUTANT_RUNS + before))
+                before += len(waiting & set(batch))
+        if mutated:
+            tasks += [task(plan, [plan.source], True, start)] + mutated
+    return sorted(tasks, key=lambda t: t.needed_at)  # stable: at one time, the plans' order, the unmutated first
+
+
+def need_times(lengths: list[int], slots: int) -> list[float]:
+    """When each plan's worker starts, in mutant runs from the campaign's start: plans handed out in their order to
+    whichever of `slots` is free first, each holding its slot for START_IN_MUTANT_RUNS and its mutants (a plan with
+    none is never started: it holds no slot)."""
+    import heapq
+
+    free = [(0.0, slot) for slot in range(slots)]
+    starts = []
+    for length in lengths:
+        if not length:
+            starts.append(0.0)
+            continue
+        at, slot = heapq.heappop(free)
+        starts.append(at)
+        heapq.heappush(free, (at + START_IN_MUTANT_RUNS + length, slot))
+    return starts
 
 
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
-                  address_checked: bool = False, lowered: int = 0) -> CompilePool:
+                  address_checked: bool = False, lowered: int = 0, slots: int | None = None) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
-    address-checked cubin, where nvJitLink loads); the caller closes it. The cache folder is named, not left to
-    each pool process to work out. `lowered` of the processes run at nice POOL_NICENESS (those beyond the cores the
+    address-checked cubin, where nvJitLink loads), in the order the campaign's `slots` workers will want them; the
+    caller closes it. The cache folder is named, not left to each pool process to work out. `lowered` of the processes run at nice POOL_NICENESS (those beyond the cores the
     workers leave)."""
     from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
@@ -208,6 +243,5 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     if address_checked and address_check.assembler_version():
         arch = ptx_only(arch)  # what the checked workers compile (harness.backends.cuda: CudaBackend.nvrtc_arch)
-    work = precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked)
-    pool.submit(work, firsts=2 * sum(1 for plan in plans if plan.to_run))  # each one's unmutated source and first batch
+    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked, slots))
     return pool
