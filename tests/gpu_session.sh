@@ -286,7 +286,7 @@ campaign() {
   local sampler=$!
   # The store's length every 5 s: a campaign cut off by the call's limit still shows when its last result came.
   (start=$(date +%s); while sleep 5; do
-     echo "$(( $(date +%s) - start )) s: $(wc -l < "$out/campaign-$name/results.jsonl" 2>/dev/null || echo 0) stored"
+     echo "$(( $(date +%s) - start )) s: $(cat "$out/campaign-$name/results.jsonl" 2>/dev/null | wc -l) stored"
    done) > "$out/$name.progress" &
   local counter=$!
   # LIMIT=S: the campaign ends (SIGTERM) after S seconds, its store kept; 0, the default: no limit.
