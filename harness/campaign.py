@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
                         help="only mutants of this operator (repeatable; default: all): "
                              + ", ".join(o.value for o in Operator))
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="only N mutants, drawn uniformly over every substrate chosen (after --operator), the same "
+                             "N for the same --seed: a quick estimate, or --naive timed on a share of a campaign's "
+                             "mutants")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample's draw (default: 0)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the mutation-testing-elements report")
     parser.add_argument("--html", type=Path, metavar="PATH", help="write a page that renders the report")
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE, metavar="PATH",
@@ -135,6 +140,8 @@ def _run(args) -> int:
         raise UsageError("--workers must be at least 1")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be at least 1, not {args.sample}")
     chosen = tuple(o.strip() for o in args.oracles.split(",") if o.strip())
     if oracles.VALUES not in chosen or any(o not in oracles.ORACLES for o in chosen):
         raise UsageError(f"--oracles: {args.oracles!r}: values, and any of {', '.join(oracles.ORACLES[1:])}")

@@ -25,7 +25,8 @@
 #   WORKERS_PER_GPU=N  campaign workers per GPU (default 4)
 #   NAIVE=1        the naive mode (a process and a compile per mutant) against the campaign, on the
 #                  guard_deletion mutants of every admitted substrate, same workers, cold caches;
-#                  NAIVE=whole: the same on every mutant of three whole substrates (the CPU set)
+#                  NAIVE=whole: the same on every mutant of three whole substrates (the CPU set); NAIVE=sample:
+#                  the naive mode alone on NAIVE_SAMPLE (default 100) mutants drawn over every substrate (--sample)
 #   EXAMPLES=1     a campaign over examples/substrates on every GPU
 #   SCALING=1      campaigns over four substrates on the first GPU with 1, 2 and 4 workers, and with 4
 #                  workers and --batch-size 1
@@ -33,6 +34,7 @@
 #   CAMPAIGN=check the campaign over every admitted substrate, value suites only, with --address-check off (a fault
 #                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"; "12:16": 12 workers
 #                  and --compilers 16), statuses compared
+#   CHECK_ROUNDS=N  with CAMPAIGN=check: the checked campaigns N times over, in turn (names end -round-R)
 #   CHECK_AGAINST=FILE  with CAMPAIGN=check: no unchecked campaign; each checked one compared with FILE (an unchecked
 #                  report of an earlier run in this call, e.g. another tree's)
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
@@ -321,6 +323,10 @@ per_gpu=${WORKERS_PER_GPU:-4}
 if [ "${NAIVE:-0}" = 1 ]; then
   campaign naive --workers $((per_gpu * gpus)) --operator guard_deletion --naive
   campaign warm --workers $((per_gpu * gpus)) --operator guard_deletion
+elif [ "${NAIVE:-0}" = sample ]; then
+  # The naive mode on a uniform sample of the mutants the campaigns run (each naive mutant is a process of its
+  # own: its time does not depend on the others), against which the whole campaign's rate is compared.
+  campaign naive --workers $((per_gpu * gpus)) --naive --sample "${NAIVE_SAMPLE:-100}"
 elif [ "${NAIVE:-0}" = whole ]; then
   three="pad_const_b4 masked_fill_b4 pad_backward_reflect_f32"
   campaign naive --workers $((per_gpu * gpus)) --naive $three
@@ -434,11 +440,14 @@ if [ "${CAMPAIGN:-}" = check ]; then
 print('nvJitLink after torch and a context:', a())"
   unchecked=${CHECK_AGAINST:-$out/campaign-unchecked.json}
   [ -z "${CHECK_AGAINST:-}" ] && campaign unchecked --oracles values --address-check off
-  for n in ${CHECK_WORKERS:-4}; do  # N, or N:C for N workers and --compilers C
-    workers=${n%%:*}
-    extra=(); [ "$n" != "$workers" ] && extra=(--compilers "${n##*:}")
-    campaign "checked-${n/:/-}" --oracles values --workers "$workers" "${extra[@]}"
-    python3 -m harness.report_diff "$unchecked" "$out/campaign-checked-${n/:/-}.json" | tail -n 20
+  for round in $(seq 1 "${CHECK_ROUNDS:-1}"); do
+    for n in ${CHECK_WORKERS:-4}; do  # N, or N:C for N workers and --compilers C
+      workers=${n%%:*}
+      extra=(); [ "$n" != "$workers" ] && extra=(--compilers "${n##*:}")
+      name="checked-${n/:/-}"; [ "${CHECK_ROUNDS:-1}" = 1 ] || name="$name-round-$round"
+      campaign "$name" --oracles values --workers "$workers" "${extra[@]}"
+      python3 -m harness.report_diff "$unchecked" "$out/campaign-$name.json" | tail -n 20
+    done
   done
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
@@ -450,8 +459,7 @@ fi
 [ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
-for name in unchecked checked-{1,2,4,8,12,16} all-gpus one-gpu naive warm here warm-spares-{1,2,4,8,12,16} examples workers-1 workers-2 workers-4 unbatched \
-    spares-never-1 spares-always-1 spares-never-2 spares-always-2; do
-  [ -f "$out/campaign-$name.log" ] && echo "$name: $(tail -n 1 "$out/campaign-$name.log")"
+for log in $(ls -tr "$out"/campaign-*.log 2>/dev/null); do  # every campaign of the call, in the order they ended
+  echo "$(basename "$log" .log | sed 's/^campaign-//'): $(tail -n 1 "$log")"
 done
 true

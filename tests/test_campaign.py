@@ -111,6 +111,35 @@ def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
     assert capsys.readouterr().err == "campaign: error: --sanitize-processes must be at least 1, not 0\n"
     assert _campaign(admitted, "--compilers", "-1") == 2
     assert capsys.readouterr().err == "campaign: error: --compilers must be 0 or more\n"
+    assert _campaign(admitted, "--sample", "0") == 2
+    assert capsys.readouterr().err == "campaign: error: --sample must be at least 1, not 0\n"
+
+
+def test_a_sample_is_drawn_over_every_substrate_the_same_for_a_seed_and_keeps_each_plans_order():
+    from types import SimpleNamespace
+
+    from harness.engine.plan import Plan, sampled
+
+    def plan(name, n):
+        return Plan(name, f"{name}.py", "src", "sha", [SimpleNamespace(id=f"{name}:{i}") for i in range(n)])
+
+    plans = [plan("a", 40), plan("b", 40), plan("c", 2)]
+    drawn = sampled(plans, 20, seed=0)
+    ids = [m.id for p in drawn for m in p.mutants]
+    assert len(ids) == 20 and len(set(ids)) == 20
+    assert {p.name for p in drawn} >= {"a", "b"}  # not the first 20 of the first plan
+    for p in drawn:  # each plan's own mutants, in their order
+        assert [m.id for m in p.mutants] == sorted((m.id for m in p.mutants), key=lambda i: int(i.split(":")[1]))
+    assert [m.id for p in sampled(plans, 20, seed=0) for m in p.mutants] == ids
+    assert [m.id for p in sampled(plans, 20, seed=1) for m in p.mutants] != ids
+    assert all(p.mutants for p in sampled(plans, 3, seed=0))  # a plan none of whose mutants is drawn is dropped
+    assert [m.id for p in sampled(plans, 500, seed=0) for m in p.mutants] == [m.id for p in plans for m in p.mutants]
+    assert len(plans[0].mutants) == 40  # the plans given are left as they were
+
+
+def test_a_sampled_campaign_runs_only_the_drawn_mutants(admitted, capsys):
+    assert _campaign(admitted, "rule_compliant", "--sample", "1", "--naive") == 0
+    assert "campaign: 1 substrate(s), 1 mutants, 1 to run (0 stored)" in capsys.readouterr().out
 
 
 def test_compilers_beyond_the_cores_the_workers_leave_are_said_to_run_lowered(admitted, tmp_path, capsys):

@@ -52,4 +52,20 @@ def plans(args, backend: str) -> tuple[list[Plan], list[str]]:
         mutants = [m for m in generate(summary.cuda, name) if not args.operator or m.operator.value in args.operator]
         plans.append(Plan(name, file, summary.cuda, summary.source_sha256, mutants, summary.kernel_name,
                           summary.t0_bytes))
+    if getattr(args, "sample", None):
+        plans = sampled(plans, args.sample, args.seed)
     return plans, refused
+
+
+def sampled(plans: list[Plan], size: int, seed: int) -> list[Plan]:
+    """`size` of the plans' mutants drawn uniformly over every substrate, the same ones for the same seed and mutants
+    (each mutant ranked by a hash of the seed and its id), each plan keeping its own in their order; a plan left
+    with none is dropped. A duplicate's original may be left out: the mutant is then judged on its own."""
+    import hashlib
+
+    def rank(mutant_id: str) -> str:
+        return hashlib.sha256(f"{seed}:{mutant_id}".encode()).hexdigest()
+
+    kept = set(sorted((m.id for plan in plans for m in plan.mutants), key=rank)[:size])
+    return [Plan(**{**plan.__dict__, "mutants": [m for m in plan.mutants if m.id in kept]})
+            for plan in plans if any(m.id in kept for m in plan.mutants)]
