@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import admissions
@@ -259,14 +259,20 @@ class Timeline:
     # Each worker's start to its backend made (the candidate's import and its proof, T0's helpers, the CUDA
     # context, which the driver makes one at a time), summed: the jobs' time that is not the substrates' work.
     worker_starts: float = 0.0
+    start_parts: dict = field(default_factory=dict)  # worker_starts by part, as the workers measured them
     workers: int = 0  # worker processes started (a worker gates further substrates of its file)
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
 
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
+        parts = ""
+        if self.start_parts:
+            rest = max(0.0, self.worker_starts - sum(self.start_parts.values()))
+            parts = " (" + ", ".join(f"{name} {seconds:.1f}" for name, seconds in
+                                     [*self.start_parts.items(), ("the rest", rest)]) + ")"
         return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s), "
                 f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s of substrate work after "
-                f"{self.worker_starts:.1f} s of {self.workers} {whose} start, {at_once} at once), "
+                f"{self.worker_starts:.1f} s of {self.workers} {whose} start{parts}, {at_once} at once), "
                 f"then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
 
@@ -443,6 +449,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     progress = _make_progress(args.no_progress)
 
     worker_starts: list[float] = []
+    start_parts: list[dict] = []
 
     def on_message(name):
         def handle(message):
@@ -450,6 +457,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             if kind == "device":
                 if message[3]:  # a worker started for this job
                     worker_starts.append(message[2])  # from the jobs' threads: append is atomic
+                    start_parts.append(message[4] if len(message) > 4 else {})
             if kind == "plan":
                 progress.total += message[1]
                 progress.refresh()
@@ -528,6 +536,9 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
             timeline.worker_starts, timeline.workers = sum(worker_starts), len(worker_starts)
+            for parts in start_parts:
+                for part, seconds in parts.items():
+                    timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")

@@ -10,7 +10,7 @@ runs a stuck kernel forever).
 A worker gets its job over its pipe, as (function, arguments), so that it can be started before
 the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`). The worker
 reports over the same pipe: ("step", what), ("plan", n_steps), ("device", text, seconds from the
-job's start to its backend made, whether the worker started for it), ("checks", [...]) and finally ("report", {...}) or ("entries",
+job's start to its backend made, whether the worker started for it, those seconds by part), ("checks", [...]) and finally ("report", {...}) or ("entries",
 ...) for discovery; a worker whose pipeline raises sends ("crash", why) before it dies. A gate
 worker whose substrate did not fault, and whose device is still sound after its report, says
 ("ready",) and takes another substrate of the same file (`FileWorker`): the file was imported, and
@@ -159,10 +159,12 @@ def _gate_in_worker(job: GateJob, conn) -> None:
 
     path = Path(job.file)
     conn.send(("step", "import"))
+    importing = time.perf_counter()
     imported = _import_file(path)
+    start_parts = {"candidate imported": time.perf_counter() - importing}
     backend = None
     while True:
-        backend, reusable = _gate_one(job, imported, backend, conn, began)
+        backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts)
         if not reusable:
             return
         conn.send(("ready",))
@@ -174,9 +176,10 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         began = time.perf_counter()
 
 
-def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float):
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict | None = None):
     """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
-    another substrate)."""
+    another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
+    ("device", ...) message of a worker started for the job."""
     import torch
     from harness.backends import BackendUnavailable, create_backend
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
@@ -202,16 +205,22 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float)
                                from_bytes=job.helpers_from_bytes, worker_fds=(conn.fileno(),),
                                memory_share=1 / max(1, job.jobs_at_once))
     kept = backend is not None
+    parts = {}
     if not kept:
+        parts = dict(start_parts or {})
+        part_began = time.perf_counter()
         trial_inputs.start_early(entry, search)
+        parts["T0's helpers started"] = time.perf_counter() - part_began
+        part_began = time.perf_counter()
         try:
             backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
         except BackendUnavailable as error:
             trial_inputs.close()
             conn.send(("unavailable", str(error)))
             return None, False
+        parts["backend (its CUDA context)" if job.backend == "cuda" else "backend"] = time.perf_counter() - part_began
         trial_inputs.device = backend.device
-    conn.send(("device", backend.describe_device(), time.perf_counter() - began, not kept))
+    conn.send(("device", backend.describe_device(), time.perf_counter() - began, not kept, parts))
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),

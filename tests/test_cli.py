@@ -133,15 +133,29 @@ def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barri
     (timeline,) = [line for line in out.splitlines() if line.startswith("timeline: ")]
     work = sum(s["seconds"] for s in json.loads(report.read_text())["substrates"])
     found = re.fullmatch(r"timeline: discovery \d+\.\d s \(its worker ready after \d+\.\d s\), then the jobs (\d+\.\d) s \((\d+\.\d) s of substrate work "
-                         r"after (\d+\.\d) s of (\d+) worker(?:'s|s') start, (\d+) at once\), then 0\.0 s waiting "
-                         r"for the sanitizers", timeline)
+                         r"after (\d+\.\d) s of (\d+) worker(?:'s|s') start \(candidate imported (\d+\.\d), T0's "
+                         r"helpers started (\d+\.\d), backend (\d+\.\d), the rest (\d+\.\d)\), (\d+) at once\), then "
+                         r"0\.0 s waiting for the sanitizers", timeline)
     assert found and abs(float(found.group(2)) - work) <= 0.1, (timeline, work)  # the report's seconds are rounded
     # The file's six substrates, two slots: a worker serves its file's substrates one after another, and only
     # the two that die (forms_crash_late, forms_killed_late) can make a slot start another.
     at_once = auto_jobs("cpu", os.cpu_count() or 1)  # --jobs auto
-    assert int(found.group(5)) == at_once and at_once <= int(found.group(4)) <= at_once + 2, timeline
-    # The workers' starts, side by side, fall inside the slots' time.
+    assert int(found.group(9)) == at_once and at_once <= int(found.group(4)) <= at_once + 2, timeline
+    # The workers' starts, side by side, fall inside the slots' time; their parts add up to them (each rounded).
     assert 0 <= float(found.group(3)) <= float(found.group(1)) * at_once + 0.1, timeline
+    assert abs(sum(float(found.group(i)) for i in (5, 6, 7, 8)) - float(found.group(3))) <= 0.25, timeline
+
+
+def test_the_timeline_splits_the_workers_start_only_where_they_measured_it():
+    from harness.cli import Timeline
+
+    timeline = Timeline(discovery=3.4, worker_ready=3.3, jobs=7.5, work=30.8, worker_starts=15.4, workers=14)
+    assert timeline.describe(8) == (
+        "timeline: discovery 3.4 s (its worker ready after 3.3 s), then the jobs 7.5 s (30.8 s of substrate work "
+        "after 15.4 s of 14 workers' start, 8 at once), then 0.0 s waiting for the sanitizers")
+    timeline.start_parts = {"candidate imported": 0.7, "T0's helpers started": 0.5, "backend (its CUDA context)": 13.9}
+    assert "after 15.4 s of 14 workers' start (candidate imported 0.7, T0's helpers started 0.5, backend (its CUDA " \
+           "context) 13.9, the rest 0.3), 8 at once)" in timeline.describe(8)
 
 
 def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):
