@@ -252,6 +252,8 @@ def _run(args) -> int:
         print(worker_time.describe())
     if said := start_times.describe(workers):
         print(said)
+    if said := start_times.describe_end(workers):
+        print(said)
     rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
     print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
           flush=True)
@@ -284,6 +286,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                     run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
                     run_plan(plan, args, backend, store, progress, starter, worker_time, start_times)
+                    if start_times:
+                        start_times.ended(plan.name)
             finally:
                 with devices_lock:
                     free_devices.append(slot)

@@ -297,7 +297,7 @@ campaign() {
   echo "campaign $name exit: $?"
   kill "$sampler" "$counter"; wait "$sampler" "$counter" 2>/dev/null
   tail -n 1 "$out/campaign-$name.log"
-  grep -E "^worker time |^mutants' time: |^oracle |^  [a-z_0-9]+: " "$out/campaign-$name.log"
+  grep -E "^worker time |^mutants' time: |^the (start|end), |^oracle |^  [a-z_0-9]+: " "$out/campaign-$name.log"
   # What each oracle beyond the values killed, by operator (every value survivor is judged by each).
   python3 - "$out/campaign-$name/results.jsonl" <<'PY' | tee "$out/campaign-$name-oracles.txt"
 import collections, json, sys

@@ -310,6 +310,24 @@ def test_the_start_times_are_each_substrates_first_worker_milestones_of_the_firs
     assert run.StartTimes().describe(4) == ""
 
 
+def test_the_end_is_when_the_last_substrates_one_a_slot_ended_and_which_was_last(monkeypatch):
+    from harness.engine import run
+
+    now = iter([1.0, 2.0, 3.0, 8.0, 9.0, 12.5])
+    monkeypatch.setattr(run.time, "perf_counter", lambda: next(now))
+    times = run.StartTimes(started=0.0)
+    assert times.describe_end(2) == ""
+    times.given("a")   # 1.0
+    times.given("b")   # 2.0
+    times.ended("a")   # 3.0: a's slot takes c
+    times.given("c")   # 8.0
+    times.ended("b")   # 9.0
+    times.ended("c")   # 12.5
+    assert times.describe_end(2) == ("the end, s from the run's start: the last 2 substrate(s) ended at 9.0 (first), "
+                                     "10.8 (median), 12.5 (last: c, given at 8.0)")
+    assert times.describe_end(5).startswith("the end, s from the run's start: the last 3 substrate(s) ended at 3.0")
+
+
 def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fresh_worker(tmp_path, capsys):
     # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`. The CPU
     # shim catches the SIGSEGV, which used to end the worker: the mutant is the second of its worker, so

@@ -133,6 +133,27 @@ class StartTimes:
                 with self.lock:
                     self.jobs.setdefault(name, {}).setdefault(milestone, time.perf_counter() - self.started)
 
+    def ended(self, name: str) -> None:
+        """The substrate's last mutant judged (its slot free for the next)."""
+        with self.lock:
+            self.jobs.setdefault(name, {})["ended"] = time.perf_counter() - self.started
+
+    def describe_end(self, slots: int) -> str:
+        """When the last `slots` substrates to end ended (once no substrate waits for a slot, when each slot fell
+        idle), first, median and last, and which ended last: how long the campaign's tail was ("" before any end)."""
+        import statistics
+
+        with self.lock:
+            ended = sorted((job["ended"], name, job.get("given")) for name, job in self.jobs.items() if "ended" in job)
+        if not ended:
+            return ""
+        last = ended[-slots:]
+        ends = [end for end, _, _ in last]
+        end, name, given = last[-1]
+        return (f"the end, s from the run's start: the last {len(last)} substrate(s) ended at {ends[0]:.1f} (first), "
+                f"{statistics.median(ends):.1f} (median), {end:.1f} (last: {name}"
+                + (f", given at {given:.1f})" if given is not None else ")"))
+
     def describe(self, first: int) -> str:
         """The milestones of the `first` substrates given a worker, median and last ("" before any job)."""
         import statistics
