@@ -519,6 +519,30 @@ def test_a_trials_checksum_changes_with_any_element_of_any_tensor():
         before = trial_checksum(trial)
 
 
+def test_the_trials_poison_flags_read_at_once_are_each_official_outputs_own():
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness.engine.worker import prepare_trials
+    from harness.guards import POISON_BYTES, poison_held
+    from harness.phases import PhaseClock
+
+    # Each trial's official output: clean, pattern one somewhere, pattern two somewhere, both, and not a tensor.
+    outputs = [torch.zeros(8), torch.zeros(8), torch.zeros(8), torch.zeros(16, dtype=torch.uint8), 3.5]
+    outputs[1].view(torch.uint8)[4:8] = POISON_BYTES[0]
+    outputs[2].view(torch.uint8)[:4] = POISON_BYTES[1]
+    outputs[3][0], outputs[3][9] = POISON_BYTES
+    entry = SimpleNamespace(suites=lambda: [("a", 2, lambda t: [torch.tensor([t])]),
+                                            ("b", 3, lambda t: [torch.tensor([2 + t])])])
+    trials = prepare_trials(entry, lambda x: outputs[int(x)], torch.device("cpu"), PhaseClock())
+    assert [(trial.suite, trial.t) for trial in trials] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert [trial.expected_poison for trial in trials] == [(False, False), (True, False), (False, True),
+                                                           (True, True), None]
+    for trial in trials[:4]:  # what a read of each gives
+        assert trial.expected_poison == tuple(bool(poison_held(trial.expected, p)) for p in POISON_BYTES)
+
+
 def test_the_trials_checksums_read_at_once_are_each_trials_own():
     import torch
 

@@ -83,19 +83,25 @@ def prepare_trials(entry, official, device, clock) -> list[Trial]:
     import torch
 
     from harness.candidates import call_builder
-    from harness.guards import POISON_BYTES, poison_held
+    from harness.guards import POISON_BYTES, poison_held, read_together
 
-    trials = []
+    made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
     for suite, n_trials, builder in entry.suites():
         for t in range(n_trials):
             with clock.timing("trials and references: inputs"):
                 inputs = call_builder(builder, t, device)
             with torch.no_grad(), clock.timing("trials and references: official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-                poison = (tuple(bool(poison_held(expected, pattern)) for pattern in POISON_BYTES)
-                          if isinstance(expected, torch.Tensor) else None)
-            trials.append(Trial(suite, t, inputs, expected, poison))
-    return trials
+                held = ([poison_held(expected, pattern) for pattern in POISON_BYTES]
+                        if isinstance(expected, torch.Tensor) else None)
+            made.append((suite, t, inputs, expected, held))
+    # Whether each official output holds the poison patterns, read in one transfer: a read of each (two a trial)
+    # waited for a GPU that the campaign's other workers share.
+    with clock.timing("trials and references: official outputs"):
+        read = iter(read_together([signal for *_, held in made if held is not None for signal in held]))
+        return [Trial(suite, t, inputs, expected,
+                      None if held is None else tuple(bool(next(read)[0]) for _ in held))
+                for suite, t, inputs, expected, held in made]
 
 
 def code_status(digests: dict[str, str | None], digest: str, mutant_id: str):
