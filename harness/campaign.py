@@ -261,7 +261,7 @@ def _run(args) -> int:
 
 
 def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers,
-              lowered, start_times=None) -> None:
+              lowered, start_times: StartTimes) -> None:
     """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
     is resolved (never, always or warm)."""
     slots = threading.Semaphore(workers)
@@ -285,9 +285,9 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                 if plan.to_run and args.naive:
                     run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
+                    start_times.given(plan.name)
                     run_plan(plan, args, backend, store, progress, starter, worker_time, start_times)
-                    if start_times:
-                        start_times.ended(plan.name)
+                    start_times.ended(plan.name)
             finally:
                 with devices_lock:
                     free_devices.append(slot)

@@ -448,16 +448,14 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     report = GateReport(backend=backend, device="")
     progress = _make_progress(args.no_progress)
 
-    worker_starts: list[float] = []
-    start_parts: list[dict] = []
+    worker_starts: list[tuple[float, dict]] = []  # each worker's start: its seconds, and by part
 
     def on_message(name):
         def handle(message):
             kind = message[0]
             if kind == "device":
                 if message[3]:  # a worker started for this job
-                    worker_starts.append(message[2])  # from the jobs' threads: append is atomic
-                    start_parts.append(message[4] if len(message) > 4 else {})
+                    worker_starts.append((message[2], message[4]))  # from the jobs' threads: append is atomic
             if kind == "plan":
                 progress.total += message[1]
                 progress.refresh()
@@ -535,8 +533,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             report.substrates = [sanitizing.judge(results[i]) for i in sorted(results)]
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
-            timeline.worker_starts, timeline.workers = sum(worker_starts), len(worker_starts)
-            for parts in start_parts:
+            timeline.worker_starts, timeline.workers = sum(s for s, _ in worker_starts), len(worker_starts)
+            for _seconds, parts in worker_starts:
                 for part, seconds in parts.items():
                     timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds
     except BackendUnavailable as error:

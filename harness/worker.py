@@ -10,11 +10,11 @@ runs a stuck kernel forever).
 A worker gets its job over its pipe, as (function, arguments), so that it can be started before
 the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`). The worker
 reports over the same pipe: ("step", what), ("plan", n_steps), ("device", text, seconds from the
-job's start to its backend made, whether the worker started for it, those seconds by part), ("checks", [...]) and finally ("report", {...}) or ("entries",
-...) for discovery; a worker whose pipeline raises sends ("crash", why) before it dies. A gate
-worker whose substrate did not fault, and whose device is still sound after its report, says
-("ready",) and takes another substrate of the same file (`FileWorker`): the file was imported, and
-proven safe, before its backend existed.
+job's start to its backend made, whether the worker started for it, those seconds by part), ("checks",
+[...]) and finally ("report", {...}) or ("entries", ...) for discovery; a worker whose pipeline raises
+sends ("crash", why) before it dies. A gate worker whose substrate did not fault, and whose device is
+still sound after its report, says ("ready",) and takes another substrate of the same file
+(`FileWorker`): the file was imported, and proven safe, before its backend existed.
 """
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         began = time.perf_counter()
 
 
-def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict | None = None):
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict):
     """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
     another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
     ("device", ...) message of a worker started for the job."""
@@ -205,9 +205,8 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
                                from_bytes=job.helpers_from_bytes, worker_fds=(conn.fileno(),),
                                memory_share=1 / max(1, job.jobs_at_once))
     kept = backend is not None
-    parts = {}
+    parts = {} if kept else dict(start_parts)
     if not kept:
-        parts = dict(start_parts or {})
         part_began = time.perf_counter()
         trial_inputs.start_early(entry, search)
         parts["T0's helpers started"] = time.perf_counter() - part_began

@@ -199,10 +199,10 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None, a
         before = 0  # mutants to run in the batches before this one
         mutated = []
         for batch in batches(list(by_id), size):
-            if waiting & set(batch):
+            if to_run := len(waiting & set(batch)):
                 mutated.append(task(plan, [by_id[m].apply(plan.source) for m in batch], not mutated,
                                     start + START_IN_MUTANT_RUNS + before))
-                before += len(waiting & set(batch))
+                before += to_run
         if mutated:
             tasks += [task(plan, [plan.source], True, start)] + mutated
     return sorted(tasks, key=lambda t: t.needed_at)  # stable: at one time, the plans' order, the unmutated first
@@ -231,8 +231,8 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
     address-checked cubin, where nvJitLink loads), in the order the campaign's `slots` workers will want them; the
-    caller closes it. The cache folder is named, not left to each pool process to work out. `lowered` of the processes run at nice POOL_NICENESS (those beyond the cores the
-    workers leave)."""
+    caller closes it. The cache folder is named, not left to each pool process to work out. `lowered` of the
+    processes run at nice POOL_NICENESS (those beyond the cores the workers leave)."""
     from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
     from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS

@@ -3,7 +3,7 @@ the backend), and every mutant of each (`harness.engine.mutants`), as one Plan p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import admissions
@@ -67,5 +67,5 @@ def sampled(plans: list[Plan], size: int, seed: int) -> list[Plan]:
         return hashlib.sha256(f"{seed}:{mutant_id}".encode()).hexdigest()
 
     kept = set(sorted((m.id for plan in plans for m in plan.mutants), key=rank)[:size])
-    return [Plan(**{**plan.__dict__, "mutants": [m for m in plan.mutants if m.id in kept]})
-            for plan in plans if any(m.id in kept for m in plan.mutants)]
+    drawn = [(plan, [m for m in plan.mutants if m.id in kept]) for plan in plans]
+    return [replace(plan, mutants=mutants) for plan, mutants in drawn if mutants]

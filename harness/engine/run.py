@@ -231,9 +231,8 @@ class WarmingStarter:
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
              worker_time: WorkerTime, start_times: StartTimes | None = None) -> None:
-    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout."""
-    if start_times:
-        start_times.given(plan.name)
+    """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout;
+    `start_times` hears of its workers' milestones."""
     remaining = list(plan.to_run)
     baseline_needed = True
     check = checks_addresses(args, backend)
