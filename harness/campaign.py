@@ -32,7 +32,7 @@ from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
 from harness.cluster.campaign import run_on_cluster
-from harness.engine.run import (WORKERS_PER_GPU, Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
                                 worker_log)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
@@ -45,6 +45,7 @@ EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 SPARE_MODES = ("auto", "always", "never", "warm")
+REMOTE_ITEMS_PER_GPU = 4  # a remote Dask cluster's items at once per GPU
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="worker processes, each running one substrate at a time, spread over every GPU "
-                             "(default: 4 per GPU on cuda, at most one per CPU core; 1 on cpu)")
+                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores; 1 on cpu)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
@@ -178,7 +179,9 @@ def _run(args) -> int:
                  else args.compilers if args.compilers is not None
                  else cores if backend == "cuda" else spare_cores)
     lowered = max(0, compilers - spare_cores)  # run at nice POOL_NICENESS
-    per_gpu = max(1, workers // gpus) if gpus else WORKERS_PER_GPU  # items at once per GPU
+    # Items at once per GPU; a remote cluster's GPUs keep the 4 its campaigns were measured with (each item's
+    # device memory share is 1 / per_gpu, and a worker there is a Dask worker's, not one of this host's cores').
+    per_gpu = max(1, workers // gpus) if gpus else REMOTE_ITEMS_PER_GPU
     running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
                else f"{workers} worker(s) over {where}")
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.

@@ -574,12 +574,14 @@ def test_each_inputs_sum_is_its_part_of_the_trials_checksum_and_what_run_kernel_
 
 @pytest.mark.parametrize("gpus, cores, expected", [
     (0, 16, 1),   # the CPU backend: one worker unless asked
-    (1, 16, 4),   # four per GPU, the fastest count measured on an H200
-    (2, 32, 8),
-    (2, 6, 6),    # never more workers than cores to run their Python
+    (1, 16, 12),  # twelve per GPU, the fastest count measured on an H200 with 16 cores
+    (2, 32, 24),
+    (8, 128, 96),
+    (1, 64, 12),
+    (2, 6, 4),    # never more workers than three quarters of the cores: the pool and the parent keep the rest
     (1, 1, 1),
 ])
-def test_default_workers_are_four_per_gpu_and_at_most_one_per_core(gpus, cores, expected):
+def test_default_workers_are_twelve_per_gpu_on_three_quarters_of_the_cores(gpus, cores, expected):
     assert default_workers(gpus, cores) == expected
 
 
