@@ -18,7 +18,8 @@
 #   PYTEST_WORKERS=N  the tests on N pytest-xdist processes, a file to a worker (the device has xdist; the
 #                  GPU tests take about 600 s on one, more than a call holds beside the gates)
 #   GATE_SPEED=1   the gate over the 28, warm cache, --no-record, at each of GATE_SPEED_RUNS ("JOBS:PROCESSES"
-#                  pairs: --jobs and --sanitize-processes, and a third field, OMP_NUM_THREADS, if given; default
+#                  pairs: --jobs and --sanitize-processes, a third field, OMP_NUM_THREADS, and a fourth, --draw-ahead,
+#                  if given (an empty third: "8:1::0"); default
 #                  "4:1 16:1 16:2 16:4"), GATE_SPEED_ROUNDS times each (default 2)
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
@@ -33,7 +34,7 @@
 #   CAMPAIGN=one   only the campaign over every admitted substrate on every GPU
 #   CAMPAIGN=check the campaign over every admitted substrate, value suites only, with --address-check off (a fault
 #                  ends its worker), then on (faults foreseen) at each of CHECK_WORKERS (default "4"; "12:16": 12 workers
-#                  and --compilers 16; "12:16:2": and OMP_NUM_THREADS=2), statuses compared
+#                  and --compilers 16; "12:16:2": and OMP_NUM_THREADS=2; "default": no --workers), statuses compared
 #   CHECK_ROUNDS=N  with CAMPAIGN=check: the checked campaigns N times over, in turn (names end -round-R)
 #   CHECK_AGAINST=FILE  with CAMPAIGN=check: no unchecked campaign; each checked one compared with FILE (an unchecked
 #                  report of an earlier run in this call, e.g. another tree's)
@@ -253,14 +254,14 @@ if [ "${GATE_SPEED:-0}" = 1 ]; then
   python3 gate.py --no-progress --no-record --jobs 16 > /dev/null 2>&1  # the compile cache warm
   for round in $(seq 1 "${GATE_SPEED_ROUNDS:-2}"); do
     for run in ${GATE_SPEED_RUNS:-4:1 16:1 16:2 16:4}; do
-      IFS=: read -r jobs processes threads <<< "$run"
+      IFS=: read -r jobs processes threads drawers <<< "$run"
       # A third field: torch's threads in every process of the gate (OMP_NUM_THREADS, read as torch loads), which
-      # by default are as many as the cores in each of the jobs' workers.
-      name=$jobs-$processes${threads:+-t$threads}-$round
+      # by default are as many as the cores in each of the jobs' workers; a fourth: --draw-ahead.
+      name=$jobs-$processes${threads:+-t$threads}${drawers:+-d$drawers}-$round
       log=$out/gate-speed-$name.log
       ${threads:+env OMP_NUM_THREADS=$threads} python3 gate.py --no-progress --no-record --jobs "$jobs" \
-        --sanitize-processes "$processes" > "$log" 2>&1
-      echo "gate --jobs $jobs --sanitize-processes $processes${threads:+ OMP_NUM_THREADS=$threads} (round $round):" \
+        --sanitize-processes "$processes" ${drawers:+--draw-ahead "$drawers"} > "$log" 2>&1
+      echo "gate --jobs $jobs --sanitize-processes $processes${drawers:+ --draw-ahead $drawers}${threads:+ OMP_NUM_THREADS=$threads} (round $round):" \
         "$(grep -E '^sanitizers:' "$log" | sed 's/ (.*//') · $(grep -E '^timeline:' "$log") · $(tail -n 1 "$log")"
     done
   done | tee "$out/gate-speed.log"
@@ -444,14 +445,16 @@ print('nvJitLink after torch and a context:', a())"
   unchecked=${CHECK_AGAINST:-$out/campaign-unchecked.json}
   [ -z "${CHECK_AGAINST:-}" ] && campaign unchecked --oracles values --address-check off
   for round in $(seq 1 "${CHECK_ROUNDS:-1}"); do
-    for n in ${CHECK_WORKERS:-4}; do  # N, N:C for N workers and --compilers C, N:C:T with OMP_NUM_THREADS=T too
+    # N, N:C for N workers and --compilers C, N:C:T with OMP_NUM_THREADS=T too; "default": the campaign's own count
+    for n in ${CHECK_WORKERS:-4}; do
       IFS=: read -r workers compilers threads <<< "$n"
       extra=(); [ -n "$compilers" ] && extra=(--compilers "$compilers")
+      [ "$workers" = default ] || extra+=(--workers "$workers")
       name="checked-${n//:/-}"; [ "${CHECK_ROUNDS:-1}" = 1 ] || name="$name-round-$round"
       if [ -n "$threads" ]; then  # a shell function: the variable is set for its duration and its processes
-        OMP_NUM_THREADS=$threads campaign "$name" --oracles values --workers "$workers" "${extra[@]}"
+        OMP_NUM_THREADS=$threads campaign "$name" --oracles values "${extra[@]}"
       else
-        campaign "$name" --oracles values --workers "$workers" "${extra[@]}"
+        campaign "$name" --oracles values "${extra[@]}"
       fi
       python3 -m harness.report_diff "$unchecked" "$out/campaign-$name.json" | tail -n 20
     done
