@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -19,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import admissions, t0_ahead
+from harness import admissions
 from harness.backends import BACKEND_NAMES, BackendUnavailable, cpu_compiler, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
@@ -51,19 +49,6 @@ def _jobs(text: str) -> int | str:
     return value
 
 
-def _drawers(text: str) -> int | str:
-    """--draw-ahead: a whole number from 0, or auto (resolved once the jobs are known)."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a whole number of at least 0, or auto; not {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate.py",
@@ -85,11 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="substrates gated at once, as many as the device's memory holds (default: auto: on a "
                              f"GPU half this machine's cores, at most {AUTO_GPU_JOBS}; on the CPU backend "
                              f"{AUTO_CPU_JOBS}, at most one a core)")
-    parser.add_argument("--draw-ahead", type=_drawers, default="auto", metavar="N|auto",
-                        help="processes that draw the T0 trials of under 16 MiB (the candidate's and get_inputs()'s) "
-                             "ahead of the jobs, on cores the jobs leave idle; 0: each worker draws its own (default: "
-                             f"auto: the cores beyond the jobs and {t0_ahead.RESERVED_CORES} more, at most "
-                             f"{t0_ahead.MAX_DRAWERS})")
     parser.add_argument("--record", type=Path, metavar="PATH",
                         help="admission record to update (default: admissions.json in each candidate's folder, "
                              "substrates/admissions.json for the family)")
@@ -268,63 +248,6 @@ class SanitizerStage:
                 f"({self.path}{timings})")
 
 
-class T0Drawing:
-    """The gate's T0 drawers (harness.t0_ahead): which substrates' T0 they may draw, in which order, into which
-    folders; started beside the jobs, stopped (their folders removed) at the end."""
-
-    def __init__(self, args, jobs: list, errors: dict, t0_sizes: dict, at_once: int, reuses_worker):
-        # Only T0s a worker would build itself: a larger one has the worker's own helpers.
-        drawable = [(position, job) for position, job in enumerate(jobs)
-                    if job[0] not in errors and t0_sizes.get(job, 0) > 0 and reuses_worker(job)]
-        count = (t0_ahead.auto_drawers(os.cpu_count() or 1, at_once, len(drawable)) if args.draw_ahead == "auto"
-                 else min(args.draw_ahead, len(drawable)))
-        self.drawable = len(drawable) if count else 0
-        self.count = count
-        self.root: Path | None = None
-        self._folders: dict[tuple[str, str], str] = {}
-        self._order: list[t0_ahead.DrawJob] = []
-        self._workers: list = []
-        if not count:
-            return
-        self.root = Path(tempfile.mkdtemp(prefix="gate-t0-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK)
-                                          else None))
-        # The order the slots reach them: each file's first substrate, then each file's second, and so on (a slot
-        # keeps to its file).
-        by_file: dict[str, list] = {}
-        for position, job in drawable:
-            by_file.setdefault(job[0], []).append((position, job))
-        rounds = max(len(v) for v in by_file.values())
-        for k in range(rounds):
-            for queue in by_file.values():
-                if k < len(queue):
-                    position, (file, name) = queue[k]
-                    folder = str(self.root / str(position))
-                    self._folders[(file, name)] = folder
-                    self._order.append(t0_ahead.DrawJob(folder, file, name, str(args.kb_root) if args.kb_root
-                                                        else None))
-
-    def folder_of(self, job: tuple[str, str]) -> str | None:
-        return self._folders.get(job)
-
-    def start(self) -> None:
-        from harness.worker import start_worker
-
-        for _ in range(self.count):
-            worker = start_worker()
-            worker.connection.send((t0_ahead.draw_ahead, (self._order,)))
-            self._workers.append(worker)
-
-    def close(self) -> tuple[int, int, int]:
-        """Stop the drawers and remove their folders; (drawers, substrates they could draw, ones they drew)."""
-        for worker in self._workers:
-            worker.stop()
-        drawn = 0
-        if self.root is not None:
-            drawn = sum((folder / t0_ahead.OWNER).exists() for folder in self.root.iterdir())
-            shutil.rmtree(self.root, ignore_errors=True)
-        return self.count, self.drawable, drawn
-
-
 @dataclass
 class Timeline:
     """Where a gate run's wall time went, stage by stage: what to shorten when a gate is slow."""
@@ -339,9 +262,6 @@ class Timeline:
     start_parts: dict = field(default_factory=dict)  # worker_starts by part, as the workers measured them
     workers: int = 0  # worker processes started (a worker gates further substrates of its file)
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
-    drawers: int = 0  # processes that drew T0s ahead (harness.t0_ahead)
-    drawable: int = 0  # substrates whose T0 they could draw
-    drawn: int = 0  # of which they did (the rest: its worker reached it first)
 
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
@@ -350,11 +270,9 @@ class Timeline:
             rest = max(0.0, self.worker_starts - sum(self.start_parts.values()))
             parts = " (" + ", ".join(f"{name} {seconds:.1f}" for name, seconds in
                                      [*self.start_parts.items(), ("the rest", rest)]) + ")"
-        drawn = (f", T0 drawn ahead for {self.drawn} of {self.drawable} substrate(s) by {self.drawers} "
-                 f"process(es)" if self.drawers else "")
         return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s), "
                 f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s of substrate work after "
-                f"{self.worker_starts:.1f} s of {self.workers} {whose} start{parts}, {at_once} at once{drawn}), "
+                f"{self.worker_starts:.1f} s of {self.workers} {whose} start{parts}, {at_once} at once), "
                 f"then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
 
 
@@ -557,16 +475,13 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         drawn by helpers, nor an item of a cluster (a worker of its own there)."""
         return cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
 
-    drawing = T0Drawing(args, jobs, errors, t0_sizes, at_once, reuses_worker) if cluster is None else None
-
     def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport:
         file, name = job
         if file in errors:
             return _import_failure(file, name, errors[file])
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once,
-                       t0_drawn_folder=drawing.folder_of(job) if drawing is not None else None)
+                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
         if cluster is not None:
             return cluster.gate(work, report, progress)
         if not reuses_worker(job):
@@ -608,8 +523,6 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     try:
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
-            if drawing is not None:
-                drawing.start()
             sanitizing.start()
             # A job's key names the worker that can serve it: its file's, or one of its own.
             queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job)
@@ -627,9 +540,6 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     except BackendUnavailable as error:
         progress.close()
         raise UsageError(f"backend {backend}: {error}")
-    finally:
-        if drawing is not None:
-            timeline.drawers, timeline.drawable, timeline.drawn = drawing.close()
     progress.close()
     for result in report.substrates:
         if not args.no_record and result.source_sha256:

@@ -461,8 +461,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
         for t in range(n_trials):
             case = Case(suite_name, t, n_trials)
             progress(case.where)
-            with clock.timing("inputs built" if not ahead else "inputs from helpers (waiting)" if trial_inputs.helping
-                              else "T0 drawn ahead (waiting, loading)" if trial_inputs.drawn_ahead else "inputs built"):
+            with clock.timing("inputs from helpers (waiting)" if ahead and trial_inputs.helping else "inputs built"):
                 built = (trial_inputs.t0(t) if ahead
                          else build_here(builder, t, device, problem if is_t0 else None))
             if built.error is not None:

@@ -203,13 +203,12 @@ class TrialInputs:
 
     def __init__(self, candidate_file: str, name: str, builder_device, processes: int | None = None,
                  ahead: int | None = None, from_bytes: int | None = None, worker_fds: tuple[int, ...] = (),
-                 memory_share: float = 1.0, drawn_folder: str | None = None):
+                 memory_share: float = 1.0):
         """`processes` and `ahead` default to helper_plan's for this host and the T0's size, in
         `memory_share` of the host's available memory (1 / the gate jobs running at once: jobs that
         start together each see all of it); `from_bytes` to FORKED_HELPERS_FROM_BYTES or
         HELPERS_FROM_BYTES, as the helpers start; `worker_fds` are the worker's own (its pipe to the
-        gate), which a forked helper closes; `drawn_folder`, the substrate's folder where the gate's drawers may
-        draw a T0 too small for helpers ahead (harness.t0_ahead)."""
+        gate), which a forked helper closes."""
         self.candidate_file, self.name, self.device = candidate_file, name, builder_device
         self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
         self.memory_share = memory_share
@@ -222,8 +221,6 @@ class TrialInputs:
         self._pending: dict[tuple, Future] = {}
         self._rebuild_eagerly = False
         self.fallback = ""  # why the helpers stopped, when they did
-        self.drawn_folder = drawn_folder
-        self._drawn = None  # harness.t0_ahead.DrawnT0, made (the substrate claimed) at T0's first trial
 
     def start_early(self, entry, search) -> None:
         """Fork T0's helpers now, in a worker that has no CUDA state yet (before its backend exists).
@@ -285,18 +282,6 @@ class TrialInputs:
         """Whether T0's trials come from helper processes (else the worker builds them itself)."""
         return self._pool is not None
 
-    @property
-    def drawn_ahead(self) -> bool:
-        """Whether T0's trials come from one of the gate's drawers (harness.t0_ahead); asked first at T0's first
-        trial, where the worker claims the T0 if no drawer has."""
-        if self._pool is not None or self.drawn_folder is None:
-            return False
-        if self._drawn is None:
-            from harness.t0_ahead import DrawnT0
-
-            self._drawn = DrawnT0(self.drawn_folder)
-        return not self._drawn.mine
-
     _TASKS = {"official": lambda t: (_official_task, t),
               "built": lambda t: (_builder_task, t, DETERMINISM_SEEDS[0], False),
               "again": lambda t: (_builder_task, t, DETERMINISM_SEEDS[1], True)}  # sums only
@@ -327,8 +312,7 @@ class TrialInputs:
     def t0(self, t: int) -> BuiltTrial:
         """T0 trial t with get_inputs() beside it, as build_here would give it."""
         if self._pool is None:
-            drawn = self._drawn.take(t) if self.drawn_ahead else None
-            return drawn if drawn is not None else build_here(self.builder, t, self.device, self.problem)
+            return build_here(self.builder, t, self.device, self.problem)
         self._submit(t + self.ahead)
         try:
             inputs, error = self._result(("built", t), lambda: self._pool.submit(

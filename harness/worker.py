@@ -48,8 +48,6 @@ class GateJob:
     helpers_from_bytes: int | None = None
     # Gate jobs running at once on this host (--jobs): each draws T0 ahead in its share of the host's memory.
     jobs_at_once: int = 1
-    # The substrate's folder where the gate's drawers may draw its T0 ahead (harness.t0_ahead), or None.
-    t0_drawn_folder: str | None = None
 
 
 @dataclass
@@ -205,7 +203,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     # substrates (the parent sends only those whose T0 needs no helpers) build their trials themselves.
     trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu") if backend is None else backend.device,
                                from_bytes=job.helpers_from_bytes, worker_fds=(conn.fileno(),),
-                               memory_share=1 / max(1, job.jobs_at_once), drawn_folder=job.t0_drawn_folder)
+                               memory_share=1 / max(1, job.jobs_at_once))
     kept = backend is not None
     parts = {} if kept else dict(start_parts)
     if not kept:

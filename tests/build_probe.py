@@ -1,6 +1,6 @@
 """Every registered substrate's trials built in this process, twice over: the seconds of each round.
 
-A diagnostic for the gate's `inputs built` phase (tests/gpu_session.sh runs it where asked): whether building the
+A diagnostic for the gate's `inputs built` phase, run by hand on the device: whether building the
 trials is slow on a machine by itself (its cores), or only beside the gate's other processes.
 Usage: python tests/build_probe.py [--threads N] [--device cuda]
 """

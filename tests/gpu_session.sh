@@ -18,8 +18,7 @@
 #   PYTEST_WORKERS=N  the tests on N pytest-xdist processes, a file to a worker (the device has xdist; the
 #                  GPU tests take about 600 s on one, more than a call holds beside the gates)
 #   GATE_SPEED=1   the gate over the 28, warm cache, --no-record, at each of GATE_SPEED_RUNS ("JOBS:PROCESSES"
-#                  pairs: --jobs and --sanitize-processes, a third field, OMP_NUM_THREADS, and a fourth, --draw-ahead,
-#                  if given (an empty third: "8:1::0"); default
+#                  pairs: --jobs and --sanitize-processes, and a third field, OMP_NUM_THREADS, if given; default
 #                  "4:1 16:1 16:2 16:4"), GATE_SPEED_ROUNDS times each (default 2)
 #   CAMPAIGN=gpus  a campaign over every admitted substrate on every GPU, then the same on the first GPU
 #                  alone, each with a cold compile cache, GPU utilisation sampled, statuses compared
@@ -254,14 +253,14 @@ if [ "${GATE_SPEED:-0}" = 1 ]; then
   python3 gate.py --no-progress --no-record --jobs 16 > /dev/null 2>&1  # the compile cache warm
   for round in $(seq 1 "${GATE_SPEED_ROUNDS:-2}"); do
     for run in ${GATE_SPEED_RUNS:-4:1 16:1 16:2 16:4}; do
-      IFS=: read -r jobs processes threads drawers <<< "$run"
+      IFS=: read -r jobs processes threads <<< "$run"
       # A third field: torch's threads in every process of the gate (OMP_NUM_THREADS, read as torch loads), which
-      # by default are as many as the cores in each of the jobs' workers; a fourth: --draw-ahead.
-      name=$jobs-$processes${threads:+-t$threads}${drawers:+-d$drawers}-$round
+      # by default are as many as the cores in each of the jobs' workers.
+      name=$jobs-$processes${threads:+-t$threads}-$round
       log=$out/gate-speed-$name.log
       ${threads:+env OMP_NUM_THREADS=$threads} python3 gate.py --no-progress --no-record --jobs "$jobs" \
-        --sanitize-processes "$processes" ${drawers:+--draw-ahead "$drawers"} > "$log" 2>&1
-      echo "gate --jobs $jobs --sanitize-processes $processes${drawers:+ --draw-ahead $drawers}${threads:+ OMP_NUM_THREADS=$threads} (round $round):" \
+        --sanitize-processes "$processes" > "$log" 2>&1
+      echo "gate --jobs $jobs --sanitize-processes $processes${threads:+ OMP_NUM_THREADS=$threads} (round $round):" \
         "$(grep -E '^sanitizers:' "$log" | sed 's/ (.*//') · $(grep -E '^timeline:' "$log") · $(tail -n 1 "$log")"
     done
   done | tee "$out/gate-speed.log"
