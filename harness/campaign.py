@@ -34,11 +34,12 @@ from harness.engine.report import SubstrateCampaign, format_survivors, format_ta
 from harness.cluster.campaign import run_on_cluster
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
-                                worker_log)
+                                worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
+from harness.scheduling import device_memory_bytes, estimate_bytes
 from harness.worker import WorkerStarter
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
@@ -58,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="worker processes, each running one substrate at a time, spread over every GPU "
-                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores; 1 on cpu)")
+                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
+                             "substrates' trials fit in a GPU's memory; 1 on cpu)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
@@ -126,6 +128,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_bytes: int | None) -> int:
+    """The default `workers` over `gpus`, fewer where the largest substrates' workers would not fit in a GPU's
+    `gpu_bytes` side by side (harness.engine.run.workers_that_fit), saying so."""
+    per_gpu = workers // gpus
+    fit = workers_that_fit(per_gpu, [estimate_bytes(plan.t0_bytes) for plan in plans], gpu_bytes)
+    if fit < per_gpu:
+        print(f"campaign: {fit} worker(s) a GPU, not {per_gpu}: each keeps its substrate's trials on the device, "
+              f"and the largest substrates' would not fit in its {gpu_bytes / 2**30:.0f} GiB side by side "
+              f"(--workers to choose)", flush=True)
+    return fit * gpus
+
+
 def _run(args) -> int:
     started = time.perf_counter()
     backend = resolve_backend_name(args.backend)
@@ -160,6 +174,8 @@ def _run(args) -> int:
         raise UsageError(str(error))
     for why in refused:
         print(f"refused: {why}", flush=True)
+    if not args.workers and gpus and not args.scheduler:
+        workers = default_workers_that_fit(workers, gpus, plans, device_memory_bytes(backend))
     store = ResultStore(args.store)
     args.store.parent.mkdir(parents=True, exist_ok=True)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0

@@ -15,7 +15,7 @@ import pytest
 from harness.batches import ptx_digest
 from harness.campaign import main
 from harness.cli import main as gate_main
-from harness.engine.run import default_workers, spare_mode, spares_wanted
+from harness.engine.run import default_workers, spare_mode, spares_wanted, workers_that_fit
 from harness.report_diff import status_differences, statuses
 from tests import rule_candidates
 
@@ -583,6 +583,35 @@ def test_each_inputs_sum_is_its_part_of_the_trials_checksum_and_what_run_kernel_
 ])
 def test_default_workers_are_twelve_per_gpu_on_three_quarters_of_the_cores(gpus, cores, expected):
     assert default_workers(gpus, cores) == expected
+
+
+GiB = 2**30
+
+
+@pytest.mark.parametrize("worker_bytes, gpu_bytes, expected", [
+    ([2 * GiB] * 28, 139 * GiB, 12),                  # the 28: twelve workers' trials fit many times over
+    ([40 * GiB] * 4 + [2 * GiB] * 20, 139 * GiB, 3),  # KernelBench-sized T0s: the three largest fit, not four
+    ([200 * GiB, 2 * GiB], 139 * GiB, 1),             # one that fits nowhere still gets its worker (and its verdict)
+    ([60 * GiB] * 2, 139 * GiB, 12),                  # fewer substrates than workers: all of them fit
+    ([40 * GiB] * 28, None, 12),                      # the GPU's memory not known: no limit
+])
+def test_default_workers_are_as_many_as_the_largest_substrates_trials_fit_beside_each_other(worker_bytes, gpu_bytes,
+                                                                                            expected):
+    assert workers_that_fit(12, worker_bytes, gpu_bytes) == expected
+
+
+def test_a_campaign_says_why_it_runs_fewer_workers_than_its_default(capsys):
+    from harness.campaign import default_workers_that_fit
+    from harness.engine.plan import Plan
+
+    big, small = (Plan(name, "f.py", "", "", [], t0_bytes=size) for name, size in (("big", 5 * GiB), ("small", 1024)))
+    # A worker of `big` is estimated at 6 copies of its T0 and 2 GiB: 32 GiB; two fit in 80 GiB, three do not.
+    assert default_workers_that_fit(24, 2, [big, big, big, small], 80 * GiB) == 4
+    assert capsys.readouterr().out == ("campaign: 2 worker(s) a GPU, not 12: each keeps its substrate's trials on the "
+                                       "device, and the largest substrates' would not fit in its 80 GiB side by side "
+                                       "(--workers to choose)\n")
+    assert default_workers_that_fit(12, 1, [small] * 28, 139 * GiB) == 12
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.parametrize("mode, workers, cores, expected", [

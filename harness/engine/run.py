@@ -474,3 +474,18 @@ def default_workers(gpus: int, cpu_cores: int) -> int:
     if not gpus:
         return 1
     return max(1, min(WORKERS_PER_GPU * gpus, int(cpu_cores * WORKER_CORE_SHARE)))
+
+
+def workers_that_fit(per_gpu: int, worker_bytes: list[int], gpu_bytes: int | None) -> int:
+    """At most `per_gpu` workers a GPU, fewer where the largest substrates' workers would not fit in its memory
+    together: a campaign worker keeps every trial of its substrate on the device, and the slots take the largest
+    substrates first, side by side. `worker_bytes`: each substrate's worker's estimate
+    (harness.scheduling.estimate_bytes of its T0); `gpu_bytes` None: not known, no limit. At least one. Pure."""
+    largest = sorted(worker_bytes, reverse=True)[:per_gpu]
+    if gpu_bytes is None or sum(largest) <= gpu_bytes:
+        return per_gpu
+    fit, used = 0, 0
+    while used + largest[fit] <= gpu_bytes:
+        used += largest[fit]
+        fit += 1
+    return max(1, fit)
