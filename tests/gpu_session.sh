@@ -63,6 +63,8 @@
 #                  process and after torch has made a CUDA context
 #   CONTEXT_FAULT=1  tests/context_fault_probe.py, before everything else: does a fault in a second context of a
 #                  process spare the first, and can the process go on in a context made afresh?
+#   CONTEXT_OVERLAP=1  tests/context_overlap_probe.py, before everything else: does making the backend in a thread
+#                  leave the main thread free to draw on the CPU (1 and 8 processes at once)?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
 set -uo pipefail
@@ -120,6 +122,10 @@ if [ "${COMPILE_PROBE:-0}" = 1 ]; then
 fi
 if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
   python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
+  pack
+fi
+if [ "${CONTEXT_OVERLAP:-0}" = 1 ]; then
+  python3 tests/context_overlap_probe.py 2>&1 | tee "$out/context-overlap.log"
   pack
 fi
 
