@@ -5,6 +5,7 @@ next one; results stored as they arrive; where the workers' time went."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import sys
 import threading
@@ -484,8 +485,4 @@ def workers_that_fit(per_gpu: int, worker_bytes: list[int], gpu_bytes: int | Non
     largest = sorted(worker_bytes, reverse=True)[:per_gpu]
     if gpu_bytes is None or sum(largest) <= gpu_bytes:
         return per_gpu
-    fit, used = 0, 0
-    while used + largest[fit] <= gpu_bytes:
-        used += largest[fit]
-        fit += 1
-    return max(1, fit)
+    return max(1, sum(1 for together in itertools.accumulate(largest) if together <= gpu_bytes))
