@@ -469,6 +469,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
     budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 and cluster is None else None)
     at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
     t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
+    signatures = {(file, s.name): s.official_inputs for file, summaries in entries.items() for s in summaries}
 
     def reuses_worker(job: tuple[str, str]) -> bool:
         """Whether the job may be gated by its file's worker, kept from an earlier substrate: not one whose T0 is
@@ -481,7 +482,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             return _import_failure(file, name, errors[file])
         work = GateJob(file=file, name=name, backend=backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once)
+                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once,
+                       official_inputs=signatures.get(job))
         if cluster is not None:
             return cluster.gate(work, report, progress)
         if not reuses_worker(job):

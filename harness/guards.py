@@ -216,6 +216,12 @@ def poisoned_allocations(pattern_byte: int):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class PoisonAllocations(TorchDispatchMode):
+        # A subclass that does not opt out has its __torch_dispatch__ wrapped in torch._disable_dynamo, whose first
+        # call imports torch._dynamo (800 modules, 1 to 2 s a process); nothing here ever runs under Dynamo.
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if str(func).removeprefix("aten.") in _UNINITIALISED:

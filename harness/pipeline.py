@@ -398,7 +398,7 @@ class Case:
 
 
 def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None,
-           clock: PhaseClock):
+           clock: PhaseClock, official_inputs: tuple | None = None):
     """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
 
     Inputs are yielded on the host; the trial puts them on the device. `progress` hears of each
@@ -415,7 +415,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
             book.skip(CheckName.PROBE_RULES, "not run: probe(torch) raised")
         else:
             if problem is not None:
-                problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem))
+                problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem, official_inputs))
                 where = where_defined(entry.probe, 'probe')
                 for text in problems:
                     book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
@@ -835,12 +835,13 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
 
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
                search: ProblemSearch | None = None, publish=lambda report: None,
-               trial_inputs: TrialInputs | None = None) -> SubstrateReport:
+               trial_inputs: TrialInputs | None = None, official_inputs: tuple | None = None) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks.
 
     `publish` is handed the report as it stands after each trial (undecided checks marked PENDING),
     so a worker that dies mid-suite loses nothing it found. `trial_inputs` builds T0's trials ahead
     of need in processes of their own (KernelBench-sized get_inputs() take seconds each on the CPU).
+    `official_inputs`: get_inputs()'s suite_rules.portable_signature, where discovery made it.
     """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
@@ -877,7 +878,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         return report
 
     try:
-        for case in _cases(entry, device, book, problem, progress, trial_inputs, ctx.clock):
+        for case in _cases(entry, device, book, problem, progress, trial_inputs, ctx.clock, official_inputs):
             suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
             if case.error is not None:
                 book.fail(CheckName.SUITES_BUILD, f"{case.where}: building inputs raised "

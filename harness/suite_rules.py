@@ -36,17 +36,46 @@ def official_inputs(problem, t: int) -> list:
         return list(problem.get_inputs())
 
 
-def official_signature(problem) -> list:
-    """get_inputs()'s count, dtypes and shapes, built on the meta device where its code allows.
+def official_signature(problem, known: tuple | None = None) -> list:
+    """get_inputs()'s count, dtypes and shapes, built on the meta device where its code allows; from `known` (a
+    portable_signature of it, discovery's) where given.
 
     The probe rules need no values, and a KernelBench-sized get_inputs() is gigabytes of random
     numbers; one that reads a value (`.item()`) is built for real.
     """
+    if known is not None:
+        return signature_inputs(known)
     try:
         with torch.device("meta"):
             return official_inputs(problem, 0)
     except Exception:
         return official_inputs(problem, 0)
+
+
+# get_inputs()'s signature as plain data, one item an input: ("tensor", dtype name, shape) or ("value", the value).
+# Discovery builds it once on the meta device and hands it to the gate's workers: some ops on meta tensors (a
+# comparison, say) run Python decompositions whose first call imports torch._dynamo, 1 to 2 s a process.
+PORTABLE_VALUES = (bool, int, float, complex, str, type(None))
+
+
+def portable_signature(inputs: list) -> tuple | None:
+    """`inputs` (official_signature's) as plain data a pipe carries; None where an input is neither a tensor nor a
+    plain value (the worker then builds the signature itself)."""
+    items = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            items.append(("tensor", str(x.dtype).removeprefix("torch."), tuple(x.shape)))
+        elif isinstance(x, PORTABLE_VALUES):
+            items.append(("value", x))
+        else:
+            return None
+    return tuple(items)
+
+
+def signature_inputs(signature: tuple) -> list:
+    """The inputs portable_signature() described: meta tensors of their dtypes and shapes, and the values."""
+    return [torch.empty(item[2], dtype=getattr(torch, item[1]), device="meta") if item[0] == "tensor" else item[1]
+            for item in signature]
 
 
 def describe_input(x) -> str:

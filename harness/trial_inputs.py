@@ -138,13 +138,18 @@ def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
     return built
 
 
-def t0_bytes(problem) -> int:
+def t0_bytes(problem, known: tuple | None = None) -> int:
+    """The bytes of get_inputs()'s tensors (`known`: its portable_signature, where discovery made one)."""
     from harness.suite_rules import official_signature
 
     try:
-        inputs = official_signature(problem)
+        inputs = official_signature(problem, known)
     except Exception:
         return 0
+    return inputs_bytes(inputs)
+
+
+def inputs_bytes(inputs: list) -> int:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
 
@@ -203,15 +208,16 @@ class TrialInputs:
 
     def __init__(self, candidate_file: str, name: str, builder_device, processes: int | None = None,
                  ahead: int | None = None, from_bytes: int | None = None, worker_fds: tuple[int, ...] = (),
-                 memory_share: float = 1.0):
+                 memory_share: float = 1.0, official_inputs: tuple | None = None):
         """`processes` and `ahead` default to helper_plan's for this host and the T0's size, in
         `memory_share` of the host's available memory (1 / the gate jobs running at once: jobs that
         start together each see all of it); `from_bytes` to FORKED_HELPERS_FROM_BYTES or
         HELPERS_FROM_BYTES, as the helpers start; `worker_fds` are the worker's own (its pipe to the
-        gate), which a forked helper closes."""
+        gate), which a forked helper closes; `official_inputs`, get_inputs()'s portable_signature where known."""
         self.candidate_file, self.name, self.device = candidate_file, name, builder_device
         self.processes, self.ahead, self.from_bytes = processes, ahead, from_bytes
         self.memory_share = memory_share
+        self.official_inputs = official_inputs
         self.worker_fds = tuple(worker_fds)
         self.problem = None
         self.builder = None
@@ -251,7 +257,7 @@ class TrialInputs:
             return
         self.started = True
         self.problem, self.builder, self.n_trials = problem, builder, n_trials
-        size = t0_bytes(problem)
+        size = t0_bytes(problem, self.official_inputs)
         from_bytes = self.from_bytes if self.from_bytes is not None else (
             FORKED_HELPERS_FROM_BYTES if fork else HELPERS_FROM_BYTES)
         if (self.processes is not None and self.processes < 1) or size < from_bytes:

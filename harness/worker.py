@@ -48,6 +48,8 @@ class GateJob:
     helpers_from_bytes: int | None = None
     # Gate jobs running at once on this host (--jobs): each draws T0 ahead in its share of the host's memory.
     jobs_at_once: int = 1
+    # get_inputs()'s suite_rules.portable_signature, discovery's (None: the worker builds it on the meta device).
+    official_inputs: tuple | None = None
 
 
 @dataclass
@@ -62,6 +64,7 @@ class EntrySummary:
     problems: list[str] = field(default_factory=list)
     cuda: str = ""  # the CUDA source, from which a campaign's parent makes the mutants
     t0_bytes: int = 0  # the bytes of get_inputs()'s tensors, for scheduling by memory
+    official_inputs: tuple | None = None  # get_inputs()'s suite_rules.portable_signature, for the gate's workers
 
 
 # ---------------------------------------------------------------- in the worker process
@@ -203,7 +206,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     # substrates (the parent sends only those whose T0 needs no helpers) build their trials themselves.
     trial_inputs = TrialInputs(job.file, job.name, torch.device("cpu") if backend is None else backend.device,
                                from_bytes=job.helpers_from_bytes, worker_fds=(conn.fileno(),),
-                               memory_share=1 / max(1, job.jobs_at_once))
+                               memory_share=1 / max(1, job.jobs_at_once), official_inputs=job.official_inputs)
     kept = backend is not None
     parts = {} if kept else dict(start_parts)
     if not kept:
@@ -223,7 +226,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
-                            trial_inputs=trial_inputs)
+                            trial_inputs=trial_inputs, official_inputs=job.official_inputs)
     except BaseException as error:
         # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
@@ -240,7 +243,8 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
 def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
     from harness.problems import ProblemSearch, load_problem
-    from harness.trial_inputs import t0_bytes
+    from harness.suite_rules import official_signature, portable_signature
+    from harness.trial_inputs import inputs_bytes
 
     for file in files:
         path = Path(file)
@@ -265,9 +269,12 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
                 search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
                 summary.source_sha256 = entry.source_sha256(search)
                 try:
-                    summary.t0_bytes = t0_bytes(load_problem(entry.kb_file, search))
+                    inputs = official_signature(load_problem(entry.kb_file, search))
                 except Exception:
-                    pass  # no problem: the gate says why; nothing to schedule by
+                    pass  # no problem, or a get_inputs() that raises: the gate says why; nothing to schedule by
+                else:
+                    summary.t0_bytes = inputs_bytes(inputs)
+                    summary.official_inputs = portable_signature(inputs)
             summaries.append(summary)
         conn.send(("entries", file, summaries))
 
@@ -321,10 +328,10 @@ class StartedWorker:
 
 # Imported once by the fork server, so that a worker forked from it has them already. None of them
 # touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
-# the workers that need it). torch._dynamo: the first TorchDispatchMode a process enters (the poisoned
-# allocations around every `launch` call) imports it, 800 modules and 2 s, which every worker paid; so does
-# get_inputs() on the meta device (a problem's shapes, in discovery and in each gate's probe rules).
-FORK_SERVER_PRELOAD = ("torch", "torch._dynamo", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
+# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s, on the path of every gate and campaign
+# before its first worker can start): the poisoned allocations opt out of it (harness.guards), and only discovery,
+# building get_inputs() on the meta device, imports it; the workers are handed what it found (GateJob.official_inputs).
+FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
                        "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
                        "harness.engine.worker", "harness.backends.cpu")

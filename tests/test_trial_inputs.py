@@ -188,7 +188,7 @@ def test_jobs_at_once_share_the_hosts_memory_for_trials_drawn_ahead(monkeypatch)
     file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
     name, problem, builder = _t0(file)
     monkeypatch.setattr(trial_inputs, "host_memory_available", lambda: 123 * 2**30)
-    monkeypatch.setattr(trial_inputs, "t0_bytes", lambda problem: int(6.4e9))  # a softmax-sized T0
+    monkeypatch.setattr(trial_inputs, "t0_bytes", lambda problem, known=None: int(6.4e9))  # a softmax-sized T0
     planned = {}
     for share in (1.0, 1 / 3):
         ahead = TrialInputs(str(file), name, torch.device("cpu"), from_bytes=0, memory_share=share)

@@ -144,6 +144,40 @@ def test_discovery_survives_a_file_that_hangs_at_import(tmp_path):
     assert errors[str(broken)] == f"{broken}: import failed: ZeroDivisionError: division by zero"
 
 
+def test_discovery_hands_the_gate_get_inputs_signature_built_on_the_meta_device():
+    from harness.candidates import SUBSTRATES_DIR
+
+    entries, errors = discover([SUBSTRATES_DIR / "candidate_masked_fill.py"], step_timeout=60.0)
+    summary = {s.name: s for s in entries[str(SUBSTRATES_DIR / "candidate_masked_fill.py")]}["masked_fill_b1"]
+    assert not errors
+    assert summary.official_inputs == (("tensor", "uint8", (4, 8, 256, 256)), ("tensor", "bool", (4, 8, 256, 256)),
+                                       ("tensor", "uint8", ()))
+    assert summary.t0_bytes == 2 * 4 * 8 * 256 * 256 + 1
+
+
+def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
+    # torch._dynamo is 800 modules and 1 to 2 s a process: get_inputs() on the meta device (masked_fill's `<`) and
+    # an unopted TorchDispatchMode import it; the fork server does not preload it, so a worker must not need it.
+    import subprocess
+    import sys
+
+    program = textwrap.dedent("""
+        import sys
+        from harness.backends import create_backend
+        from harness.candidates import SUBSTRATES_DIR
+        from harness.pipeline import gate_entry
+        from harness.worker import _entry_checks, _import_file
+        path = SUBSTRATES_DIR / "candidate_masked_fill.py"
+        entry, checks, _raw = _entry_checks(_import_file(path), path, "masked_fill_b1")
+        signature = (("tensor", "uint8", (4, 8, 256, 256)), ("tensor", "bool", (4, 8, 256, 256)), ("tensor", "uint8", ()))
+        report = gate_entry(entry, create_backend("cpu"), checks, official_inputs=signature)
+        print([c.check for c in report.checks if c.status.value == "failed"], file=sys.stderr)
+        print(report.admitted, "torch._dynamo" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+    assert done.stdout.split()[-2:] == ["True", "False"], done.stderr[-2000:]
+
+
 def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
     from tests import rule_candidates
 
@@ -174,8 +208,8 @@ def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_s
 
 
 def test_a_forked_worker_enters_its_first_poisoned_allocation_without_importing_torch_dynamo():
-    # Every trial's `launch` runs under a TorchDispatchMode, whose first use imports torch._dynamo (800
-    # modules, 2 s): the fork server imports it once, not each of a campaign's hundreds of workers.
+    # Every trial's `launch` runs under a TorchDispatchMode, whose first use would import torch._dynamo (800
+    # modules, 2 s) had the mode not opted out: neither the fork server nor each worker pays it.
     if worker_context().get_start_method() != "forkserver":
         pytest.skip("workers are spawned here: nothing is inherited")
     (message,) = [m for m in _collect(worker_targets.counts_imports_of_a_poisoned_allocation)]
