@@ -27,7 +27,7 @@ from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, JobQueue, MemoryBudget, auto_jobs,
                                 device_memory_bytes, estimate_bytes, may_reuse_worker)
 from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
-from harness.worker import DEFAULT_STEP_TIMEOUT, FileWorker, GateJob, discover, run_gate_job
+from harness.worker import DEFAULT_STEP_TIMEOUT, FileWorker, GateJob, WorkersAhead, discover, run_gate_job
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -262,6 +262,8 @@ class Timeline:
     start_parts: dict = field(default_factory=dict)  # worker_starts by part, as the workers measured them
     workers: int = 0  # worker processes started (a worker gates further substrates of its file)
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
+    ahead: int = 0  # workers started beside discovery (WorkersAhead), not counted in `workers`
+    ahead_used: int = 0  # of which a job took
 
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
@@ -270,7 +272,8 @@ class Timeline:
             rest = max(0.0, self.worker_starts - sum(self.start_parts.values()))
             parts = " (" + ", ".join(f"{name} {seconds:.1f}" for name, seconds in
                                      [*self.start_parts.items(), ("the rest", rest)]) + ")"
-        return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s), "
+        ahead = (f", {self.ahead} worker(s) started beside it, {self.ahead_used} of them used" if self.ahead else "")
+        return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s{ahead}), "
                 f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s of substrate work after "
                 f"{self.worker_starts:.1f} s of {self.workers} {whose} start{parts}, {at_once} at once), "
                 f"then {self.sanitizer_wait:.1f} s waiting for the sanitizers")
@@ -402,7 +405,31 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
     def first_worker_spoke() -> None:
         timeline.worker_ready = timeline.worker_ready or time.perf_counter() - started
 
-    entries, errors = discover(files, args.timeout, args.kb_root, first_worker_spoke)
+    ahead = _workers_ahead(args, files)
+    try:
+        return _gate_discovered(args, started, files, tools, records, timeline, early_sanitizers, ahead,
+                                *discover(files, args.timeout, args.kb_root, first_worker_spoke))
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _workers_ahead(args, files: list[Path]) -> WorkersAhead | None:
+    """Workers for the first files the slots will take, started now, beside discovery, where a worker's start is
+    long (its CUDA context: 1 to 2 s, eight at once) and the files to be gated are known before discovery: every
+    candidate, or the files named. Substrates named by name are found by discovery: nothing is started for them."""
+    if args.list or args.scheduler or any(not target.endswith(".py") for target in args.targets):
+        return None
+    backend = resolve_backend_name(args.backend)
+    if backend != "cuda" or not gpu_visible():
+        return None
+    gated = [str(Path(t).resolve()) for t in args.targets] if args.targets else [str(f) for f in files]
+    slots = auto_jobs(backend, os.cpu_count() or 1) if args.jobs == "auto" else args.jobs
+    return WorkersAhead(list(dict.fromkeys(gated))[:slots], backend, str(args.cache_dir) if args.cache_dir else None)
+
+
+def _gate_discovered(args, started: float, files: list[Path], tools: tuple[str, ...], records, timeline,
+                     early_sanitizers: dict, ahead: WorkersAhead | None, entries: dict, errors: dict) -> int:
     timeline.discovery = time.perf_counter() - started
     if args.list:
         print(_list(entries, errors, records))
@@ -438,11 +465,12 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
                                  ClusterGate(client, args.timeout, 1 / args.jobs if backend == "cuda" else 0, remote))
         except ClusterUnavailable as error:
             raise UsageError(str(error))
-    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline, None, early_sanitizers)
+    return _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline, None, early_sanitizers,
+                     ahead)
 
 
 def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster,
-              early_sanitizers: dict | None = None) -> int:
+              early_sanitizers: dict | None = None, ahead: WorkersAhead | None = None) -> int:
     """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
 
     report = GateReport(backend=backend, device="")
@@ -505,7 +533,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
 
     def slot(queue: JobQueue) -> None:
         """One job slot: takes jobs until none is left, keeping its worker for the next substrate of its file."""
-        keeper = FileWorker()
+        keeper = FileWorker(ahead)
         try:
             while (taken := queue.take(keeper.file)) is not None:
                 position, job = taken
@@ -536,6 +564,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
             timeline.worker_starts, timeline.workers = sum(s for s, _ in worker_starts), len(worker_starts)
+            if ahead is not None:
+                timeline.ahead, timeline.ahead_used = ahead.started, ahead.used
             for _seconds, parts in worker_starts:
                 for part, seconds in parts.items():
                     timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds

@@ -23,6 +23,7 @@ import multiprocessing
 import multiprocessing.context
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -164,8 +165,12 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     conn.send(("step", "import"))
     importing = time.perf_counter()
     imported = _import_file(path)
-    start_parts = {"candidate imported": time.perf_counter() - importing}
-    backend = None
+    _serve_file(job, imported, None, conn, began, {"candidate imported": time.perf_counter() - importing})
+
+
+def _serve_file(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict) -> None:
+    """Gate `job`, then each further substrate of its file the parent sends while the worker stays reusable."""
+    path = Path(job.file)
     while True:
         backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts)
         if not reusable:
@@ -177,6 +182,33 @@ def _gate_in_worker(job: GateJob, conn) -> None:
         if job.file != str(path):
             raise RuntimeError(f"harness bug: a worker of {path} was sent {job.file}")
         began = time.perf_counter()
+
+
+def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, conn) -> None:
+    """A worker started while discovery runs (WorkersAhead): `file` imported and proven, and the backend made (its
+    CUDA context), before any job is known; then it serves the file's substrates as a kept worker does.
+
+    It says nothing until its first job (the parent reads it only from then on, as a kept worker's). Where the
+    import failed, or did CUDA work, no backend is made: its first job then reports that as a fresh worker would.
+    """
+    import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
+    from harness.backends import BackendUnavailable, create_backend
+
+    importing = time.perf_counter()
+    imported = _import_file(Path(file))
+    start_parts = {"candidate imported": time.perf_counter() - importing}
+    backend = None
+    if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
+        try:
+            backend = create_backend(backend_name, cache_dir=Path(cache_dir) if cache_dir else None)
+        except BackendUnavailable:
+            backend = None  # its first job makes it again, and says why it cannot
+    job = conn.recv()
+    if job is None:
+        return
+    if job.file != file:
+        raise RuntimeError(f"harness bug: a worker made ready for {file} was sent {job.file}")
+    _serve_file(job, imported, backend, conn, time.perf_counter(), start_parts)
 
 
 def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict):
@@ -569,17 +601,21 @@ class FileWorker:
     the slot moves to another file (`release`) or the gate ends (`close`).
     """
 
-    def __init__(self):
+    def __init__(self, ahead: "WorkersAhead | None" = None):
         self.file: str | None = None
         self._worker: StartedWorker | None = None
+        self.ahead = ahead  # workers started beside discovery, shared by the slots
 
     def ready_for(self, file: str) -> StartedWorker | None:
-        """The worker held for `file`, taken out (None: none, or it died while it waited)."""
+        """The worker held for `file`, else one started ahead for it, taken out (None: none, or it died while it
+        waited)."""
         worker, held_for = self._worker, self.file
         self.file, self._worker = None, None
         if worker is not None and (held_for != file or not worker.process.is_alive()):
             worker.stop()
             worker = None
+        if worker is None and self.ahead is not None:
+            worker = self.ahead.take(file)
         return worker
 
     def hold(self, file: str, worker: StartedWorker) -> None:
@@ -592,6 +628,45 @@ class FileWorker:
         self.file, self._worker = None, None
 
     close = release
+
+
+class WorkersAhead:
+    """Workers started while discovery runs, one for each of the first files the gate's slots will take: each
+    imports its file (the import-safety proof, in a process with no CUDA state, as every worker's) and makes its
+    backend, the seconds of a CUDA context, before the jobs are known. A slot whose file's first job comes takes
+    the file's worker (FileWorker.ready_for); those no job took are stopped at the end (`close`).
+    """
+
+    def __init__(self, files: list[str], backend: str, cache_dir: str | None):
+        self._lock = threading.Lock()
+        self._workers: dict[str, StartedWorker] = {}
+        self.used = 0
+        for file in files:
+            worker = start_worker()
+            try:
+                worker.connection.send((_gate_ahead_in_worker, (file, backend, cache_dir)))
+            except OSError:  # died at once: its file's first job starts one
+                worker.stop()
+                continue
+            self._workers[file] = worker
+        self.started = len(self._workers)
+
+    def take(self, file: str) -> StartedWorker | None:
+        with self._lock:
+            worker = self._workers.pop(file, None)
+        if worker is not None and not worker.process.is_alive():
+            worker.stop()
+            return None
+        if worker is not None:
+            with self._lock:
+                self.used += 1
+        return worker
+
+    def close(self) -> None:
+        with self._lock:
+            left, self._workers = list(self._workers.values()), {}
+        for worker in left:
+            worker.stop()
 
 
 def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None,

@@ -158,6 +158,44 @@ def test_the_timeline_splits_the_workers_start_only_where_they_measured_it():
            "context) 13.9, the rest 0.3), 8 at once)" in timeline.describe(8)
 
 
+def test_the_timeline_says_how_many_workers_started_beside_discovery_a_job_took():
+    from harness.cli import Timeline
+
+    timeline = Timeline(discovery=3.4, worker_ready=2.1, jobs=6.5, work=30.8, worker_starts=5.4, workers=6, ahead=7,
+                        ahead_used=6)
+    assert timeline.describe(8).startswith(
+        "timeline: discovery 3.4 s (its worker ready after 2.1 s, 7 worker(s) started beside it, 6 of them used), "
+        "then the jobs 6.5 s (30.8 s of substrate work after 5.4 s of 6 workers' start, 8 at once)")
+
+
+def test_workers_start_beside_discovery_for_the_first_files_only_where_a_gpu_gates_files_known_before_it(
+        monkeypatch, tmp_path):
+    from harness import cli
+
+    started = []
+    monkeypatch.setattr(cli, "WorkersAhead", lambda files, backend, cache_dir: started.append(
+        (files, backend, cache_dir)) or "ahead")
+    monkeypatch.setattr(cli, "gpu_visible", lambda: True)
+    monkeypatch.setattr(cli, "resolve_backend_name", lambda name: "cuda" if name in ("auto", "cuda") else name)
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
+    parse = cli.build_parser().parse_args
+    files = [tmp_path / f"candidate_{i}.py" for i in range(10)]
+    for path in files:
+        path.write_text("")
+    for argv in (["--list"], ["--backend", "cpu"], ["--scheduler", "local"], ["pad_const_b1"],
+                 [str(files[0]), "pad_const_b1"]):  # a substrate named by name: its file is known only after discovery
+        assert cli._workers_ahead(parse(argv), files) is None, argv
+    assert started == []
+    assert cli._workers_ahead(parse([]), files) == "ahead"
+    assert cli._workers_ahead(parse(["--jobs", "3", "--cache-dir", str(tmp_path)]), files) == "ahead"
+    assert cli._workers_ahead(parse([str(files[4]), str(files[2]), str(files[4])]), files) == "ahead"
+    assert started == [([str(f) for f in files[:8]], "cuda", None),  # auto: 8 slots on 16 cores
+                       ([str(f) for f in files[:3]], "cuda", str(tmp_path)),
+                       ([str(files[4].resolve()), str(files[2].resolve())], "cuda", None)]
+    monkeypatch.setattr(cli, "gpu_visible", lambda: False)
+    assert cli._workers_ahead(parse([]), files) is None
+
+
 def test_no_sanitize_and_the_tools_chosen_are_said_in_the_report(tmp_path, capsys):
     report = tmp_path / "report.json"
     main([str(FORMS), "--backend", "cpu", "--no-record", "--no-progress", "--no-sanitize",

@@ -285,6 +285,58 @@ def test_after_a_fault_the_files_next_substrate_gets_a_fresh_worker(backend):
     assert after_fresh == [True] and after.admitted, _verdict(after)
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_worker_started_ahead_gates_its_files_substrates_as_a_fresh_one_would(backend):
+    from harness.worker import FileWorker, WorkersAhead
+
+    ahead = WorkersAhead([FORMS], backend, None)
+    keeper = FileWorker(ahead)
+    try:
+        first, first_fresh = _gate("forms_empty_out", backend, keeper)
+        second, second_fresh = _gate("forms_row_sum", backend, keeper)  # then kept, as any worker is
+    finally:
+        keeper.close()
+        ahead.close()
+    assert (ahead.started, ahead.used) == (1, 1)
+    assert (first_fresh, second_fresh) == ([False], [False])  # its import, proof and backend made before the job
+    alone, _ = _gate("forms_empty_out", backend)
+    assert _verdict(first) == _verdict(alone)  # every check and its words
+    assert _verdict(first)["import_safe"][0] == "passed" and second.admitted
+
+
+def test_a_worker_started_ahead_for_a_file_that_fails_to_import_reports_it_at_its_first_job(tmp_path):
+    from harness.worker import FileWorker, WorkersAhead
+
+    broken = _candidate(tmp_path, "candidate_broken.py", "import no_such_module\n")
+    ahead = WorkersAhead([str(broken)], "cpu", None)
+    try:
+        report = run_gate_job(GateJob(file=str(broken), name="broken", backend="cpu"), 60, keeper=FileWorker(ahead))
+    finally:
+        ahead.close()
+    fresh = run_gate_job(GateJob(file=str(broken), name="broken", backend="cpu"), 60)
+    assert ahead.used == 1
+    assert _verdict(report) == _verdict(fresh)
+    assert _verdict(report)["import_safe"] == (
+        "failed", f"{broken}: import failed: ModuleNotFoundError: No module named 'no_such_module'")
+
+
+def test_workers_started_ahead_that_no_job_takes_are_stopped_at_the_end(tmp_path):
+    from harness.worker import FileWorker, WorkersAhead
+
+    other = _candidate(tmp_path, "candidate_other.py", "import no_such_module\n")
+    ahead = WorkersAhead([FORMS, str(other)], "cpu", None)
+    left = list(ahead._workers.values())
+    keeper = FileWorker(ahead)
+    try:
+        assert keeper.ready_for(str(tmp_path / "candidate_none.py")) is None  # none was started for it
+        report, fresh = _gate("forms_row_sum", "cpu", keeper)
+    finally:
+        keeper.close()
+        ahead.close()
+    assert report.admitted and fresh == [False] and (ahead.started, ahead.used) == (2, 1)
+    assert not any(worker.process.is_alive() for worker in left)
+
+
 def test_a_worker_is_not_kept_for_another_file(tmp_path):
     from harness.worker import FileWorker
 
