@@ -20,6 +20,13 @@ from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_
                                    make_backend_ahead, run_campaign_job)
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
+# A campaign's fork server imports torch._dynamo as it did before the gate left it out (harness.worker's
+# FORK_SERVER_PRELOAD): on the H200 the campaign without it ran at 95.04 against 113.22 mutants/s in the same call,
+# its compile pool spending 115.8 against 90.3 s of processor time on the same 88 batches (MEASUREMENTS.md,
+# 2026-12-03, twenty-fifth session). One run each, the cause not found: kept as it was measured fast until a
+# same-call A/B says otherwise.
+CAMPAIGN_PRELOAD = ("torch._dynamo",)
+
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
 
