@@ -60,7 +60,9 @@ def _format_element(t: torch.Tensor, flat_index: int) -> str:
     return repr(value.item())
 
 
-def _coords(flat_index: int, shape) -> tuple[int, ...]:
+def coords_of(flat_index: int, shape) -> tuple[int, ...]:
+    """The element at `flat_index` of a row-major `shape`, as coordinates (torch.unravel_index without its
+    torch._check, whose first call imports sympy: 450 modules, a second or more in every worker that meets one)."""
     coords = []
     for dim in reversed(shape):
         coords.append(flat_index % dim)
@@ -70,7 +72,7 @@ def _coords(flat_index: int, shape) -> tuple[int, ...]:
 
 def _examples(got, expected, flat_indices: list[int]) -> list[str]:
     return [
-        f"at {_coords(i, tuple(expected.shape))}: got {_format_element(got, i)}, expected {_format_element(expected, i)}"
+        f"at {coords_of(i, tuple(expected.shape))}: got {_format_element(got, i)}, expected {_format_element(expected, i)}"
         for i in flat_indices[:SHOWN_MISMATCHES]
     ]
 

@@ -24,7 +24,8 @@ from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.backends.base import PendingFault
 from harness.candidates import Entry, builder_form, where_defined
-from harness.compare import Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise
+from harness.compare import (Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise,
+                             coords_of)
 from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
                             poison_mask, poisoned_allocations, read_together, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
@@ -375,8 +376,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                 result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
                 if result.unwritten:
                     flat = int(torch.nonzero(unwritten.reshape(-1))[0])
-                    result.first_unwritten = tuple(int(c) for c in torch.unravel_index(torch.tensor(flat),
-                                                                                       tuple(out.shape)))
+                    result.first_unwritten = coords_of(flat, tuple(out.shape))
                 del unwritten
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result

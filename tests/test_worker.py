@@ -6,6 +6,7 @@ import os
 import signal
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -176,6 +177,34 @@ def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
     assert done.stdout.split()[-2:] == ["True", "False"], done.stderr[-2000:]
+
+
+def test_a_worker_naming_an_unwritten_element_imports_neither_sympy_nor_torch_dynamo():
+    # torch.unravel_index calls torch._check, whose first call imports sympy (450 modules, 1 s and more a process):
+    # every campaign worker that met a mutant leaving its output unwritten paid it. The coordinates are now Python's.
+    import subprocess
+    import sys
+
+    from harness.problems import ProblemSearch, load_problem
+    from harness.suite_rules import official_signature, portable_signature
+
+    search = ProblemSearch.for_candidate(Path(FORMS))
+    signature = portable_signature(official_signature(load_problem("row_sum.py", search)))
+    program = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from harness.backends import create_backend
+        from harness.pipeline import gate_entry
+        from harness.worker import _entry_checks, _import_file
+        path = Path({FORMS!r})
+        entry, checks, _raw = _entry_checks(_import_file(path), path, "forms_empty_out")
+        report = gate_entry(entry, create_backend("cpu"), checks, official_inputs={signature!r})
+        print([c.detail for c in report.checks if c.check.value == "output_fully_written"], file=sys.stderr)
+        print(report.admitted, "sympy" in sys.modules, "torch._dynamo" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+    assert done.stdout.split()[-3:] == ["False", "False", "False"], done.stderr[-2000:]
+    assert "never written (first at (0,))" in done.stderr, done.stderr[-2000:]
 
 
 def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
