@@ -661,15 +661,14 @@ class WorkersAhead:
         self.started = len(self._workers)
 
     def take(self, file: str) -> StartedWorker | None:
+        """The worker started for `file`, taken out; None if none was, or it died while it waited."""
         with self._lock:
             worker = self._workers.pop(file, None)
-        if worker is not None and not worker.process.is_alive():
+            alive = worker is not None and worker.process.is_alive()
+            self.used += alive
+        if worker is not None and not alive:
             worker.stop()
-            return None
-        if worker is not None:
-            with self._lock:
-                self.used += 1
-        return worker
+        return worker if alive else None
 
     def close(self) -> None:
         with self._lock:

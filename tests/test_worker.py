@@ -398,6 +398,20 @@ def test_workers_started_ahead_that_no_job_takes_are_stopped_at_the_end(tmp_path
     assert not any(worker.process.is_alive() for worker in left)
 
 
+def test_a_worker_started_ahead_that_died_while_it_waited_is_not_taken():
+    from harness.worker import WorkersAhead
+
+    ahead = WorkersAhead([FORMS], "cpu", None)
+    try:
+        (worker,) = ahead._workers.values()
+        worker.process.kill()
+        worker.process.join(10)
+        assert ahead.take(FORMS) is None and ahead.used == 0  # its file's job starts a fresh worker
+        assert ahead.take(FORMS) is None  # and it is not offered twice
+    finally:
+        ahead.close()
+
+
 def test_a_worker_is_not_kept_for_another_file(tmp_path):
     from harness.worker import FileWorker
 
