@@ -161,14 +161,24 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     began = time.perf_counter()
     import torch  # imported before the first message: start-up, not the candidate's import
 
-    path = Path(job.file)
     conn.send(("step", "import"))
+    _serve_file(job, *_import_timed(job.file), None, conn, began)
+
+
+def _import_timed(file: str) -> tuple[ImportedFile, dict]:
+    """The file imported and proven (_import_file), and the worker's first start part: how long that took."""
     importing = time.perf_counter()
-    imported = _import_file(path)
-    _serve_file(job, imported, None, conn, began, {"candidate imported": time.perf_counter() - importing})
+    imported = _import_file(Path(file))
+    return imported, {"candidate imported": time.perf_counter() - importing}
 
 
-def _serve_file(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict) -> None:
+def _make_backend(name: str, cache_dir: str | None):
+    from harness.backends import create_backend
+
+    return create_backend(name, cache_dir=Path(cache_dir) if cache_dir else None)
+
+
+def _serve_file(job: GateJob, imported: ImportedFile, start_parts: dict, backend, conn, began: float) -> None:
     """Gate `job`, then each further substrate of its file the parent sends while the worker stays reusable."""
     path = Path(job.file)
     while True:
@@ -192,15 +202,13 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     import failed, or did CUDA work, no backend is made: its first job then reports that as a fresh worker would.
     """
     import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
-    from harness.backends import BackendUnavailable, create_backend
+    from harness.backends import BackendUnavailable
 
-    importing = time.perf_counter()
-    imported = _import_file(Path(file))
-    start_parts = {"candidate imported": time.perf_counter() - importing}
+    imported, start_parts = _import_timed(file)
     backend = None
     if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
         try:
-            backend = create_backend(backend_name, cache_dir=Path(cache_dir) if cache_dir else None)
+            backend = _make_backend(backend_name, cache_dir)
         except BackendUnavailable:
             backend = None  # its first job makes it again, and says why it cannot
     job = conn.recv()
@@ -208,7 +216,7 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
         return
     if job.file != file:
         raise RuntimeError(f"harness bug: a worker made ready for {file} was sent {job.file}")
-    _serve_file(job, imported, backend, conn, time.perf_counter(), start_parts)
+    _serve_file(job, imported, start_parts, backend, conn, time.perf_counter())
 
 
 def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict):
@@ -216,7 +224,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
     ("device", ...) message of a worker started for the job."""
     import torch
-    from harness.backends import BackendUnavailable, create_backend
+    from harness.backends import BackendUnavailable
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.problems import ProblemSearch
     from harness.trial_inputs import TrialInputs
@@ -247,7 +255,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         parts["T0's helpers started"] = time.perf_counter() - part_began
         part_began = time.perf_counter()
         try:
-            backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
+            backend = _make_backend(job.backend, job.cache_dir)
         except BackendUnavailable as error:
             trial_inputs.close()
             conn.send(("unavailable", str(error)))
