@@ -32,15 +32,15 @@ from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
 from harness.cluster.campaign import run_on_cluster
-from harness.engine.run import (CAMPAIGN_PRELOAD, Progress, StartTimes, WorkerTime, checks_addresses,
-                                default_workers, prepare_campaign_worker, run_plan, run_plan_naively, spare_mode,
-                                worker_environment, worker_log, workers_that_fit)
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
+                                prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
+                                worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import device_memory_bytes, estimate_bytes
-from harness.worker import WorkerStarter, preload_in_fork_server
+from harness.worker import WorkerStarter
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -142,7 +142,6 @@ def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_byt
 
 def _run(args) -> int:
     started = time.perf_counter()
-    preload_in_fork_server(CAMPAIGN_PRELOAD)  # before discovery starts the fork server
     backend = resolve_backend_name(args.backend)
     remote = bool(args.scheduler) and args.scheduler != LOCAL  # the GPUs are the cluster's, not this host's
     if backend == "cuda" and not gpu_visible() and not remote:

@@ -368,10 +368,11 @@ class StartedWorker:
 
 # Imported once by the fork server, so that a worker forked from it has them already. None of them
 # touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
-# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s on a gate's path before its first worker can
-# start): the poisoned allocations opt out of it (harness.guards), and only discovery, building get_inputs() on the
-# meta device, imports it; the workers are handed what it found (GateJob.official_inputs). A campaign's fork server
-# imports it still (preload_in_fork_server, harness.engine.run.CAMPAIGN_PRELOAD).
+# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s, on the path of every gate and campaign
+# before its first worker can start): the poisoned allocations opt out of it (harness.guards), and only discovery,
+# building get_inputs() on the meta device, imports it; the workers are handed what it found (GateJob.official_inputs).
+# Campaigns too: nothing their workers do imports it or sympy (compare.coords_of, not torch.unravel_index), and on the
+# H200 a campaign ran as fast without it as with it (MEASUREMENTS.md, twenty-sixth session).
 FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
                        "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
                        "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
@@ -397,14 +398,6 @@ def worker_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
     return context
-
-
-def preload_in_fork_server(modules: tuple[str, ...]) -> None:
-    """Have the fork server import `modules` too. Called before its start (the first worker's); after it, the
-    running server keeps what it imported."""
-    context = worker_context()
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload([*FORK_SERVER_PRELOAD, *modules])
 
 
 def start_worker(env: dict[str, str] | None = None, prepare=None) -> StartedWorker:

@@ -246,38 +246,6 @@ def test_a_forked_worker_enters_its_first_poisoned_allocation_without_importing_
     assert len(message[1]) < 20, message[1][:20]
 
 
-@pytest.mark.parametrize("entry, preloaded", [("gate.py", "False"), ("python -m harness.campaign", "True")])
-def test_the_fork_server_preloads_torch_dynamo_for_campaigns_not_for_the_gate(entry, preloaded):
-    # The gate's workers never need it (nor its 1 to 2 s before the first worker); a campaign's fork server keeps it,
-    # as measured fast (harness.engine.run.CAMPAIGN_PRELOAD).
-    import subprocess
-    import sys
-
-    if worker_context().get_start_method() != "forkserver":
-        pytest.skip("workers are spawned here: nothing is preloaded")
-    program = textwrap.dedent(f"""
-        from harness.engine.run import CAMPAIGN_PRELOAD
-        from harness.worker import _converse, preload_in_fork_server
-        from tests import worker_targets
-        if {entry.startswith("python -m harness.campaign")}:
-            preload_in_fork_server(CAMPAIGN_PRELOAD)
-        _converse(worker_targets.reports_torch_dynamo, (), 60.0, lambda message: print(message[1]) or True)
-    """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == [preloaded], done.stderr[-2000:]
-
-
-def test_a_campaign_asks_for_its_preload_before_anything_starts_the_fork_server(monkeypatch):
-    from harness import campaign
-    from harness.engine.run import CAMPAIGN_PRELOAD
-
-    asked = []
-    monkeypatch.setattr(campaign, "preload_in_fork_server", asked.append)
-    monkeypatch.setattr(campaign, "gpu_visible", lambda: False)
-    assert campaign.main(["--backend", "cuda"]) == 2  # a usage error, after the preload was asked for
-    assert asked == [CAMPAIGN_PRELOAD] == [("torch._dynamo",)]
-
-
 @pytest.mark.parametrize("setting, method", [("", "forkserver"), ("spawn", "spawn")])
 def test_workers_are_forked_from_a_fork_server_unless_told_to_spawn(setting, method):
     import subprocess

@@ -59,10 +59,3 @@ def counts_imports_of_a_poisoned_allocation(conn):
     with poisoned_allocations(0xA5):
         torch.empty(4)
     conn.send(("done", sorted(set(sys.modules) - before)))
-
-
-def reports_torch_dynamo(conn):
-    """Whether the worker has torch._dynamo without importing it: the fork server's preload."""
-    import sys
-
-    conn.send(("done", "torch._dynamo" in sys.modules))

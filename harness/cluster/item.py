@@ -272,11 +272,7 @@ def _wait_as_spare() -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    from harness.engine.run import CAMPAIGN_PRELOAD
-    from harness.worker import preload_in_fork_server
-
     watch_parent(os.getppid())  # the Dask worker gone (killed, its nanny restarting it): this item is for nothing
-    preload_in_fork_server(CAMPAIGN_PRELOAD)  # an item's fork server as a campaign's, before its start
     spec_path = _wait_as_spare() if argv[0] == SPARE_ARG else argv[0]
     if spec_path is None:
         return 0

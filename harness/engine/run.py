@@ -20,15 +20,6 @@ from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_
                                    make_backend_ahead, run_campaign_job)
 from harness.worker import WorkerLost, WorkerStarter, _converse
 
-# A campaign's fork server imports torch._dynamo as it did before the gate left it out (harness.worker's
-# FORK_SERVER_PRELOAD): on the H200 the campaign without it ran at 95.04 against 113.22 mutants/s in the same call,
-# its compile pool spending 115.8 against 90.3 s of processor time on the same 88 batches (MEASUREMENTS.md,
-# 2026-12-03, twenty-fifth session). The likely cause, found on the CPU afterwards: torch._dynamo brought sympy
-# into the fork server, and every worker that met a mutant leaving output unwritten imported it (torch.unravel_index's
-# torch._check), 450 modules each, beside the compile pool; the coordinates are now Python's (compare.coords_of). Kept
-# until tests/campaign_ab.sh shows the campaign as fast without it on the GPU.
-CAMPAIGN_PRELOAD = ("torch._dynamo",)
-
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
 
