@@ -562,7 +562,7 @@ def _jobs(args) -> list[tuple[str, str]]:
     from harness.worker import discover
 
     files = list(dict.fromkeys(f.resolve() for f in args.files))
-    entries, errors = discover(files, args.timeout, args.kb_root)
+    entries, errors = discover(files, args.timeout, args.kb_root, cache_dir=args.cache_dir)
     jobs = []
     for file in map(str, files):
         if file in errors:

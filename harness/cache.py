@@ -3,7 +3,8 @@
 Compilers are pure functions (harness.nvrtc, the CPU backend's g++ step); this module stores
 what they produce under a key that covers everything that can change it: the source, the
 kernel name, the options (which name the arch and header folders), the compiler's version
-and CACHE_VERSION, bumped whenever this project changes what it stores.
+and CACHE_VERSION, bumped whenever this project changes what it stores. Beside them, each problem's get_inputs()
+signature (signature_cached): discovery's one build of it costs more than its compiles on a warm gate.
 """
 
 from __future__ import annotations
@@ -74,6 +75,49 @@ def lookup_or_make(key: str, suffixes: tuple[str, ...], make: Callable[[], dict[
         finally:
             lock.unlink(missing_ok=True)
     return paths, False
+
+
+SIGNATURE_VERSION = 1  # bumped whenever suite_rules.portable_signature describes inputs otherwise
+
+
+def _signature_json(signature: tuple) -> bytes | None:
+    """`signature` as JSON, or None where JSON would not give it back as it is (a complex value, say)."""
+    try:
+        text = json.dumps(signature, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text.encode() if _signature_from_json(text.encode()) == signature else None
+
+
+def _signature_from_json(data: bytes) -> tuple:
+    return tuple(("tensor", item[1], tuple(item[2])) if item[0] == "tensor" else ("value", item[1])
+                 for item in json.loads(data))
+
+
+def signature_cached(problem_source: bytes, make: Callable[[], tuple | None],
+                     cache_dir: Path | None = None) -> tuple | None:
+    """get_inputs()'s portable signature (harness.suite_rules) through the cache: `make()` where it is not stored.
+
+    Keyed by the problem file's bytes and torch's version: a problem file is a module whose get_inputs() reads its
+    own constants (KernelBench's format), and the admission records take its bytes for all that decides a verdict
+    too. Building it on the meta device imports torch._dynamo in discovery wherever get_inputs() compares tensors
+    (1 to 2 s of every gate's start on the H200); a signature JSON cannot give back as it was is not stored.
+    """
+    import torch
+
+    key = cache_key("get_inputs signature", SIGNATURE_VERSION, hashlib.sha256(problem_source).hexdigest(),
+                    torch.__version__)
+    stored = (cache_dir or default_cache_dir()) / f"{key}.json"
+    if stored.is_file():
+        return _signature_from_json(stored.read_bytes())
+    signature = make()
+    data = _signature_json(signature) if signature is not None else None
+    if data is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stored.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
+        tmp.write_bytes(data)
+        os.replace(tmp, stored)
+    return signature
 
 
 def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | None = None,

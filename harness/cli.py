@@ -408,7 +408,7 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
     ahead = _workers_ahead(args, files)
     try:
         return _gate_discovered(args, started, files, tools, records, timeline, early_sanitizers, ahead,
-                                *discover(files, args.timeout, args.kb_root, first_worker_spoke))
+                                *discover(files, args.timeout, args.kb_root, first_worker_spoke, args.cache_dir))
     finally:
         if ahead is not None:
             ahead.close()

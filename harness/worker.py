@@ -280,10 +280,11 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     return backend, clean and backend.end_job()
 
 
-def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
+def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | None, conn) -> None:
+    from harness.cache import signature_cached
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
-    from harness.problems import ProblemSearch, load_problem
-    from harness.suite_rules import official_signature, portable_signature
+    from harness.problems import ProblemSearch, load_problem_file
+    from harness.suite_rules import official_signature, portable_signature, signature_inputs
     from harness.trial_inputs import inputs_bytes
 
     for file in files:
@@ -309,12 +310,17 @@ def _discover_in_worker(files: list[str], kb_root: str | None, conn) -> None:
                 search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
                 summary.source_sha256 = entry.source_sha256(search)
                 try:
-                    inputs = official_signature(load_problem(entry.kb_file, search))
+                    problem, kb_file = search.resolve(entry.kb_file), entry.kb_file
+                    signature = signature_cached(problem.read_bytes(), lambda: portable_signature(
+                        official_signature(load_problem_file(kb_file, problem))), Path(cache_dir) if cache_dir else None)
+                    # Inputs no plain data describes (None) are built again: rare, and not stored.
+                    inputs = (signature_inputs(signature) if signature is not None
+                              else official_signature(load_problem_file(kb_file, problem)))
                 except Exception:
                     pass  # no problem, or a get_inputs() that raises: the gate says why; nothing to schedule by
                 else:
                     summary.t0_bytes = inputs_bytes(inputs)
-                    summary.official_inputs = portable_signature(inputs)
+                    summary.official_inputs = signature
             summaries.append(summary)
         conn.send(("entries", file, summaries))
 
@@ -740,8 +746,9 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 
 
 def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None,
-             on_first_message=lambda: None):
-    """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}).
+             on_first_message=lambda: None, cache_dir: Path | None = None):
+    """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}). Each problem's
+    get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.cache).
 
     on_first_message() is called when the first worker first speaks: the fork server started (the first worker
     of a run starts it) and the worker forked."""
@@ -765,8 +772,8 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_r
             return not remaining
 
         try:
-            _converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None),
-                      step_timeout, handle)
+            _converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None,
+                                            str(cache_dir) if cache_dir else None), step_timeout, handle)
         except WorkerLost as lost:
             # The file being imported took the worker down; the others get a fresh worker.
             errors[current["file"]] = f"{current['file']}: importing it {lost}"

@@ -156,6 +156,46 @@ def test_discovery_hands_the_gate_get_inputs_signature_built_on_the_meta_device(
     assert summary.t0_bytes == 2 * 4 * 8 * 256 * 256 + 1
 
 
+def test_discovery_keeps_each_problems_signature_in_the_cache_and_reads_it_back(tmp_path):
+    # Building masked_fill's get_inputs() on the meta device imports torch._dynamo, 1 to 2 s of every gate's start.
+    import json
+
+    from harness.candidates import SUBSTRATES_DIR
+
+    file = SUBSTRATES_DIR / "candidate_masked_fill.py"
+    first, _ = discover([file], step_timeout=60.0, cache_dir=tmp_path)
+    stored = list(tmp_path.glob("*.json"))
+    assert len(stored) == len({s.kb_file for s in first[str(file)]}) == 4  # one a problem file
+    assert [["tensor", "uint8", [4, 8, 256, 256]], ["tensor", "bool", [4, 8, 256, 256]], ["tensor", "uint8", []]] in [
+        json.loads(record.read_text()) for record in stored]
+    # What discovery hands on next time is what is stored, not built again: an altered record shows through.
+    for record in stored:
+        record.write_text(json.dumps([["tensor", "uint8", [2, 3]], ["value", 7]]))
+    second, _ = discover([file], step_timeout=60.0, cache_dir=tmp_path)
+    summary = {s.name: s for s in second[str(file)]}["masked_fill_b1"]
+    assert summary.official_inputs == (("tensor", "uint8", (2, 3)), ("value", 7))
+    assert summary.t0_bytes == 6
+    assert [s.official_inputs for s in first[str(file)]] != [s.official_inputs for s in second[str(file)]]
+
+
+def test_a_signature_is_stored_under_its_problem_files_bytes_and_only_as_json_gives_it_back(tmp_path):
+    from harness.cache import signature_cached
+
+    made = []
+
+    def make(signature):
+        return lambda: made.append(signature) or signature
+
+    tensors = (("tensor", "float32", (128, 4096)), ("value", 2), ("value", 0.5), ("value", True), ("value", None))
+    assert signature_cached(b"N = 128", make(tensors), tmp_path) == tensors
+    assert signature_cached(b"N = 128", make("built again"), tmp_path) == tensors
+    assert signature_cached(b"N = 256", make(tensors[:1]), tmp_path) == tensors[:1]  # another file, another key
+    for unstorable in ((("value", 1j),), (("value", float("inf")),), None):
+        assert signature_cached(b"complex", make(unstorable), tmp_path) == unstorable
+    assert made == [tensors, tensors[:1], (("value", 1j),), (("value", float("inf")),), None]
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
 def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
     # torch._dynamo is 800 modules and 1 to 2 s a process: get_inputs() on the meta device (masked_fill's `<`) and
     # an unopted TorchDispatchMode import it; the fork server does not preload it, so a worker must not need it.

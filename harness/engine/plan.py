@@ -35,7 +35,7 @@ class Plan:
 def plans(args, backend: str) -> tuple[list[Plan], list[str]]:
     """The substrates to mutate, and why any named one is refused."""
     files = candidate_files(args.substrates_dir)
-    entries, errors = discover(files, 120.0, args.kb_root)
+    entries, errors = discover(files, 120.0, args.kb_root, cache_dir=args.cache_dir)
     by_name = {s.name: (file, s) for file, summaries in entries.items() for s in summaries if not s.problems}
     unknown = [n for n in args.names if n not in by_name]
     if unknown:
