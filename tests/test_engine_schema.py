@@ -5,6 +5,7 @@ code the mutant compiles to alone: checked here with NVRTC (no GPU) over two fam
 """
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -81,3 +82,88 @@ def test_overlapping_and_unswitchable_mutants_are_left_out_in_order():
     assert made.left_out == ("k:4", "k:1", "k:3")
     assert made.switches == {"k:2": 0}
     assert f"x[({SWITCH} == 0 ? (i - 1) : (i))]" in made.body
+
+
+# ---------------------------------------------------------------- the campaign's compile with schemata
+
+
+def test_a_batch_pruned_to_some_variants_keeps_their_code_and_assembles_without_the_others():
+    from harness.backends import address_check
+    from harness.batches import pruned_ptx, variant_index
+
+    (entry,) = [e for e in registered_entries() if e.name == "pad_backward_reflect_f16"]
+    mutants = generate(entry.cuda, entry.name)[:6]
+    program = batch_program([m.apply(entry.cuda) for m in mutants], entry.kernel_name, "x.cu")
+    compiled = compile_program(program.source, program.name_expressions, "compute_90")
+    pruned = pruned_ptx(compiled.ptx, 6, {1, 4})
+    whole, kept = code_digests(compiled.ptx, 6), code_digests(pruned, 6)
+    assert [i for i in range(6) if kept[i] == whole[i]] == [1, 4]
+    assert compiled.lowered_names[program.name_expressions[0]] not in pruned
+    assert compiled.lowered_names[program.name_expressions[4]] in pruned and ".loc" in pruned  # line info kept
+    assert variant_index(compiled.lowered_names[program.name_expressions[4]]) == 4
+    assert pruned_ptx(compiled.ptx, 6, set(range(6))) is compiled.ptx  # every one kept: the batch's own cache key
+    assert address_check.assemble(address_check.instrument(pruned), "sm_90")
+
+
+def test_with_schemata_the_pool_compiles_each_schema_with_its_unmutated_source_and_cubins_of_the_rest():
+    from types import SimpleNamespace
+
+    from harness.engine.compile import precompile_order
+
+    mutants = generate(SOURCE, "k")
+    made = schema(SOURCE, mutants)
+    plan = SimpleNamespace(name="k", source=SOURCE, kernel_name="k", mutants=mutants, to_run=[m.id for m in mutants])
+    without = precompile_order([plan], 4, "compute_90", None, address_checked=True)
+    order = precompile_order([plan], 4, "compute_90", None, address_checked=True, schemata=True)
+    assert [t.args[0] for t in order] == [[SOURCE], [made.source()]] + [t.args[0] for t in without[1:]]
+    assert order[1].first and order[1].args[6] is None  # the schema's own cubin, whole
+    for task, batch in zip(order[2:], batches([m.id for m in mutants], 4)):
+        assert task.args[6] == tuple(i for i, mutant_id in enumerate(batch) if mutant_id not in made.switches)
+    assert all(task.args[6] is None for task in without)
+
+
+def test_a_pool_task_stores_the_checked_cubin_of_the_unswitched_variants_the_worker_then_asks_for(tmp_path):
+    from harness.cache import address_checked_cubin, compile_program_cached
+    from harness.engine.compile import checked_cubin_ptx, precompile_batch
+
+    mutants = generate(SOURCE, "k")[:3]
+    sources = [m.apply(SOURCE) for m in mutants]
+    assert precompile_batch(sources, "k", "k.cu", "compute_90", str(tmp_path), True, (0, 2))
+    program = batch_program(sources, "k", "k.cu")
+    compiled = compile_program_cached(program.source, program.name_expressions, "compute_90", "k.cu", tmp_path)
+    stored = set(tmp_path.iterdir())
+    assert address_checked_cubin(checked_cubin_ptx(compiled.ptx, 3, (0, 2)), "compute_90", tmp_path)
+    assert set(tmp_path.iterdir()) == stored  # found, not assembled again
+    assert address_checked_cubin(compiled.ptx, "compute_90", tmp_path)
+    assert len(set(tmp_path.iterdir()) - stored) == 1  # the whole batch's was not made: it is now
+    alone = tmp_path / "all switched"
+    assert precompile_batch(sources, "k", "k.cu", "compute_90", str(alone), True, ())
+    made = set(alone.iterdir())
+    compile_program_cached(program.source, program.name_expressions, "compute_90", "k.cu", alone)
+    assert set(alone.iterdir()) == made  # the batch's NVRTC compile only (its code compared): no cubin at all
+
+
+def test_a_worker_loads_its_unswitched_mutants_from_the_pruned_batch_and_leaves_the_switched_ones():
+    from harness.engine.compile import checked_cubin_ptx, compile_variants
+    from harness.engine.worker import _unswitched_cubins
+
+    mutants = generate(SOURCE, "k")[:4]
+    batch = tuple(m.id for m in mutants)
+    variants = dict(zip(batch, compile_variants([m.apply(SOURCE) for m in mutants], SimpleNamespace(kernel_name="k"),
+                                                "compute_90", "k.cu")))
+    switches = {batch[1]: 0, batch[3]: 1}
+    made = _unswitched_cubins(variants, batch, switches)
+    pruned = checked_cubin_ptx(variants[batch[0]].kernel.ptx, 4, (0, 2))
+    assert made[batch[0]].kernel.ptx == made[batch[2]].kernel.ptx == pruned != variants[batch[0]].kernel.ptx
+    assert made[batch[1]] is variants[batch[1]] and made[batch[3]] is variants[batch[3]]
+    assert [made[i].digest for i in batch] == [variants[i].digest for i in batch]  # compared as before
+    assert made[batch[0]].kernel.lowered_name in pruned and made[batch[1]].kernel.lowered_name not in pruned
+
+
+def test_the_switch_is_the_symbol_the_backend_writes():
+    from harness.engine.schema import switch_symbol
+
+    made = schema(SOURCE, generate(SOURCE, "k"))
+    program = batch_program([made.source()], "k", "k.cu")
+    ptx = compile_program(program.source, program.name_expressions, "compute_90").ptx
+    assert f".const .align 4 .u32 {switch_symbol()} = -1;" in ptx

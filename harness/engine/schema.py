@@ -35,6 +35,15 @@ EXPRESSION_SITES = frozenset({Operator.CONSTANT_OFF_BY_ONE, Operator.INDEX_OFF_B
 STATEMENT_SITES = frozenset({Operator.GUARD_DELETION})
 
 
+def switch_symbol(variant: int = 0) -> str:
+    """SWITCH's symbol (mangled) in a module compiled from a batch holding the schema as its `variant`
+    (harness.batches gives each variant a namespace)."""
+    from harness.batches import tag
+
+    namespace = tag(variant)
+    return f"_ZN{len(namespace)}{namespace}{len(SWITCH)}{SWITCH}E"
+
+
 @dataclass(frozen=True)
 class Schema:
     body: str                     # the switched source, SWITCH undeclared (source() and specialised() declare it)
