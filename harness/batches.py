@@ -111,3 +111,35 @@ def code_digests(ptx: str, count: int) -> list[str]:
                 blanked = blanked or _blanked(statement)
                 own[index].append(blanked)
     return [hashlib.sha256("\n".join(parts).encode()).hexdigest() for parts in own]
+
+
+def pruned_ptx(ptx: str, count: int, keep: set[int]) -> str:
+    """A batch's PTX with the code of the variants not in `keep` left out (their entries, functions and variables),
+    everything else as it was, line-info included: what ptxas need assemble where the rest run from elsewhere (a
+    mutant schema, harness.engine.schema). `ptx` itself where `keep` holds every one of its `count` variants, so
+    that its cache keys stay those of the whole batch."""
+    if keep >= set(range(count)):
+        return ptx
+    kept, current, depth = [], [], 0
+    for raw in ptx.splitlines(keepends=True):
+        stripped = raw.strip()
+        if depth == 0 and not current and (not stripped or _NOT_CODE.match(stripped) or _MODULE_HEADER.match(stripped)):
+            tags = {int(found[-TAG_WIDTH:]) for found in _TAG.findall(stripped)}
+            if not tags or tags & keep:  # `// .globl` of a variant left out goes with it
+                kept.append(raw)
+            continue
+        current.append(raw)
+        if not _NOT_CODE.match(stripped):
+            depth += stripped.count("{") - stripped.count("}")
+        if depth == 0 and (stripped.endswith(";") or stripped.endswith("}")):
+            statement = "".join(current)
+            tags = {int(found[-TAG_WIDTH:]) for found in _TAG.findall(statement)}
+            if not tags or tags & keep:
+                kept.append(statement)
+            current = []
+    return "".join(kept + current)
+
+
+def variant_index(lowered_name: str) -> int:
+    """The place in its batch of the variant whose kernel's lowered (mangled) name this is."""
+    return int(_TAG.search(lowered_name).group()[-TAG_WIDTH:])

@@ -30,11 +30,12 @@ from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
-from harness.engine.report import SubstrateCampaign, format_survivors, format_table, outcomes, report_html, report_json
+from harness.engine.report import (SubstrateCampaign, describe_schemata, format_survivors, format_table, outcomes,
+                                   report_html, report_json)
 from harness.cluster.campaign import run_on_cluster
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
-                                prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, worker_environment,
-                                worker_log, workers_that_fit)
+                                prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
+                                worker_environment, worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.oracles import sanitizer as sanitizer_tools
@@ -102,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "global load, store or atomic that would fault is not made and is reported as the "
                              "fault the GPU would raise, and the worker goes on; off: such a fault ends the worker, "
                              "whose replacement starts a process, a CUDA context and the trials again (default: on)")
+    parser.add_argument("--schemata", choices=("on", "off"), default="on",
+                        help="on (cuda, address-checked): each substrate's constant, index, thread/block, CAS-bound, "
+                             "atomic and guard mutants are compiled once, as one kernel that chooses the mutant by "
+                             "a constant (a mutant schema, harness/engine/schema.py), and run from it; the others "
+                             "compile in batches as before; off: every mutant compiles in its batch (default: on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
@@ -267,6 +273,8 @@ def _run(args) -> int:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
             args.html.write_text(report_html(report))
+    if uses_schemata(args, backend):
+        print(describe_schemata(plans, store, backend))
     if worker_time.workers:
         print(worker_time.describe())
     if said := start_times.describe(workers):
@@ -314,7 +322,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     # Batches compiled ahead on the cores the workers leave.
     compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
                                  backend, args.cache_dir, checks_addresses(args, backend),
-                                 lowered=lowered, slots=workers)
+                                 lowered=lowered, slots=workers, schemata=uses_schemata(args, backend))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.

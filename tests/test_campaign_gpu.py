@@ -67,6 +67,23 @@ def test_the_address_check_foresees_every_fault_with_the_statuses_real_faults_gi
     assert errors and all("foreseen by the address check" in m["statusReason"] for m in errors), errors
 
 
+def test_mutants_run_from_their_schema_get_every_status_they_get_compiled_alone(admitted_on_cuda, capsys):
+    reports, lines = {}, {}
+    for schemata in ("off", "on"):
+        reports[schemata] = admitted_on_cuda / f"report-schemata-{schemata}.json"
+        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                     "--store", str(admitted_on_cuda / f"results-schemata-{schemata}.jsonl"), "--no-progress",
+                     "--oracles", "values", "--workers", "1", "--json", str(reports[schemata]),
+                     "--schemata", schemata]) == 0
+        lines[schemata] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("schemata: ")]
+    alone, switched = (json.loads(reports[schemata].read_text()) for schemata in ("off", "on"))
+    assert status_differences(alone, switched) == []
+    assert lines["off"] == []
+    (line,) = lines["on"]
+    ran = re.match(r"schemata: (\d+) of (\d+) mutants run came from their substrate's schema", line)
+    assert ran and 20 <= int(ran.group(1)) < int(ran.group(2)), line  # pad_const_b4: 28 switched of 52
+
+
 @pytest.mark.parametrize("blocking", [True, False])
 def test_a_campaign_workers_waits_for_its_gpu_sleep(blocking):
     """A campaign worker's backend (CAMPAIGN_BACKEND_SETTINGS) makes its context with blocking sync; another keeps the

@@ -80,6 +80,14 @@ class Backend:
         """Prepare what load() will be asked for, where compiling many at once is cheaper (the CPU
         backend's g++); load() stays the one that compiles, reports errors and loads. Here: nothing."""
 
+    # Whether set_switch can choose the mutant a schema's kernel runs (harness.engine.schema): the cuda backend's.
+    switches_schemata = False
+
+    def set_switch(self, kernel: LoadedKernel, symbol: str, value: int) -> None:
+        """Write `value` into the `int` constant `symbol` (a mangled name) of the module `kernel` runs from, before
+        its next launch: which of a schema's mutants it runs."""
+        raise NotImplementedError(f"the {self.name} backend does not switch schemata")
+
     def launch(self, kernel: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
                args: list) -> None:
         """Start `kernel` over grid x block with ctypes argument objects; may return before it ends."""

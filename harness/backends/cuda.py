@@ -92,6 +92,8 @@ class CudaBackend(Backend):
         self.blocking_sync = blocking_sync and bool(
             int(_check(driver.cuCtxGetFlags(), "cuCtxGetFlags")) & int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
         self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
+        self._module_of: dict[int, object] = {}  # a loaded function -> the module it runs from
+        self._switch_of: dict[int, tuple[str, int]] = {}  # a schema's function -> its switch, as last set
         self.check_addresses = check_addresses
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
@@ -136,6 +138,7 @@ class CudaBackend(Backend):
                                                         program_name, locate)
         module, table = self._checked_module(compiled) if self.check_addresses else (self._module(compiled), None)
         function = _check(driver.cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
+        self._module_of[int(function)] = module
         if self.check_addresses:
             self._unchecked[int(function)] = compiled
             self._table_of[int(function)] = table
@@ -213,8 +216,23 @@ class CudaBackend(Backend):
 
     def _unchecked_function(self, handle):
         compiled = self._unchecked[int(handle)]
-        return _check(_driver().cuModuleGetFunction(self._module(compiled), compiled.lowered_name.encode()),
-                      "cuModuleGetFunction")
+        module = self._module(compiled)
+        if (switch := self._switch_of.get(int(handle))) is not None:  # a schema's: the mutant it was set to
+            self._write_switch(module, *switch)
+        return _check(_driver().cuModuleGetFunction(module, compiled.lowered_name.encode()), "cuModuleGetFunction")
+
+    switches_schemata = True
+
+    def set_switch(self, kernel: LoadedKernel, symbol: str, value: int) -> None:
+        self._switch_of[int(kernel.handle)] = (symbol, value)
+        self._write_switch(self._module_of[int(kernel.handle)], symbol, value)
+
+    def _write_switch(self, module, symbol: str, value: int) -> None:
+        driver = _driver()
+        pointer, _ = _check(driver.cuModuleGetGlobal(module, symbol.encode()), f"cuModuleGetGlobal {symbol}")
+        data = struct.pack("<i", value)
+        # Synchronous, as the table's writes: the launches before it were of the mutant before.
+        _check(driver.cuMemcpyHtoD(pointer, data, len(data)), "setting a schema's switch")
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         driver = _driver()

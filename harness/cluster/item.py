@@ -299,7 +299,7 @@ def _gate(spec: dict) -> dict:
 def _campaign(spec: dict) -> dict:
     from harness.engine.compile import compile_ahead
     from harness.engine.run import (Progress, WorkerTime, checks_addresses, prepare_campaign_worker, run_plan,
-                                    worker_log)
+                                    uses_schemata, worker_log)
 
     plan, args, backend = spec["plan"], spec["args"], spec["backend"]
     store = StreamingStore(spec["known"], sys.stdout)
@@ -309,7 +309,8 @@ def _campaign(spec: dict) -> dict:
     worker_time = WorkerTime()
     # The plan's batches compiled into this host's cache ahead of the item's worker, as a local campaign's are.
     compile_pool = compile_ahead(spec.get("compilers", 0) if args.batch_size > 1 else 0, [plan], args.batch_size,
-                                 backend, args.cache_dir, checks_addresses(args, backend))
+                                 backend, args.cache_dir, checks_addresses(args, backend),
+                                 schemata=uses_schemata(args, backend))
     try:
         run_plan(plan, args, backend, store, Progress(len(plan.to_run), disabled=True), starter, worker_time)
     finally:

@@ -77,10 +77,11 @@ def group_by_batch(mutant_ids: tuple[str, ...], fixed: tuple[tuple[str, ...], ..
 
 
 def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: str, cache_dir: str | None,
-                     address_checked: bool = False) -> bool:
+                     address_checked: bool = False, checked_variants: tuple[int, ...] | None = None) -> bool:
     """Compile one batch into the cache (a compile pool's task), and with `address_checked` assemble its
-    address-checked cubin too; False where it does not compile as a batch (the worker then compiles its mutants
-    one at a time, as it would have) or another process is compiling it."""
+    address-checked cubin too, of the variants `checked_variants` alone where given (the others run from their
+    substrate's schema: checked_cubin_ptx); False where it does not compile as a batch (the worker then compiles its
+    mutants one at a time, as it would have) or another process is compiling it."""
     from pathlib import Path
 
     from harness import cache, nvrtc
@@ -89,11 +90,22 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     folder = Path(cache_dir) if cache_dir else None
     try:
         # Not waiting: a batch a worker is compiling (it needed it before the pool got there) is left to it.
-        cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder, address_checked,
-                                     wait=False)
+        compiled = cache.compile_program_cached(composed.source, composed.name_expressions, arch, program, folder,
+                                                address_checked and checked_variants is None, wait=False)
+        if address_checked and checked_variants:
+            cache.address_checked_cubin(checked_cubin_ptx(compiled.ptx, len(sources), checked_variants), arch, folder,
+                                        wait=False)
     except (nvrtc.CompileError, cache.Busy):
         return False
     return True
+
+
+def checked_cubin_ptx(ptx: str, count: int, checked_variants) -> str:
+    """The PTX whose address-checked cubin runs a batch's `checked_variants` (indices into its `count`): the batch's
+    own where that is every one of them, else the batch's without the others (harness.batches.pruned_ptx)."""
+    from harness.batches import pruned_ptx
+
+    return pruned_ptx(ptx, count, set(checked_variants))
 
 
 class CompilePool:
@@ -181,30 +193,38 @@ START_IN_MUTANT_RUNS = 16
 
 
 def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None, address_checked: bool = False,
-                     slots: int | None = None) -> list[PoolTask]:
+                     slots: int | None = None, schemata: bool = False) -> list[PoolTask]:
     """The batches of every plan with mutants to run, as CompilePool tasks, in the order the campaign's `slots`
     workers (None: one per plan) will want them: each plan's unmutated source (in the batch form a worker compiles it
     in) when its worker starts, each batch when the mutants before it have run. The plans are taken in the order the
     campaign gives them to its slots; a pool that compiled the batches round robin over all plans made the first
-    workers compile their own first batch while it compiled those of plans no worker had started."""
-    def task(plan, sources: list[str], first: bool, needed_at: float) -> PoolTask:
-        return PoolTask((sources, plan.kernel_name, f"{plan.name}.cu", arch, cache_dir, address_checked), first,
-                        needed_at)
+    workers compile their own first batch while it compiled those of plans no worker had started. With `schemata`
+    (address-checked only), each plan's schema (harness.engine.schema) comes with its unmutated source, and a batch's
+    checked cubin holds only the mutants the schema leaves out."""
+    from harness.engine.mutants import generate
+    from harness.engine.schema import schema
+
+    def task(plan, sources: list[str], first: bool, needed_at: float, checked: tuple[int, ...] | None = None):
+        return PoolTask((sources, plan.kernel_name, f"{plan.name}.cu", arch, cache_dir, address_checked, checked),
+                        first, needed_at)
 
     started = need_times([len(plan.to_run) for plan in plans], slots or len(plans) or 1)
     tasks = []
     for plan, start in zip(plans, started):
         by_id = {m.id: m for m in plan.mutants}
+        made = schema(plan.source, generate(plan.source, plan.name)) if schemata else None
         waiting = set(plan.to_run)
         before = 0  # mutants to run in the batches before this one
         mutated = []
         for batch in batches(list(by_id), size):
             if to_run := len(waiting & set(batch)):
+                checked = tuple(i for i, m in enumerate(batch) if m not in made.switches) if made else None
                 mutated.append(task(plan, [by_id[m].apply(plan.source) for m in batch], not mutated,
-                                    start + START_IN_MUTANT_RUNS + before))
+                                    start + START_IN_MUTANT_RUNS + before, checked))
                 before += to_run
         if mutated:
-            tasks += [task(plan, [plan.source], True, start)] + mutated
+            ahead = [task(plan, [made.source()], True, start)] if made and made.switches else []
+            tasks += [task(plan, [plan.source], True, start)] + ahead + mutated
     return sorted(tasks, key=lambda t: t.needed_at)  # stable: at one time, the plans' order, the unmutated first
 
 
@@ -227,7 +247,8 @@ def need_times(lengths: list[int], slots: int) -> list[float]:
 
 
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
-                  address_checked: bool = False, lowered: int = 0, slots: int | None = None) -> CompilePool:
+                  address_checked: bool = False, lowered: int = 0, slots: int | None = None,
+                  schemata: bool = False) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
     address-checked cubin, where nvJitLink loads), in the order the campaign's `slots` workers will want them; the
@@ -243,5 +264,6 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     if address_checked and address_check.assembler_version():
         arch = ptx_only(arch)  # what the checked workers compile (harness.backends.cuda: CudaBackend.nvrtc_arch)
-    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked, slots))
+    pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked, slots,
+                                 schemata and address_checked))
     return pool

@@ -343,3 +343,12 @@ def format_survivors(plans: list, campaigns: list[SubstrateCampaign]) -> str:
             if outcome.status is MutantStatus.SURVIVED:
                 lines.append(f"{outcome.mutant_id}  {by_id[outcome.mutant_id].diff_line(plan.source)}")
     return "\n".join(lines)
+
+
+def describe_schemata(plans: list, store: ResultStore, backend: str) -> str:
+    """How many of the mutants this run ran came from their substrate's schema (harness.engine.schema)."""
+    ran = [store.get(ResultKey(plan.source_sha256, backend, mutant_id)) for plan in plans for mutant_id in plan.to_run]
+    ran = [record for record in ran if record is not None]
+    from_schema = sum(1 for record in ran if record.get("schema"))
+    return (f"schemata: {from_schema} of {len(ran)} mutants run came from their substrate's schema, one compile a "
+            f"substrate; the others from their batches")

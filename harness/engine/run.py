@@ -289,7 +289,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                          kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check)
+                          kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
+                          schemata=uses_schemata(args, backend))
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -334,6 +335,13 @@ def checks_addresses(args, backend: str) -> bool:
     """Whether the campaign's mutants run address-checked: on cuda, unless --address-check off or --naive (which
     runs each mutant as KernelBench-style tools do)."""
     return backend == "cuda" and getattr(args, "address_check", "on") == "on" and not getattr(args, "naive", False)
+
+
+def uses_schemata(args, backend: str) -> bool:
+    """Whether the mutants a substrate's schema switches (harness.engine.schema) run from it: address-checked
+    campaigns that batch, unless --schemata off."""
+    return (checks_addresses(args, backend) and getattr(args, "schemata", "on") == "on"
+            and getattr(args, "batch_size", 2) > 1)
 
 
 def _lost_status(lost: WorkerLost) -> MutantStatus:

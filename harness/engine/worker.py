@@ -61,6 +61,9 @@ class CampaignJob:
     batches: tuple[tuple[str, ...], ...] = ()
     # cuda: mutants loaded address-checked (harness.backends.address_check), so a fault foreseen ends no worker.
     check_addresses: bool = False
+    # With check_addresses, on a backend that switches schemata: the mutants the substrate's schema switches
+    # (harness.engine.schema) run from it, their batches' checked cubins holding only the others.
+    schemata: bool = False
 
 
 @dataclass
@@ -102,6 +105,27 @@ def prepare_trials(entry, official, device, clock) -> list[Trial]:
         return [Trial(suite, t, inputs, expected,
                       None if held is None else tuple(bool(next(read)[0]) for _ in held))
                 for suite, t, inputs, expected, held in made]
+
+
+def _unswitched_cubins(compiled: dict, batch: tuple[str, ...], switches: dict) -> dict:
+    """A batch's variants ({mutant id: Variant or None}), those of mutants the schema does not switch made to load
+    from the checked cubin of them alone (checked_cubin_ptx, the pool's); the switched ones run from the schema, and
+    their code is only compared."""
+    import dataclasses
+
+    from harness.batches import variant_index
+    from harness.engine.compile import checked_cubin_ptx
+
+    unswitched: dict[str, list[int]] = {}  # each program's PTX (a batch's, or a mutant's alone): its variants to run
+    for mutant_id in batch:
+        variant = compiled[mutant_id]
+        if variant is not None and mutant_id not in switches:
+            unswitched.setdefault(variant.kernel.ptx, []).append(variant_index(variant.kernel.lowered_name))
+    pruned = {ptx: checked_cubin_ptx(ptx, len(batch), indices) for ptx, indices in unswitched.items()}
+    return {mutant_id: (dataclasses.replace(variant, kernel=dataclasses.replace(variant.kernel,
+                                                                                  ptx=pruned[variant.kernel.ptx]))
+                        if variant is not None and mutant_id not in switches else variant)
+            for mutant_id, variant in compiled.items()}
 
 
 def code_status(digests: dict[str, str | None], digest: str, mutant_id: str):
@@ -298,6 +322,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     from harness.engine.compile import compile_variants, group_by_batch, to_load
     from harness.engine.mutants import generate
     from harness.engine.report import MutantStatus
+    from harness.engine.schema import schema, switch_symbol
     from harness.guards import GuardedBuffers
     from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
@@ -327,6 +352,12 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             with setup_parts.timing("compiling: the address-checked cubin, assembled or from the cache"):
                 address_checked_cubin(compiled.ptx, arch, cache_dir)
         return compiled
+
+    def compile_batch_ptx(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+        """compile_batch without the checked cubin: where a schema runs some of the batch, the cubin of the rest is
+        assembled (or found, the pool's) as they load (checked_cubin_ptx)."""
+        with setup_parts.timing("compiling: NVRTC, or the cache"):
+            return compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
 
     def compile_digest(source: str) -> str:
         # For the backend's own architecture: its load() then finds this compile in the cache.
@@ -360,7 +391,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         conn.send(("step", "warmed ahead, waiting for its job"))
         _target, (given,) = conn.recv()
         # What was built ahead is for this substrate, compiled this way; the parent keys its spares so.
-        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root", "check_addresses")
+        same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root", "check_addresses",
+                "schemata")
         if any(getattr(given, field) != getattr(job, field) for field in same):
             raise ValueError(f"a worker warmed for {job.name} ({job.file}, batch size {job.batch_size}) was given a "
                              f"job for {given.name} ({given.file}, batch size {given.batch_size})")
@@ -383,6 +415,26 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         return first_failure(run, trials[i].expected, entry)
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
+    # Of every mutant of the substrate, not only this job's: the same schema, compiled once, in every worker and pool.
+    made_schema = (schema(entry.cuda, list(mutants.values()))
+                   if job.schemata and job.check_addresses and batching and backend.switches_schemata else None)
+    switches = made_schema.switches if made_schema else {}
+
+    def schema_kernel():
+        """The schema's kernel, loaded once (None where it does not compile or load: its mutants then load alone)."""
+        if "schema" not in loaded:
+            conn.send(("step", "compiling the schema"))
+            loaded["schema"] = None
+            with _Phase(phases, "compiling"):
+                (variant,) = compile_variants([made_schema.source()], entry, backend.nvrtc_arch, program, compile_batch)
+            if variant is not None:
+                try:
+                    with mutant_parts.timing(loading):
+                        loaded["schema"] = backend.load(made_schema.source(), entry.kernel_name, program,
+                                                        compiled=variant.kernel)
+                except CompileError:
+                    pass
+        return loaded["schema"]
     if batching and job.batches:  # the plan's batches, the same in every worker: compiled ahead, in the cache
         chunks = group_by_batch(job.mutant_ids, job.batches)
     else:
@@ -407,7 +459,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             conn.send(("step", f"compiling {len(batch)} mutants as one program"))
             with _Phase(phases, "compiling"):
                 compiled = dict(zip(batch, compile_variants(list(batch_sources.values()), entry, backend.nvrtc_arch,
-                                                            program, compile_batch)))
+                                                            program, compile_batch_ptx if switches else compile_batch)))
+                if switches:
+                    compiled = _unswitched_cubins(compiled, batch, switches)
                 variants = [compiled[mutant_id] for mutant_id in members]
                 backend.compile_ahead(to_load(sources, variants, digests if job.check_equivalence else None),
                                       entry.kernel_name, program)
@@ -508,11 +562,13 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 seconds = time.perf_counter() - started
                 phases["mutants"] += seconds
                 conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
-                                      "seconds": round(seconds, 4), "ptx_sha256": digest}))
+                                      "seconds": round(seconds, 4), "ptx_sha256": digest,
+                                      **({"schema": True} if from_schema else {})}))
                 # So far: a worker that dies later has said this much.
                 conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
 
             digest = ""
+            from_schema = False  # run from the substrate's schema, its switch set to this mutant
             try:
                 # Code compared first: an equivalent or duplicate mutant is never loaded (nor, on the CPU,
                 # built by g++). A mutant that compiles alone but not in a batch is run without comparison.
@@ -527,9 +583,21 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                                else f"compiled code identical to {twin}'s", digest)
                         continue
                 conn.send(("step", f"loading {mutant_id}"))
+                kernel = schema_kernel() if mutant_id in switches else None
                 with mutant_parts.timing(loading):
-                    kernel = backend.load(source, entry.kernel_name, program,
-                                          compiled=variant.kernel if variant else None)
+                    if kernel is not None:
+                        backend.set_switch(kernel, switch_symbol(), switches[mutant_id])
+                        from_schema = True
+                    elif mutant_id in switches or variant is None:  # alone: not in any checked cubin of its batch
+                        kernel = backend.load(source, entry.kernel_name, program)
+                    else:
+                        try:
+                            kernel = backend.load(source, entry.kernel_name, program, compiled=variant.kernel)
+                        except CompileError:
+                            if not switches:
+                                raise
+                            # ptxas refused the batch's cubin (one of its mutants' doing): this one alone says.
+                            kernel = backend.load(source, entry.kernel_name, program)
             except CompileError as error:
                 report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
                 continue
