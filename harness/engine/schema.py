@@ -4,8 +4,9 @@ A campaign compiles every mutant: NVRTC to PTX (whose digest says which mutants 
 and ptxas to the cubin its workers load, ptxas the larger share. A schema (Untch, Offutt and Harrold's mutant
 schemata; Mull's and Stryker's mutation switching) is the source with each mutated site rewritten to choose
 between the original and its mutants by the value of one `__constant__ int` (SWITCH): one compile for all
-of them. Over the 28 substrates, its 720 constant and index mutants compile in 2.8 s of processor time as
-schemata against 35.3 s as batches (MEASUREMENTS.md, twenty-sixth session).
+of them. Over the 28 substrates, 872 of the 1538 mutants are switched, and compile in 3.8 s of processor time as
+schemata against 44.7 s as batches (2 cores, tests/schema_probe.py; on the H200 the campaign's compile pool went from
+84 to 108 s to 65 to 67 s: MEASUREMENTS.md, twenty-sixth session).
 
 What is switched, and how:
 - an expression site (CONSTANT_OFF_BY_ONE, INDEX_OFF_BY_ONE, THREAD_BLOCK_SWAP, CAS_BOUND, ATOMIC_TO_PLAIN):
