@@ -182,7 +182,8 @@ def _timed_precompile(*task) -> tuple[bool, float, float]:
 
 @dataclass(frozen=True)
 class PoolTask:
-    args: tuple  # precompile_batch's: (sources, kernel name, program name, arch, cache folder, address-checked too)
+    args: tuple  # precompile_batch's: (sources, kernel name, program name, arch, cache folder, address-checked
+    #              too, the variants the checked cubin holds: None for all)
     first: bool  # a substrate's unmutated source or first batch: what its worker waits for before its first result
     needed_at: float  # when a worker will want it, in mutant runs from the campaign's start (need_times)
 
