@@ -67,21 +67,30 @@ def batch_program(sources: list[str], kernel_name: str, program_name: str) -> Ba
     return BatchProgram("\n".join(parts) + "\n", tuple(f"{tag(i)}::{kernel_name}" for i in range(len(sources))))
 
 
-def _top_level_statements(ptx: str) -> list[str]:
-    """PTX cut at depth 0: each entry or function with its body, each declaration ending in ';'."""
-    statements, current, depth = [], [], 0
-    for stripped in _code_lines(ptx):
-        if depth == 0 and _MODULE_HEADER.match(stripped):
-            statements.append(stripped)
+def _statement_groups(lines: list[str]):
+    """PTX lines cut at depth 0: a group for each entry or function with its body and each declaration ending in
+    ';', and one for each module header line and each line outside any statement that is blank, a comment or line
+    info."""
+    current, depth = [], 0
+    for line in lines:
+        stripped = line.strip()
+        code = bool(stripped) and not _NOT_CODE.match(stripped)
+        if depth == 0 and (_MODULE_HEADER.match(stripped) or (not current and not code)):
+            yield [line]
             continue
-        current.append(stripped)
-        depth += stripped.count("{") - stripped.count("}")
+        current.append(line)
+        if code:
+            depth += stripped.count("{") - stripped.count("}")
         if depth == 0 and (stripped.endswith(";") or stripped.endswith("}")):
-            statements.append("\n".join(current))
+            yield current
             current = []
     if current:
-        statements.append("\n".join(current))
-    return statements
+        yield current
+
+
+def _top_level_statements(ptx: str) -> list[str]:
+    """PTX's code cut at depth 0: each entry or function with its body, each declaration ending in ';'."""
+    return ["\n".join(group) for group in _statement_groups(_code_lines(ptx))]
 
 
 def _blanked(statement: str) -> str:
@@ -114,30 +123,19 @@ def code_digests(ptx: str, count: int) -> list[str]:
 
 
 def pruned_ptx(ptx: str, count: int, keep: set[int]) -> str:
-    """A batch's PTX with the code of the variants not in `keep` left out (their entries, functions and variables),
-    everything else as it was, line-info included: what ptxas need assemble where the rest run from elsewhere (a
-    mutant schema, harness.engine.schema). `ptx` itself where `keep` holds every one of its `count` variants, so
-    that its cache keys stay those of the whole batch."""
+    """A batch's PTX with the code of the variants not in `keep` left out (their entries, functions and variables,
+    and the comments naming them), everything else as it was, line-info included: what ptxas need assemble where the
+    rest run from elsewhere (a mutant schema, harness.engine.schema). `ptx` itself where `keep` holds every one of
+    its `count` variants, so that its cache keys stay those of the whole batch."""
     if keep >= set(range(count)):
         return ptx
-    kept, current, depth = [], [], 0
-    for raw in ptx.splitlines(keepends=True):
-        stripped = raw.strip()
-        if depth == 0 and not current and (not stripped or _NOT_CODE.match(stripped) or _MODULE_HEADER.match(stripped)):
-            tags = {int(found[-TAG_WIDTH:]) for found in _TAG.findall(stripped)}
-            if not tags or tags & keep:  # `// .globl` of a variant left out goes with it
-                kept.append(raw)
-            continue
-        current.append(raw)
-        if not _NOT_CODE.match(stripped):
-            depth += stripped.count("{") - stripped.count("}")
-        if depth == 0 and (stripped.endswith(";") or stripped.endswith("}")):
-            statement = "".join(current)
-            tags = {int(found[-TAG_WIDTH:]) for found in _TAG.findall(statement)}
-            if not tags or tags & keep:
-                kept.append(statement)
-            current = []
-    return "".join(kept + current)
+    kept = []
+    for group in _statement_groups(ptx.splitlines(keepends=True)):
+        text = "".join(group)
+        tags = {int(found[-TAG_WIDTH:]) for found in _TAG.findall(text)}
+        if not tags or tags & keep:
+            kept.append(text)
+    return "".join(kept)
 
 
 def variant_index(lowered_name: str) -> int:

@@ -67,11 +67,8 @@ def lookup_or_make(key: str, suffixes: tuple[str, ...], make: Callable[[], dict[
             if all(p.is_file() for p in paths.values()):  # made while this process waited
                 return paths, True
             produced = make()
-            # Written under a temporary name first, so a reader (another worker) never sees half a file.
             for suffix, path in paths.items():
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_bytes(produced[suffix])
-                os.replace(tmp, path)
+                _write_whole(path, produced[suffix])
         finally:
             lock.unlink(missing_ok=True)
     return paths, False
@@ -114,10 +111,15 @@ def signature_cached(problem_source: bytes, make: Callable[[], tuple | None],
     data = _signature_json(signature) if signature is not None else None
     if data is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
-        tmp = stored.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
-        tmp.write_bytes(data)
-        os.replace(tmp, stored)
+        _write_whole(stored, data)
     return signature
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Written under a temporary name first, so a reader (another worker) never sees half a file."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | None = None,

@@ -343,21 +343,20 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         trials = prepare_trials(entry, official, backend.device, setup_parts)
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
-    def compile_batch(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
-        """Through the cache, which holds what the pool compiled ahead; checked, with the batch's checked cubin
-        too, so that a batch ptxas refuses fails here (and is split) rather than as it loads."""
+    def compile_batch_ptx(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+        """Through the cache, which holds what the pool compiled ahead. Alone where a schema runs some of the batch:
+        the checked cubin of the rest is assembled (or found, the pool's) as they load (checked_cubin_ptx)."""
         with setup_parts.timing("compiling: NVRTC, or the cache"):
-            compiled = compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
+            return compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
+
+    def compile_batch(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+        """compile_batch_ptx; checked, with the batch's checked cubin too, so that a batch ptxas refuses fails here
+        (and is split) rather than as it loads."""
+        compiled = compile_batch_ptx(source, name_expressions, arch, program_name)
         if job.check_addresses:
             with setup_parts.timing("compiling: the address-checked cubin, assembled or from the cache"):
                 address_checked_cubin(compiled.ptx, arch, cache_dir)
         return compiled
-
-    def compile_batch_ptx(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
-        """compile_batch without the checked cubin: where a schema runs some of the batch, the cubin of the rest is
-        assembled (or found, the pool's) as they load (checked_cubin_ptx)."""
-        with setup_parts.timing("compiling: NVRTC, or the cache"):
-            return compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
 
     def compile_digest(source: str) -> str:
         # For the backend's own architecture: its load() then finds this compile in the cache.
@@ -588,15 +587,15 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     if kernel is not None:
                         backend.set_switch(kernel, switch_symbol(), switches[mutant_id])
                         from_schema = True
-                    elif mutant_id in switches or variant is None:  # alone: not in any checked cubin of its batch
-                        kernel = backend.load(source, entry.kernel_name, program)
                     else:
+                        # A switched mutant is in no checked cubin of its batch: alone, as one that failed to batch.
+                        batched = variant.kernel if variant is not None and mutant_id not in switches else None
                         try:
-                            kernel = backend.load(source, entry.kernel_name, program, compiled=variant.kernel)
+                            kernel = backend.load(source, entry.kernel_name, program, compiled=batched)
                         except CompileError:
-                            if not switches:
+                            if batched is None or not switches:
                                 raise
-                            # ptxas refused the batch's cubin (one of its mutants' doing): this one alone says.
+                            # ptxas refused the batch's pruned cubin (one of its mutants' doing): this one alone says.
                             kernel = backend.load(source, entry.kernel_name, program)
             except CompileError as error:
                 report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
