@@ -87,9 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, metavar="N",
                         help=f"mutants compiled as one NVRTC program (default: {BATCH_SIZE}; 1 compiles each alone)")
     parser.add_argument("--naive", action="store_true",
-                        help="for comparison: a fresh process, a fresh compile cache and freshly built references "
-                             "for every mutant, the way KernelBench-style tools evaluate a kernel (results are "
-                             "not stored)")
+                        help="for comparison: a freshly spawned Python process, a fresh compile cache and freshly "
+                             "built references for every mutant, the way KernelBench-style tools evaluate a kernel "
+                             "(results are not stored)")
     parser.add_argument("--spare-workers", choices=SPARE_MODES, default="auto",
                         help="keep a worker started ahead for each worker slot, so a new worker (for the next "
                              "substrate, or after a fault) has already imported torch; warm: each spare also builds "
@@ -301,7 +301,12 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
                                  checks_addresses(args, backend)) if ahead and backend == "cuda" else None)
     prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
-    starters = [WorkerStarter(env, prepare, ahead=ahead) for env in environments]
+    # The naive mode's workers are spawned, each a fresh Python importing torch, as KernelBench's own evaluation
+    # starts its (scripts/eval_from_generations.py: a spawned pool per batch of kernels), and as every worker here
+    # was when the engine's speed was first compared with it; forked from the fork server, they would share the
+    # engine's own remedy for that cost.
+    starters = [WorkerStarter(env, prepare, ahead=ahead, method="spawn" if args.naive else None)
+                for env in environments]
 
     def run_one(plan: Plan) -> None:
         with slots:

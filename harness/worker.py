@@ -389,8 +389,9 @@ START_METHOD_ENV = "SUBSTRATE_WORKER_START"  # "spawn": every worker spawned, as
 
 
 @functools.cache
-def worker_context() -> multiprocessing.context.BaseContext:
-    """How workers start: forked from a fork server where the platform has one, else spawned.
+def worker_context(method: str | None = None) -> multiprocessing.context.BaseContext:
+    """How workers start: forked from a fork server where the platform has one, else spawned; `method` "spawn"
+    spawns them whatever the platform (a campaign's --naive mode: each mutant pays a fresh Python's start).
 
     A spawned worker starts Python and imports torch and the harness, seconds each time, and a
     campaign starts a worker per substrate and again after every fault. The fork server (started
@@ -399,21 +400,22 @@ def worker_context() -> multiprocessing.context.BaseContext:
     no CUDA state and the import-safety proof holds as with spawn. SUBSTRATE_WORKER_START=spawn
     spawns every worker instead.
     """
-    if os.environ.get(START_METHOD_ENV) == "spawn" or "forkserver" not in multiprocessing.get_all_start_methods():
+    spawned = "spawn" in (method, os.environ.get(START_METHOD_ENV))
+    if spawned or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
     return context
 
 
-def start_worker(env: dict[str, str] | None = None, prepare=None) -> StartedWorker:
-    """Start a worker that runs prepare() (imports, say) and then waits for its job.
+def start_worker(env: dict[str, str] | None = None, prepare=None, method: str | None = None) -> StartedWorker:
+    """Start a worker that runs prepare() (imports, say) and then waits for its job; `method` as worker_context's.
 
     The worker runs in this process's current environment and folder, `env` added (CUDA_VISIBLE_DEVICES,
     say): a forked worker inherits the fork server's, so it is handed them.
     """
     quiet_openmp()  # before the fork server starts: libgomp reads it once, when torch loads it
-    context = worker_context()
+    context = worker_context(method)
     parent_end, child_end = context.Pipe()
     environment = {**os.environ, **(env or {})}
     process = context.Process(target=_run_watched, daemon=True,
@@ -441,8 +443,8 @@ class WorkerStarter:
     current worker runs. One that died while it waited is replaced by a fresh start.
     """
 
-    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True):
-        self.env, self.prepare, self.ahead = env, prepare, ahead
+    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True, method: str | None = None):
+        self.env, self.prepare, self.ahead, self.method = env, prepare, ahead, method
         self._spare: StartedWorker | None = None
         self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
         self._kept: StartedWorker | None = None  # a worker whose job ended well, waiting for the slot's next (keep)
@@ -474,10 +476,10 @@ class WorkerStarter:
         if worker is None or not worker.process.is_alive() or warmed_for not in (None, key):
             if worker is not None:
                 worker.stop()
-            worker, warmed_for = start_worker(self.env, self.prepare), None
+            worker, warmed_for = start_worker(self.env, self.prepare, self.method), None
         worker.warmed = warmed_for is not None
         if self.ahead:
-            self._spare = start_worker(self.env, self.prepare)
+            self._spare = start_worker(self.env, self.prepare, self.method)
         return worker
 
     def warm(self, key, target, args) -> None:

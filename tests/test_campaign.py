@@ -84,11 +84,25 @@ def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
            "--backend cpu never_gated" in out
 
 
-def test_the_naive_mode_runs_each_mutant_alone_and_agrees(admitted, capsys):
+def test_the_naive_mode_runs_each_mutant_alone_in_a_spawned_worker_and_agrees(admitted, capsys, monkeypatch):
+    import harness.worker
+
+    methods = []  # how each worker was started
+    real_start = harness.worker.start_worker
+    monkeypatch.setattr(harness.worker, "start_worker",
+                        lambda env=None, prepare=None, method=None: methods.append(method) or real_start(env, prepare,
+                                                                                                         method))
     assert _campaign(admitted, "rule_compliant", "--naive") == 0
     out = capsys.readouterr().out
     assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored)" in out  # naive ignores the store
     assert "statuses {'killed': 2}" in out
+    # A fresh Python for each mutant, as KernelBench's evaluation starts one; not a fork of the engine's server.
+    # (The plan's worker, which imports the candidate, is the campaign's own.)
+    assert methods.count("spawn") == 2
+
+    methods.clear()
+    assert _campaign(admitted, "rule_compliant") == 0
+    assert methods and set(methods) == {None}  # the campaign's own: the fork server, where there is one
 
 
 def test_mutants_compiled_in_batches_get_the_statuses_they_get_compiled_alone(admitted, tmp_path, capsys):
