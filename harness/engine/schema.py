@@ -26,8 +26,9 @@ own. Its PTX is the mutant's own PTX, which the tests check for every switched m
 What a schema cannot promise is that the kernel compiled with every choice left to run time computes what the
 mutant compiled alone computes where the mutant's behaviour is undefined (a race: ATOMIC_TO_PLAIN, CAS_BOUND; an
 overflow), nor that a block that fits the mutant's registers fits the schema's (a launch the backend then runs
-unchecked, and past that a RuntimeError). A campaign does not yet confirm such verdicts with the mutant alone; over
-the 28 on the H200 every status of seven cold campaigns was the one the mutants compiled alone get
+unchecked, and past that a RuntimeError). A campaign judges a switched mutant again, compiled alone, where it
+failed to run from the schema without a fault the address check foresaw (harness.engine.worker); races it does not
+confirm. Over the 28 on the H200 every status of seven cold campaigns was the one the mutants compiled alone get
 (MEASUREMENTS.md, twenty-sixth session).
 """
 
