@@ -58,9 +58,11 @@ def test_a_guards_inner_sites_are_switched_inside_it_and_an_expressions_inner_si
     made = schema(SOURCE, mutants)
     guard = [m for m in mutants if m.operator is Operator.GUARD_DELETION]
     assert guard and guard[0].id in made.switches
-    # The guard's own comparison's mutants are not switched (relational ones are not), the deleted guard is; and
-    # a constant inside the statement that holds it is switched as well.
-    assert f"if ({SWITCH} == {made.switches[guard[0].id]}) {{  }} else {{ if (i >= n) return; }}" in made.body
+    # The deleted guard is switched, and its comparison's mutants inside it, the condition whole.
+    relational = [m.id for m in mutants if m.operator is Operator.RELATIONAL_BOUNDARY][0]
+    negated = [m.id for m in mutants if m.operator is Operator.RELATIONAL_NEGATION][0]
+    assert (f"if ({SWITCH} == {made.switches[guard[0].id]}) {{  }} else {{ if (({SWITCH} == {made.switches[relational]} "
+            f"? (i > n) : {SWITCH} == {made.switches[negated]} ? (i < n) : (i >= n))) return; }}") in made.body
     constants = [m for m in mutants if m.operator is Operator.CONSTANT_OFF_BY_ONE]
     assert constants and all(m.id in made.switches for m in constants)
     assert "+ (" in made.body and f"{SWITCH} == " in made.body
@@ -78,10 +80,75 @@ def test_overlapping_and_unswitchable_mutants_are_left_out_in_order():
     inner = mutant(2, at + 2, at + 3, Operator.INDEX_OFF_BY_ONE, "i - 1")
     crossing = mutant(3, at + 3, at + 8, Operator.CONSTANT_OFF_BY_ONE)          # starts inside, ends outside
     swap = mutant(4, SOURCE.index("* 2.0f"), SOURCE.index("* 2.0f") + 1, Operator.ARITHMETIC_SWAP, "/")
-    made = schema(SOURCE, [swap, outer, inner, crossing])
-    assert made.left_out == ("k:4", "k:1", "k:3")
-    assert made.switches == {"k:2": 0}
-    assert f"x[({SWITCH} == 0 ? (i - 1) : (i))]" in made.body
+    made = schema(SOURCE, [swap, outer, inner, crossing, mutant(5, SOURCE.index("long long i"),
+                                                                SOURCE.index("long long i") + 9, Operator.NARROW_LONG_LONG)])
+    assert made.left_out == ("k:1", "k:3", "k:5")
+    # The swap's expression is the assignment's right side, and holds the inner index site in both its arms.
+    index = f"x[({SWITCH} == 0 ? (i - 1) : (i))]"
+    assert made.switches == {"k:4": 1, "k:2": 0}
+    assert f"= ({SWITCH} == 1 ? ({index} / 2.0f + 1) : ({index} * 2.0f + 1));" in made.body
+
+
+OPERATORS = """__device__ bool f(int a, int b) { return a > b; }
+extern "C" __global__ void ops(const int* x, int* out, int n)
+{
+    int total = 0, scale = n * 2;
+    __shared__ int tile[32 + 1];
+    tile[scale % 32 + 1] = n;
+    for (int k = n - 1; k >= 0 && k < n; --k) total += x[k] % 7;
+    out[0] = f(x[0] + 1, n >> 1) ? total : -total;
+    return;
+}
+"""
+
+
+def test_an_operators_expression_is_the_smallest_one_around_it_or_none_in_a_declarator():
+    from harness.engine.schema import _expression_around
+    from harness.source_rules import _strip
+
+    code = _strip(OPERATORS)[1]
+
+    def around(token, occurrence=0):
+        at = code.index("{", code.index("void ops"))  # in the kernel's body, as every mutant is
+        for _ in range(occurrence + 1):
+            at = code.index(token, at + 1)
+        found = _expression_around(code, at, at + len(token))
+        return None if found is None else code[found[0]:found[1]]
+
+    assert around("*") == "n * 2"                       # an initializer after a comma: its own
+    assert around("-") == "n - 1"                       # a for's first clause, after the declaration's `=`
+    assert around(">=") == around("<") == "k >= 0 && k < n"  # the condition between the semicolons
+    assert around("+=") == "total += x[k] % 7"          # a compound assignment: the whole of it
+    assert around("%", 1) == around("+=")               # inside a compound assignment: the whole of it too
+    assert around("+", 3) == "x[0] + 1" and around(">>") == "n >> 1"  # a call's argument
+    assert around("+") is None  # a declared array's size must stay a constant
+    assert around("+", 1) == "scale % 32 + 1"  # a subscript's, not a declared array's size
+
+
+def test_every_operator_site_fixed_at_compile_time_is_its_mutants_own_code():
+    mutants = generate(OPERATORS, "ops")
+    made = schema(OPERATORS, mutants)
+    by_id = {m.id: m for m in mutants}
+    switched = list(made.switches)
+    assert {by_id[i].operator for i in switched} >= {Operator.ARITHMETIC_SWAP, Operator.RELATIONAL_BOUNDARY,
+                                                      Operator.RELATIONAL_NEGATION, Operator.TERNARY_SWAP}
+    assert not [i for i in made.left_out if by_id[i].operator is Operator.ARITHMETIC_SWAP and "32 + 1" not in
+                by_id[i].diff_line(OPERATORS)]  # every swap but the array size's
+    specialised = _digests([made.specialised(i) for i in switched] + [made.specialised(None)], "ops")
+    alone = _digests([by_id[i].apply(OPERATORS) for i in switched] + [OPERATORS], "ops")
+    assert [m for m, a, b in zip(switched + ["unmutated"], specialised, alone) if a != b] == []
+
+
+def test_a_schema_that_would_grow_past_its_bound_is_made_without_operator_sites(monkeypatch):
+    from harness.engine import schema as schemata
+
+    mutants = generate(OPERATORS, "ops")
+    whole = schema(OPERATORS, mutants)
+    assert any(m.operator is Operator.ARITHMETIC_SWAP and m.id in whole.switches for m in mutants)
+    monkeypatch.setattr(schemata, "MAX_GROWTH", 1)
+    small = schema(OPERATORS, mutants)
+    assert not any(m.operator in schemata.OPERATOR_SITES and m.id in small.switches for m in mutants)
+    assert set(small.switches) < set(whole.switches)
 
 
 # ---------------------------------------------------------------- the campaign's compile with schemata

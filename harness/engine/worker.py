@@ -606,6 +606,19 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     return
                 continue
             status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
+            if from_schema and status is MutantStatus.RUNTIME_ERROR and not foreseen and not end_worker:
+                # The schema's kernel, not the mutant's, may be what failed (a block that fits the mutant's registers
+                # and not the schema's): the mutant compiled alone says.
+                conn.send(("step", f"{mutant_id}: judged again, compiled alone"))
+                try:
+                    with mutant_parts.timing(loading):
+                        alone = backend.load(source, entry.kernel_name, program)
+                except (CompileError, KernelFault):
+                    alone = None  # the schema's verdict stands
+                if alone is not None:
+                    from_schema = False
+                    status, detail, end_worker, memory_fault, foreseen = judge(alone, mutant_id)
+                    detail += " (judged again compiled alone: it failed to run from the schema)"
             if memory_fault and started_here > 1:
                 # Such a fault used to end the process, and a death is a mutant's own only when it is the
                 # first mutant of a fresh worker (an earlier one may have damaged the process). With the
