@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "fault the GPU would raise, and the worker goes on; off: such a fault ends the worker, "
                              "whose replacement starts a process, a CUDA context and the trials again (default: on)")
     parser.add_argument("--schemata", choices=("on", "off"), default="on",
-                        help="on (cuda, address-checked): most of each substrate's mutants (not its `long long` "
+                        help="on (cuda address-checked, and cpu): most of each substrate's mutants (not its `long long` "
                              "narrowings) are compiled once, as one kernel that chooses the mutant by "
                              "a constant (a mutant schema, harness/engine/schema.py), and run from it; the others "
                              "compile in batches as before; off: every mutant compiles in its batch (default: on)")

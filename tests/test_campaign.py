@@ -926,3 +926,23 @@ def test_a_slots_worker_that_ran_its_substrate_through_takes_the_next_with_the_s
         assert (" over 2 worker(s) (1 kept from their slot's previous substrate), " in line) is (workers == "1"), line
     assert status_differences(json.loads(reports["1"].read_text()), json.loads(reports["2"].read_text())) == []
     assert len(statuses(json.loads(reports["1"].read_text()))) > 2
+
+
+def test_mutants_run_from_their_schema_on_the_cpu_get_every_status_they_get_from_their_batches(admitted, tmp_path,
+                                                                                                capsys):
+    reports, lines = {}, {}
+    for schemata in ("off", "on"):
+        reports[schemata] = tmp_path / f"schemata-{schemata}.json"
+        assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                     str(tmp_path / f"store-{schemata}.jsonl"), "--no-progress", "--oracles", "values",
+                     "--schemata", schemata, "--json", str(reports[schemata]), "rule_compliant"]) == 0
+        lines[schemata] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("schemata: ")]
+    batched, switched = (json.loads(reports[schemata].read_text()) for schemata in ("off", "on"))
+    assert status_differences(batched, switched) == []
+    assert lines["off"] == []
+    (line,) = lines["on"]
+    ran = re.match(r"schemata: (\d+) of (\d+) mutants run came from their substrate's schema", line)
+    assert ran and 0 < int(ran.group(1)) < int(ran.group(2)), line  # its `long long` narrowing is left to its batch
+    statuses_seen = {m["status"] for f in switched["files"].values() for m in f["mutants"]}
+    assert {"Killed", "Survived"} <= statuses_seen, statuses_seen
+

@@ -288,8 +288,9 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     summary = item._campaign(spec)
     assert not summary["failure"]
     assert [p["processes"] for p in pools] == [1]
-    # The unmutated source, then the 19 mutants in one batch.
-    assert [len(sources) for sources, *_ in pools[0]["tasks"]] == [1, len(plan.mutants)]
+    # The unmutated source, its schema (the CPU backend's mutants run from schemata too), then the 19 mutants in one
+    # batch (whose code every mutant's is compared with).
+    assert [len(sources) for sources, *_ in pools[0]["tasks"]] == [1, 1, len(plan.mutants)]
     printed = [json.loads(line[len(item.MARK):]) for line in capsys.readouterr().out.splitlines()
                if line.startswith(item.MARK)]
     statuses = {m["record"]["mutant_id"]: SCHEMA_STATUS[MutantStatus(m["record"]["status"])]

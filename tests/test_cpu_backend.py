@@ -197,3 +197,37 @@ def test_ptxas_limits_hold_unless_a_campaign_leaves_ptxas_out(tmp_path):
     out = torch.zeros(256)
     campaign.launch(kernel, (1, 1, 1), (256, 1, 1), signature.to_ctypes([(ctypes.c_void_p, out.data_ptr())]))
     assert torch.equal(out, torch.arange(255, -1, -1, dtype=torch.float32))
+
+
+def test_a_schema_s_switch_runs_each_of_its_mutants_as_that_mutant_compiled_alone(tmp_path):
+    from harness.engine.mutants import generate
+    from harness.engine.schema import UNMUTATED, schema, switch_symbol
+
+    source = ('extern "C" __global__ void k(const float* x, float* out, long long n)\n{\n'
+              "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (i >= n) return;\n    out[i] = x[i] * 2.0f + 1;\n}\n")
+    mutants = generate(source, "k")
+    made = schema(source, mutants)
+    assert len(made.switches) >= 5
+    backend = CpuBackend(cache_dir=tmp_path)
+    switched = backend.load(made.source(), "k", "k.cu")
+    # Whole blocks, the arrays in the middle of room enough for every index a mutant makes (a swapped thread and
+    # block index reaches 127 * 128, a swapped `+` reaches -127): what a mutant writes anywhere is compared.
+    n, margin = 256, 20000
+    x = torch.arange(2 * margin + n, dtype=torch.float32)
+
+    def run(kernel) -> torch.Tensor:
+        out = torch.full((2 * margin + n,), -7.0)
+        backend.launch(kernel, (2, 1, 1), (128, 1, 1), [ctypes.c_void_p(x[margin:].data_ptr()),
+                                                        ctypes.c_void_p(out[margin:].data_ptr()), ctypes.c_longlong(n)])
+        return out
+
+    by_id = {m.id: m for m in mutants}
+    for mutant_id, value in made.switches.items():
+        backend.set_switch(switched, switch_symbol(), value)  # named as in a batch; the schema alone has it bare
+        alone = backend.load(by_id[mutant_id].apply(source), "k", "k.cu")
+        assert torch.equal(run(switched), run(alone)), mutant_id
+    backend.set_switch(switched, switch_symbol(), UNMUTATED)
+    assert torch.equal(run(switched), run(backend.load(source, "k", "k.cu")))
+    with pytest.raises(ValueError, match=r"the CPU backend's k has no switch '_ZN2ns4elseE'"):
+        backend.set_switch(switched, "_ZN2ns4elseE", 0)

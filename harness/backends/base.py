@@ -80,7 +80,7 @@ class Backend:
         """Prepare what load() will be asked for, where compiling many at once is cheaper (the CPU
         backend's g++); load() stays the one that compiles, reports errors and loads. Here: nothing."""
 
-    # Whether set_switch can choose the mutant a schema's kernel runs (harness.engine.schema): the cuda backend's.
+    # Whether set_switch can choose the mutant a schema's kernel runs (harness.engine.schema): cuda's and the CPU's.
     switches_schemata = False
 
     def set_switch(self, kernel: LoadedKernel, symbol: str, value: int) -> None:

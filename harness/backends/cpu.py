@@ -124,6 +124,23 @@ def compile_shared_object(unit: str, program_name: str) -> bytes:
         return so.read_bytes()
 
 
+def unqualified(symbol: str) -> str:
+    """A variable's name from its mangled symbol in namespaces (`_ZN2ns1xE` -> `x`); a symbol that is no such name
+    is given back as it is."""
+    if not (symbol.startswith("_ZN") and symbol.endswith("E")):
+        return symbol
+    rest, name = symbol[3:-1], None
+    while rest:
+        digits = re.match(r"\d+", rest)
+        if digits is None:
+            return symbol
+        length, rest = int(digits.group()), rest[len(digits.group()):]
+        if length > len(rest):
+            return symbol
+        name, rest = rest[:length], rest[length:]
+    return name or symbol
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -187,7 +204,7 @@ class CpuBackend(Backend):
             name=kernel_name,
             params=signature.kernel_params(compiled.ptx, compiled.lowered_name),
             shared_memory=signature.uses_shared_memory(compiled.ptx),
-            handle=(entry, library.harness_last_error),
+            handle=(entry, library.harness_last_error, library),
             from_cache=from_cache,
             options=(*CXX_FLAGS, "threads=fibers" if fibers else "threads=loop"),
             compiler=compiler_version(),
@@ -197,7 +214,7 @@ class CpuBackend(Backend):
     builds_beside = True
 
     def compile_ahead(self, sources: list[str], kernel_name: str, program_name: str) -> None:
-        """Start compiling many sources (a campaign's mutants) with one g++ run, for load() to find.
+        """Start compiling sources (a campaign's mutants, or its schema alone) with one g++ run, for load() to find.
 
         Most of g++'s time on a small kernel goes to the shim's header, once per run; and the run
         goes on beside the caller, who loads the sources when it needs them (load waits for it). A
@@ -206,7 +223,7 @@ class CpuBackend(Backend):
         """
         wanted = [s for s in dict.fromkeys(sources)
                   if (s, kernel_name) not in self._compiled_ahead and not unsupported_constructs(s, program_name)]
-        if len(wanted) < 2:
+        if not wanted:
             return
         unit = batch_translation_unit(wanted, kernel_name, program_name)
 
@@ -220,6 +237,21 @@ class CpuBackend(Backend):
         for i, source in enumerate(wanted):
             self._compiled_ahead[(source, kernel_name)] = (batch, f"harness_launch_{i}")
 
+    switches_schemata = True
+
+    def set_switch(self, kernel: LoadedKernel, symbol: str, value: int) -> None:
+        """The switch is a plain global of the kernel's shared object (the shim's `__constant__` is nothing), read at
+        each launch. `symbol` names it in a batch's namespace; a source loaded alone (the schema, which no batch
+        holds) declares it at global scope, where C++ leaves a variable's name unmangled."""
+        library = kernel.handle[2]
+        for name in dict.fromkeys((symbol, unqualified(symbol))):
+            try:
+                ctypes.c_int.in_dll(library, name).value = value
+                return
+            except ValueError:  # not in this object
+                continue
+        raise ValueError(f"the CPU backend's {kernel.name} has no switch {symbol!r}")
+
     def _library(self, unit: str, program_name: str) -> tuple[ctypes.CDLL, bool]:
         key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
         paths, from_cache = cache.lookup_or_make(
@@ -230,7 +262,7 @@ class CpuBackend(Backend):
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        entry, last_error = kernel.handle
+        entry, last_error, _library = kernel.handle
         status = entry(ctypes.addressof(pointers), *grid, *block)
         if status != 0:
             message = last_error().decode(errors="replace")

@@ -199,9 +199,9 @@ def precompile_order(plans: list, size: int, arch: str, cache_dir: str | None, a
     workers (None: one per plan) will want them: each plan's unmutated source (in the batch form a worker compiles it
     in) when its worker starts, each batch when the mutants before it have run. The plans are taken in the order the
     campaign gives them to its slots; a pool that compiled the batches round robin over all plans made the first
-    workers compile their own first batch while it compiled those of plans no worker had started. With `schemata`
-    (address-checked only), each plan's schema (harness.engine.schema) comes with its unmutated source, and a batch's
-    checked cubin holds only the mutants the schema leaves out."""
+    workers compile their own first batch while it compiled those of plans no worker had started. With `schemata`,
+    each plan's schema (harness.engine.schema) comes with its unmutated source, and a batch's checked cubin (where
+    `address_checked`) holds only the mutants the schema leaves out."""
     from harness.engine.mutants import generate
     from harness.engine.schema import schema
 
@@ -266,5 +266,5 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     if address_checked and address_check.assembler_version():
         arch = ptx_only(arch)  # what the checked workers compile (harness.backends.cuda: CudaBackend.nvrtc_arch)
     pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked, slots,
-                                 schemata and address_checked))
+                                 schemata))
     return pool

@@ -338,10 +338,10 @@ def checks_addresses(args, backend: str) -> bool:
 
 
 def uses_schemata(args, backend: str) -> bool:
-    """Whether the mutants a substrate's schema switches (harness.engine.schema) run from it: address-checked
-    campaigns that batch, unless --schemata off."""
-    return (checks_addresses(args, backend) and getattr(args, "schemata", "on") == "on"
-            and getattr(args, "batch_size", 2) > 1)
+    """Whether the mutants a substrate's schema switches (harness.engine.schema) run from it: campaigns that batch,
+    on the CPU backend and on cuda address-checked, unless --schemata off (or --naive)."""
+    return ((checks_addresses(args, backend) or (backend == "cpu" and not getattr(args, "naive", False)))
+            and getattr(args, "schemata", "on") == "on" and getattr(args, "batch_size", 2) > 1)
 
 
 def _lost_status(lost: WorkerLost) -> MutantStatus:

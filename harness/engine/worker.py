@@ -61,8 +61,8 @@ class CampaignJob:
     batches: tuple[tuple[str, ...], ...] = ()
     # cuda: mutants loaded address-checked (harness.backends.address_check), so a fault foreseen ends no worker.
     check_addresses: bool = False
-    # With check_addresses, on a backend that switches schemata: the mutants the substrate's schema switches
-    # (harness.engine.schema) run from it, their batches' checked cubins holding only the others.
+    # On a backend that switches schemata: the mutants the substrate's schema switches (harness.engine.schema) run
+    # from it, their batches' checked cubins (cuda) or shared objects (the CPU's g++) holding only the others.
     schemata: bool = False
 
 
@@ -416,7 +416,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
     # Of every mutant of the substrate, not only this job's: the same schema, compiled once, in every worker and pool.
     made_schema = (schema(entry.cuda, list(mutants.values()))
-                   if job.schemata and job.check_addresses and batching and backend.switches_schemata else None)
+                   if job.schemata and batching and backend.switches_schemata else None)
     switches = made_schema.switches if made_schema else {}
 
     def schema_kernel():
@@ -459,18 +459,23 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             with _Phase(phases, "compiling"):
                 compiled = dict(zip(batch, compile_variants(list(batch_sources.values()), entry, backend.nvrtc_arch,
                                                             program, compile_batch_ptx if switches else compile_batch)))
-                if switches:
+                if switches and job.check_addresses:
                     compiled = _unswitched_cubins(compiled, batch, switches)
                 variants = [compiled[mutant_id] for mutant_id in members]
-                backend.compile_ahead(to_load(sources, variants, digests if job.check_equivalence else None),
+                unswitched = [(source, variant) for mutant_id, source, variant in zip(members, sources, variants)
+                              if mutant_id not in switches]
+                backend.compile_ahead(to_load([source for source, _ in unswitched], [variant for _, variant in unswitched],
+                                              digests if job.check_equivalence else None),
                                       entry.kernel_name, program)
             conn.send(("compiled",))
         return sources, variants
 
-    # Where the backend builds beside this worker (g++), the first batch is started before the unmutated source runs
-    # and each next one before the mutants of the one before; elsewhere the compile is in this thread, and a batch is
-    # compiled when its mutants come, which leaves the compile pool the time to have made it.
+    # Where the backend builds beside this worker (g++), the schema and the first batch are started before the
+    # unmutated source runs and each next batch before the mutants of the one before; elsewhere the compile is in this
+    # thread, and a batch is compiled when its mutants come, which leaves the compile pool the time to have made it.
     ahead = backend.builds_beside
+    if ahead and switches and any(mutant_id in switches for mutant_id in job.mutant_ids):
+        backend.compile_ahead([made_schema.source()], entry.kernel_name, program)
     prepared = prepare(chunks[0]) if chunks and ahead else None
 
     # The unmutated source goes through the same trials and must survive every one. One run each: the
@@ -606,9 +611,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                     return
                 continue
             status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
-            if from_schema and status is MutantStatus.RUNTIME_ERROR and not foreseen and not end_worker:
+            if from_schema and status is MutantStatus.RUNTIME_ERROR and not (foreseen or memory_fault or end_worker):
                 # The schema's kernel, not the mutant's, may be what failed (a block that fits the mutant's registers
-                # and not the schema's): the mutant compiled alone says.
+                # and not the schema's): the mutant compiled alone says. A memory fault (the CPU shim's) is the
+                # mutant's own code faulting, which the schema runs as it is.
                 conn.send(("step", f"{mutant_id}: judged again, compiled alone"))
                 try:
                     with mutant_parts.timing(loading):

@@ -82,7 +82,10 @@ extern "C" __attribute__((visibility("default"))) const char* harness_last_error
 #define __launch_bounds__(...)
 #define __maxnreg__(...)
 #define __cluster_dims__(...)
-#define __constant__
+// A __constant__ variable is what the host writes between launches (a mutant schema's switch: CpuBackend.set_switch),
+// so it is exported; protected, so the kernel's own references still bind inside this object (section 9). g++ warns,
+// harmlessly, where it has internal linkage (static, or const at namespace scope): no one writes those.
+#define __constant__ __attribute__((visibility("protected")))
 #define __managed__
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
