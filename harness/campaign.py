@@ -174,6 +174,36 @@ def _run(args) -> int:
         raise UsageError(problem)
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
+    if args.compilers is not None and args.compilers < 0:
+        raise UsageError("--compilers must be 0 or more")
+    args.store.parent.mkdir(parents=True, exist_ok=True)  # the workers' log is beside the store
+    # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
+    # 2 s for 12 on the H200) is made while the substrates are imported and their mutants generated.
+    first_workers = [] if args.scheduler or args.naive else start_first_workers(args, backend, workers, gpus)
+    try:
+        return _plan_and_run(args, started, backend, remote, gpus, cores, workers, chosen, tools, first_workers)
+    finally:
+        for worker in first_workers:
+            worker.stop()  # those no slot took (fewer workers fit, nothing to run, an error); the rest are done
+
+
+def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
+    """A worker for each of the `workers` slots, started now with its backend made (its CUDA context, on cuda), for
+    _run_here's slots to adopt as their first."""
+    from harness.worker import start_worker
+
+    settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None, checks_addresses(args, backend))
+                if backend == "cuda" else None)
+    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    slots = min(workers, len(args.names)) if args.names else workers  # a substrate named is a slot at most
+    return [start_worker(worker_environment(slot, gpus, visible), prepare) for slot in range(slots)]
+
+
+def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, cores: int, workers: int,
+                  chosen: tuple, tools: tuple, first_workers: list) -> int:
+    """The campaign once its command is known good: plans, the run (`first_workers` the slots' first), the oracles,
+    the report."""
     try:
         plans, refused = make_plans(args, backend)
     except ValueError as error:  # an unreadable admission record
@@ -183,7 +213,6 @@ def _run(args) -> int:
     if not args.workers and gpus and not args.scheduler:
         workers = default_workers_that_fit(workers, gpus, plans, device_memory_bytes(backend))
     store = ResultStore(args.store)
-    args.store.parent.mkdir(parents=True, exist_ok=True)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
         plan.to_run = [m.id for m in plan.mutants
@@ -191,8 +220,6 @@ def _run(args) -> int:
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    if args.compilers is not None and args.compilers < 0:
-        raise UsageError("--compilers must be 0 or more")
     # By default the cores the workers leave; on cuda every core, those beyond at nice 10: a GPU worker's waits sleep
     # (blocking sync), and the cores it leaves idle compile (12 workers: 91.60 to 95.77 mutants/s; while the waits
     # spun, 89.64 to 82.03; MEASUREMENTS.md, twenty-first and twenty-second sessions).
@@ -234,7 +261,7 @@ def _run(args) -> int:
             raise UsageError(str(error))
     else:
         _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
-                  worker_time, naive_results, workers, gpus, compilers, lowered, start_times)
+                  worker_time, naive_results, workers, gpus, compilers, lowered, start_times, first_workers)
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
@@ -288,9 +315,9 @@ def _run(args) -> int:
 
 
 def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers,
-              lowered, start_times: StartTimes) -> None:
+              lowered, start_times: StartTimes, first_workers: list = ()) -> None:
     """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
-    is resolved (never, always or warm)."""
+    is resolved (never, always or warm); `first_workers` (start_first_workers) are the slots' first."""
     slots = threading.Semaphore(workers)
     free_devices = list(range(workers))
     devices_lock = threading.Lock()
@@ -307,11 +334,15 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     # engine's own remedy for that cost.
     starters = [WorkerStarter(env, prepare, ahead=ahead, method="spawn" if args.naive else None)
                 for env in environments]
+    for starter, worker in zip(starters, first_workers):
+        starter.adopt(worker)
+    for worker in first_workers[len(starters):]:  # fewer workers fit in the device's memory
+        worker.stop()
 
     def run_one(plan: Plan) -> None:
         with slots:
             with devices_lock:
-                slot = free_devices.pop()
+                slot = free_devices.pop(0)  # the first slots first: those hold the workers started ahead
             try:
                 starter = starters[slot]
                 if plan.to_run and args.naive:

@@ -449,6 +449,13 @@ class WorkerStarter:
         self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
         self._kept: StartedWorker | None = None  # a worker whose job ended well, waiting for the slot's next (keep)
 
+    def adopt(self, worker: StartedWorker) -> None:
+        """Take `worker`, started before this starter existed (a campaign's first workers, started while it plans),
+        as the spare the next take() gives out."""
+        if self._spare is not None:
+            self._spare.stop()
+        self._spare, self._spare_key = worker, None
+
     def keep(self, worker: StartedWorker) -> bool:
         """Hold `worker`, which finished its job and waits for another, for the next take(); False (and it is
         not held) where it has died."""

@@ -946,3 +946,22 @@ def test_mutants_run_from_their_schema_on_the_cpu_get_every_status_they_get_from
     statuses_seen = {m["status"] for f in switched["files"].values() for m in f["mutants"]}
     assert {"Killed", "Survived"} <= statuses_seen, statuses_seen
 
+
+def test_each_slot_s_first_worker_starts_before_the_plans_and_runs_the_slot_s_first_substrate(admitted, tmp_path,
+                                                                                               capsys, monkeypatch):
+    import harness.campaign
+    import harness.worker
+
+    events = []
+    real_start, real_plans = harness.worker.start_worker, harness.campaign.make_plans
+    monkeypatch.setattr(harness.worker, "start_worker", lambda env=None, prepare=None, method=None:
+                        events.append("worker") or real_start(env, prepare, method))
+    monkeypatch.setattr(harness.campaign, "make_plans", lambda *args: events.append("plans") or real_plans(*args))
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--spare-workers", "never", "--workers",
+                 "3", "rule_compliant"]) == 0
+    # One slot's worker (one substrate named, of three slots), started before the plans; then discovery's, in them;
+    # then none: the slot ran its substrate in the worker it adopted.
+    assert events == ["worker", "plans", "worker"]
+    assert re.search(r"^worker time .* over 1 worker\(s\)", capsys.readouterr().out, re.M)
+    assert multiprocessing.active_children() == []
