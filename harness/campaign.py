@@ -27,7 +27,7 @@ from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visibl
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
-from harness.engine.compile import POOL_NICENESS, compile_ahead
+from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
 from harness.engine.report import (SubstrateCampaign, describe_schemata, format_survivors, format_table, outcomes,
@@ -41,7 +41,7 @@ from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import device_memory_bytes, estimate_bytes
-from harness.worker import WorkerStarter
+from harness.worker import WorkerStarter, stop_all
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -104,8 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "fault the GPU would raise, and the worker goes on; off: such a fault ends the worker, "
                              "whose replacement starts a process, a CUDA context and the trials again (default: on)")
     parser.add_argument("--schemata", choices=("on", "off"), default="on",
-                        help="on (cuda address-checked, and cpu): most of each substrate's mutants (not its `long long` "
-                             "narrowings) are compiled once, as one kernel that chooses the mutant by "
+                        help="on (cuda address-checked, and cpu): most of each substrate's mutants (not its "
+                             "`long long` narrowings) are compiled once, as one kernel that chooses the mutant by "
                              "a constant (a mutant schema, harness/engine/schema.py), and run from it; the others "
                              "compile in batches as before; off: every mutant compiles in its batch (default: on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -180,9 +180,20 @@ def _run(args) -> int:
     # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
     # 2 s for 12 on the H200) is made while the substrates are imported and their mutants generated.
     first_workers = [] if args.scheduler or args.naive else start_first_workers(args, backend, workers, gpus)
+    # By default the cores the workers leave; on cuda every core, those beyond at nice 10: a GPU worker's waits sleep
+    # (blocking sync), and the cores it leaves idle compile (12 workers: 91.60 to 95.77 mutants/s; while the waits
+    # spun, 89.64 to 82.03; MEASUREMENTS.md, twenty-first and twenty-second sessions). Its processes start now too,
+    # beside the plans: the first batches are what the first workers wait for.
+    spare_cores = max(0, cores - workers)
+    compilers = (0 if args.naive or args.scheduler or args.batch_size < 2
+                 else args.compilers if args.compilers is not None
+                 else cores if backend == "cuda" else spare_cores)
+    compile_pool = CompilePool(compilers, lowered=max(0, compilers - spare_cores)).start()
     try:
-        return _plan_and_run(args, started, backend, remote, gpus, cores, workers, chosen, tools, first_workers)
+        return _plan_and_run(args, started, backend, remote, gpus, cores, workers, chosen, tools, first_workers,
+                             compile_pool)
     finally:
+        compile_pool.close()  # where the run did not (nothing to run, an error)
         for worker in first_workers:
             worker.stop()  # those no slot took (fewer workers fit, nothing to run, an error); the rest are done
 
@@ -192,8 +203,8 @@ def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
     _run_here's slots to adopt as their first."""
     from harness.worker import start_worker
 
-    settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None, checks_addresses(args, backend))
-                if backend == "cuda" else None)
+    cache_dir = str(args.cache_dir) if args.cache_dir else None
+    settings = backend_settings(backend, cache_dir, checks_addresses(args, backend)) if backend == "cuda" else None
     prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     slots = min(workers, len(args.names)) if args.names else workers  # a substrate named is a slot at most
@@ -201,9 +212,9 @@ def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
 
 
 def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, cores: int, workers: int,
-                  chosen: tuple, tools: tuple, first_workers: list) -> int:
-    """The campaign once its command is known good: plans, the run (`first_workers` the slots' first), the oracles,
-    the report."""
+                  chosen: tuple, tools: tuple, first_workers: list, compile_pool: CompilePool) -> int:
+    """The campaign once its command is known good: plans, the run (`first_workers` the slots' first, `compile_pool`
+    compiling its batches), the oracles, the report."""
     try:
         plans, refused = make_plans(args, backend)
     except ValueError as error:  # an unreadable admission record
@@ -220,14 +231,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    # By default the cores the workers leave; on cuda every core, those beyond at nice 10: a GPU worker's waits sleep
-    # (blocking sync), and the cores it leaves idle compile (12 workers: 91.60 to 95.77 mutants/s; while the waits
-    # spun, 89.64 to 82.03; MEASUREMENTS.md, twenty-first and twenty-second sessions).
-    spare_cores = max(0, cores - workers)
-    compilers = (0 if args.naive or args.scheduler or args.batch_size < 2 or not pending
-                 else args.compilers if args.compilers is not None
-                 else cores if backend == "cuda" else spare_cores)
-    lowered = max(0, compilers - spare_cores)  # run at nice POOL_NICENESS
+    compilers, lowered = (compile_pool.processes, compile_pool.lowered) if pending else (0, 0)
     # Items at once per GPU; a remote cluster's GPUs keep the 4 its campaigns were measured with (each item's
     # device memory share is 1 / per_gpu, and a worker there is a Dask worker's, not one of this host's cores').
     per_gpu = max(1, workers // gpus) if gpus else REMOTE_ITEMS_PER_GPU
@@ -261,7 +265,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
             raise UsageError(str(error))
     else:
         _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
-                  worker_time, naive_results, workers, gpus, compilers, lowered, start_times, first_workers)
+                  worker_time, naive_results, workers, gpus, compile_pool, start_times, first_workers)
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
@@ -314,8 +318,8 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 
-def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus, compilers,
-              lowered, start_times: StartTimes, first_workers: list = ()) -> None:
+def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus,
+              compile_pool: CompilePool, start_times: StartTimes, first_workers: list = ()) -> None:
     """The plans on this host's workers, one substrate per worker slot, slots spread over the GPUs; args.spare_workers
     is resolved (never, always or warm); `first_workers` (start_first_workers) are the slots' first."""
     slots = threading.Semaphore(workers)
@@ -356,9 +360,9 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                     free_devices.append(slot)
 
     # Batches compiled ahead on the cores the workers leave.
-    compile_pool = compile_ahead(compilers, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size,
-                                 backend, args.cache_dir, checks_addresses(args, backend),
-                                 lowered=lowered, slots=workers, schemata=uses_schemata(args, backend))
+    compile_ahead(compile_pool.processes, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, backend,
+                  args.cache_dir, checks_addresses(args, backend), slots=workers, schemata=uses_schemata(args, backend),
+                  pool=compile_pool)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
@@ -366,8 +370,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     finally:
         if said := compile_pool.close():
             print(said, flush=True)
-        for starter in starters:
-            starter.close()
+        stop_all(starters)
 
 
 if __name__ == "__main__":

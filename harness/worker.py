@@ -502,10 +502,24 @@ class WorkerStarter:
 
     def close(self) -> None:
         """Stop the worker started ahead and the one kept, if any."""
-        for worker in (self._spare, self._kept):
-            if worker is not None:
-                worker.stop()
+        stop_all([self])
+
+    def release(self) -> list[StartedWorker]:
+        """The workers this starter holds (started ahead, kept), which it then no longer holds."""
+        held = [worker for worker in (self._spare, self._kept) if worker is not None]
         self._spare = self._kept = None
+        return held
+
+
+def stop_all(starters: list[WorkerStarter]) -> None:
+    """Stop every worker the `starters` hold, killed all at once and then waited for: a GPU worker's exit destroys its
+    CUDA context, which takes a while, and the exits of many go on side by side rather than one after another."""
+    workers = [worker for starter in starters for worker in starter.release()]
+    for worker in workers:
+        if worker.process.is_alive():
+            worker.process.kill()
+    for worker in workers:
+        worker.stop()
 
 
 def _died(worker: StartedWorker, step: str) -> WorkerLost:

@@ -957,11 +957,14 @@ def test_each_slot_s_first_worker_starts_before_the_plans_and_runs_the_slot_s_fi
     monkeypatch.setattr(harness.worker, "start_worker", lambda env=None, prepare=None, method=None:
                         events.append("worker") or real_start(env, prepare, method))
     monkeypatch.setattr(harness.campaign, "make_plans", lambda *args: events.append("plans") or real_plans(*args))
+    real_pool_start = harness.campaign.CompilePool.start
+    monkeypatch.setattr(harness.campaign.CompilePool, "start",
+                        lambda pool: events.append(f"pool of {pool.processes}") or real_pool_start(pool))
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--spare-workers", "never", "--workers",
-                 "3", "rule_compliant"]) == 0
-    # One slot's worker (one substrate named, of three slots), started before the plans; then discovery's, in them;
-    # then none: the slot ran its substrate in the worker it adopted.
-    assert events == ["worker", "plans", "worker"]
+                 "3", "--compilers", "1", "rule_compliant"]) == 0
+    # One slot's worker (one substrate named, of three slots) and the compile pool, started before the plans; then
+    # discovery's worker, in them; then none: the slot ran its substrate in the worker it adopted.
+    assert events == ["worker", "pool of 1", "plans", "worker"]
     assert re.search(r"^worker time .* over 1 worker\(s\)", capsys.readouterr().out, re.M)
     assert multiprocessing.active_children() == []

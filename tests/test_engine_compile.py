@@ -192,3 +192,19 @@ def test_the_pool_processes_beyond_the_cores_the_workers_leave_run_below_the_wor
         assert sorted(os.getpriority(os.PRIO_PROCESS, pid) - base for pid in pids) == [0, 10, 10]
     finally:
         pool.close()
+
+
+def test_a_pool_started_ahead_has_every_process_up_before_its_first_batch_and_counts_no_batch_for_it():
+    import multiprocessing
+    import time
+
+    pool = CompilePool(2).start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(multiprocessing.active_children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(pool.executor._processes) == 2  # spawned before any batch was given
+        pool.submit([])
+    finally:
+        said = pool.close()
+    assert said == "compile pool: 0 of 0 batches in 0.0 s of processor time over 2 process(es)"

@@ -13,7 +13,7 @@ import pytest
 from harness.backends import BackendUnavailable
 from harness.records import CheckName, CheckStatus
 from harness.worker import (GateJob, WorkerLost, WorkerStarter, _converse, discover, run_gate_job, start_worker,
-                            worker_context)
+                            stop_all, worker_context)
 from tests import worker_targets
 
 
@@ -80,6 +80,18 @@ def test_a_spare_that_died_while_waiting_is_replaced_by_a_fresh_worker(tmp_path)
         assert _pid_of(starter.take()) not in (first, spare)
     finally:
         starter.close()
+
+
+def test_stop_all_ends_every_worker_the_starters_hold_and_leaves_them_holding_none():
+    starters = [WorkerStarter(ahead=True) for _ in range(2)]
+    for starter in starters:
+        starter.keep(starter.take())  # each holds a kept worker and a spare
+    held = [worker.process for starter in starters for worker in (starter._spare, starter._kept)]
+    assert len(held) == 4 and all(process.is_alive() for process in held)
+    stop_all(starters)
+    assert not any(process.is_alive() for process in held)
+    assert [starter.release() for starter in starters] == [[], []]
+    assert multiprocessing.active_children() == []
 
 
 def test_without_starting_ahead_no_worker_waits():

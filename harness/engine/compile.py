@@ -124,7 +124,7 @@ class CompilePool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self.processes = processes
+        self.processes, self.lowered = processes, lowered
         # `lowered` of them at a lower priority than the workers: they take only the cores the workers leave idle.
         context = multiprocessing.get_context("spawn")
         self.executor = (ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_lower_some,
@@ -133,6 +133,13 @@ class CompilePool:
         self.futures = []
         self.firsts: list[bool] = []  # of each task, whether a substrate's worker waits for it before its first result
         self.started = time.time()  # the wall clock: the pool's processes say when they finished a task by it
+
+    def start(self) -> "CompilePool":
+        """Start every process now, each importing the compilers, before its work is known: a campaign's plans take
+        seconds, and the first batches of its substrates are what its first workers wait for."""
+        for _ in range(self.processes if self.executor else 0):
+            self.executor.submit(_ready)
+        return self
 
     def submit(self, work: list[PoolTask]) -> None:
         """Each task in order; close() says when those marked first were done."""
@@ -171,6 +178,13 @@ def _lower_some(still_to_lower) -> None:
         if still_to_lower.value > 0:
             still_to_lower.value -= 1
             os.nice(POOL_NICENESS)
+
+
+def _ready() -> None:
+    """A pool process's first task where the pool was started ahead (CompilePool.start): what precompile_batch
+    imports, imported."""
+    from harness import cache, nvrtc  # noqa: F401
+    from harness.backends import address_check  # noqa: F401
 
 
 def _timed_precompile(*task) -> tuple[bool, float, float]:
@@ -249,18 +263,19 @@ def need_times(lengths: list[int], slots: int) -> list[float]:
 
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
                   address_checked: bool = False, lowered: int = 0, slots: int | None = None,
-                  schemata: bool = False) -> CompilePool:
+                  schemata: bool = False, pool: CompilePool | None = None) -> CompilePool:
     """A CompilePool of `processes` given every batch of `plans` (for the workers' arch: the first GPU's, or
     NVRTC's default; PTX alone for the CPU backend's workers; `address_checked`: PTX alone and its
     address-checked cubin, where nvJitLink loads), in the order the campaign's `slots` workers will want them; the
     caller closes it. The cache folder is named, not left to each pool process to work out. `lowered` of the
-    processes run at nice POOL_NICENESS (those beyond the cores the workers leave)."""
+    processes run at nice POOL_NICENESS (those beyond the cores the workers leave). `pool`: one made (and started)
+    already with those, given the batches instead of a new one."""
     from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
     from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
     from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
 
-    pool = CompilePool(processes, lowered)
+    pool = pool or CompilePool(processes, lowered)
     arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"
             else arch_without_gpu(**CAMPAIGN_BACKEND_SETTINGS.get(backend, {})))
     if address_checked and address_check.assembler_version():
