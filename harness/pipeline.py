@@ -15,6 +15,7 @@ not compile) is not run, with the reason, never failed with claims about it.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -101,6 +102,7 @@ class KernelRun:
     first_unwritten: tuple = ()
     out_elements: int = 0
     initialised_by_launch: bool = False  # launch fills out itself: the kernel runs on that, not on poison
+    launch: "LaunchRecord | None" = None  # launch's return, where run_kernel was asked to record it
 
 
 def _geometry_problems(label: str, dims, limits) -> list[str]:
@@ -142,6 +144,43 @@ def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, 
     if not reaches_out and out.numel() > 0:
         problems.append("no pointer argument points to out, so the kernel cannot write the output")
     return redirected, problems
+
+
+@dataclass
+class LaunchRecord:
+    """What `launch` returned for one trial, for the next kernels run on that trial: a campaign's mutants change the
+    CUDA source, never launch (whose inputs are the trial's, the same each time), so its Python, and the reads of the
+    device it may make, run once a trial. Pointers are kept as (k, offset) into input k, or ("out", offset): each call
+    has its own guarded copies and output."""
+
+    shape: tuple
+    dtype: torch.dtype
+    initial: torch.Tensor | None  # launch's out, where launch initialises it (the kernel adds to it); else None
+    grid: tuple
+    block: tuple
+    args: list  # (ctypes type, value, or a pointer's (k or "out", offset))
+
+    @staticmethod
+    def of(out: torch.Tensor, grid, block, args: list, views: list, initialised: bool) -> "LaunchRecord | None":
+        """The record of a launch whose every pointer points into an input or out; None where one does not."""
+        ranges = [("out", _byte_range(out))] + [(k, _byte_range(x)) for k, x in enumerate(views)
+                                                if isinstance(x, torch.Tensor)]
+        kept = []
+        for ctype, value in args:
+            if signature.is_pointer_type(ctype) and isinstance(value, int):
+                where = next(((k, value - lo) for k, (lo, hi) in ranges if lo <= value < max(hi, lo + 1)), None)
+                if where is None:
+                    return None
+                value = where
+            kept.append((ctype, value))
+        return LaunchRecord(tuple(out.shape), out.dtype, out.clone() if initialised else None, tuple(grid),
+                            tuple(block), kept)
+
+    def arguments(self, views: list, out: torch.Tensor) -> list:
+        """The arguments for a run on `views` writing `out` (the guarded output)."""
+        return [(ctype, (out if value[0] == "out" else views[value[0]]).data_ptr() + value[1])
+                if signature.is_pointer_type(ctype) and isinstance(value, tuple) else (ctype, value)
+                for ctype, value in self.args]
 
 
 def _launch(entry: Entry, views: list, pattern_byte: int):
@@ -277,7 +316,8 @@ def _written_everywhere(comparison: Comparison | None, expected: torch.Tensor, e
 def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                guarded: list | None = None, initialised: bool | None = None,
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
-               expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None) -> KernelRun:
+               expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None,
+               launched: LaunchRecord | None = None, record_launch: bool = False) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -292,7 +332,9 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     `expected_poison`, when known (a campaign's trials: expected_holds_poison), says whether `expected` holds
     pattern one, and two, somewhere: where it holds neither and a run's output matches it bit for bit, that
     output holds no pattern either, and the search for one is skipped. `buffers` keeps the guarded output and
-    input copies from call to call (a campaign's); without it each call allocates its own.
+    input copies from call to call (a campaign's); without it each call allocates its own. `launched`: launch's
+    return on this trial, recorded by an earlier call (`record_launch` asks for it: KernelRun.launch), in place of a
+    launch call; the arguments are still checked against this kernel's parameters.
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -308,31 +350,44 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
 
     try:
         with clock.timing("kernel: launch calls"):
-            # Whether launch initialises out is known (a campaign's mutants share one launch): out's first
-            # contents are then never read, and filling a fresh allocation with poison would be wasted.
-            returned = _launch(entry, views, POISON_BYTES[0]) if initialised is None else entry.launch(views, torch)
-            result.argument_problems += _launch_problems(returned, views, device)
-            if result.argument_problems:
-                return result
-            out, grid, block, args = returned
-            result.argument_problems += signature.check_arguments(kernel.params, args)
-            if result.argument_problems:
-                return result
-            result.out_elements = out.numel()
-            if initialised is None:
-                initialised = entry.accumulates or (
-                    out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+            if launched is None:
+                # Whether launch initialises out is known (a campaign's mutants share one launch): out's first
+                # contents are then never read, and filling a fresh allocation with poison would be wasted.
+                returned = _launch(entry, views, POISON_BYTES[0]) if initialised is None else entry.launch(views, torch)
+                result.argument_problems += _launch_problems(returned, views, device)
+                if result.argument_problems:
+                    return result
+                out, grid, block, args = returned
+                result.argument_problems += signature.check_arguments(kernel.params, args)
+                if result.argument_problems:
+                    return result
+                shape, dtype = tuple(out.shape), out.dtype
+                if initialised is None:
+                    initialised = entry.accumulates or (
+                        out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+            else:
+                out, grid, block = launched.initial, launched.grid, launched.block
+                shape, dtype, initialised = launched.shape, launched.dtype, launched.initial is not None
+            result.out_elements = math.prod(shape)
             result.initialised_by_launch = initialised
     except Exception as error:
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return result
 
-    guarded_out = (buffers.take("out", out.shape, out.dtype, device) if buffers is not None
-                   else GuardedTensor(out.shape, out.dtype, device))
-    run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
-    if pointer_problems:
-        result.argument_problems += pointer_problems
-        return result
+    guarded_out = (buffers.take("out", shape, dtype, device) if buffers is not None
+                   else GuardedTensor(shape, dtype, device))
+    if launched is None:
+        run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
+        if pointer_problems:
+            result.argument_problems += pointer_problems
+            return result
+        if record_launch:
+            result.launch = LaunchRecord.of(out, grid, block, args, views, initialised)
+    else:
+        run_args = launched.arguments(views, guarded_out.tensor)
+        result.argument_problems += signature.check_arguments(kernel.params, run_args)  # this kernel's parameters
+        if result.argument_problems:
+            return result
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
         with clock.timing("kernel: runs"):
@@ -376,7 +431,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                 result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
                 if result.unwritten:
                     flat = int(torch.nonzero(unwritten.reshape(-1))[0])
-                    result.first_unwritten = coords_of(flat, tuple(out.shape))
+                    result.first_unwritten = coords_of(flat, shape)
                 del unwritten
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result

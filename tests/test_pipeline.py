@@ -861,3 +861,44 @@ def test_a_fault_read_with_the_runs_signals_is_raised_as_synchronize_raises_it(e
         raised[gathered] = (str(fault.value), fault.value.poisons_context, fault.value.foreseen)
         assert len(backend.launches) == 1  # run one: its fault ends the trial
     assert raised[True] == raised[False] == (f"kernel run: a {how} fault", how == "device", how == "foreseen")
+
+
+def test_a_recorded_launch_judges_each_kernel_as_launch_itself_does_without_calling_launch_again(entry):
+    """A campaign records launch's return on a trial once (LaunchRecord) and runs its mutants from the record: each
+    mutant's run is judged as with its own launch call, its pointers into that call's own guarded copies."""
+    from harness.guards import INPUT_GUARD_BYTES, GuardedBuffers
+    from harness.pipeline import run_kernel
+
+    (_name, _n, builder), = entry.suites()
+    inputs = builder(0, torch.device("cpu"))
+    expected = entry.ref(*inputs)
+    calls = []
+    counted = dataclasses.replace(entry, launch=lambda views, torch: calls.append(1) or entry.launch(views, torch))
+
+    def run(impl, buffers, **recorded):
+        seen = []
+
+        def watched(grid, block, args):
+            seen.append([a.value for a in args[:2]])  # the pointers to x and to out
+            impl(grid, block, args)
+
+        backend = fakes.FakeBackend(kernels={"pad_const_b4": watched})
+        kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+        judged = run_kernel(counted, kernel, backend, inputs, expected, initialised=False, buffers=buffers, **recorded)
+        return judged, seen
+
+    first, _ = run(fakes.pad_const_b4, GuardedBuffers(), record_launch=True)
+    assert first.launch is not None and len(calls) == 1
+    buffers = GuardedBuffers()  # other copies than the recording run's: the record's pointers must follow them
+    for impl in (fakes.pad_const_b4, fakes.pad_unwritten, fakes.pad_out_of_bounds, fakes.pad_wrong_value,
+                 fakes.pad_changes_input):
+        fresh, _ = run(impl, GuardedBuffers())
+        recorded, pointers = run(impl, buffers, launched=first.launch)
+        assert ([c.ok for c in recorded.comparisons], recorded.guard_damage, recorded.unwritten,
+                recorded.first_unwritten, recorded.out_elements, recorded.argument_problems) == (
+            [c.ok for c in fresh.comparisons], fresh.guard_damage, fresh.unwritten, fresh.first_unwritten,
+            fresh.out_elements, fresh.argument_problems), impl.__name__
+        x = buffers.take(("input", 0), inputs[0].shape, inputs[0].dtype, "cpu", INPUT_GUARD_BYTES[0]).tensor
+        out = buffers.take("out", expected.shape, expected.dtype, "cpu").tensor
+        assert pointers == [[x.data_ptr(), out.data_ptr()]] * 2
+    assert len(calls) == 1 + 5  # the recording run and the fresh ones: none from the record

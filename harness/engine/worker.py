@@ -401,16 +401,21 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         digests.update(dict(job.known_digests))
         digests[original_digest] = None
 
-    # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial.
+    # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial, and what
+    # launch returns is recorded then and reused (harness.pipeline.LaunchRecord).
     initialised: dict[int, bool] = {}
+    launches: dict = {}  # trial -> LaunchRecord
     buffers = GuardedBuffers()  # one trial's guarded copies and output, kept from run to run
 
     def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
         run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
                          input_sums=sums_of_inputs[i], runs=runs, clock=clock,
-                         expected_poison=trials[i].expected_poison, buffers=buffers)
+                         expected_poison=trials[i].expected_poison, buffers=buffers, launched=launches.get(i),
+                         record_launch=i not in launches)
         if not run.argument_problems:
             initialised.setdefault(i, run.initialised_by_launch)
+        if run.launch is not None:
+            launches[i] = run.launch
         return first_failure(run, trials[i].expected, entry)
 
     mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
