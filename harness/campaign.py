@@ -343,10 +343,13 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     for worker in first_workers[len(starters):]:  # fewer workers fit in the device's memory
         worker.stop()
 
+    given = [0]  # plans given a slot so far
+
     def run_one(plan: Plan) -> None:
         with slots:
             with devices_lock:
                 slot = free_devices.pop(0)  # the first slots first: those hold the workers started ahead
+                given[0] += 1
             try:
                 starter = starters[slot]
                 if plan.to_run and args.naive:
@@ -358,6 +361,11 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             finally:
                 with devices_lock:
                     free_devices.append(slot)
+                    nothing_waits = given[0] == len(plans)
+                if nothing_waits:
+                    # No plan is left for this slot: its workers end now, their exits (a CUDA context destroyed each,
+                    # one at a time in the driver) beside the other slots' last substrates, not all after them.
+                    stop_all([starters[slot]])
 
     # Batches compiled ahead on the cores the workers leave.
     compile_ahead(compile_pool.processes, sorted(plans, key=lambda plan: -len(plan.to_run)), args.batch_size, backend,

@@ -968,3 +968,23 @@ def test_each_slot_s_first_worker_starts_before_the_plans_and_runs_the_slot_s_fi
     assert events == ["worker", "pool of 1", "plans", "worker"]
     assert re.search(r"^worker time .* over 1 worker\(s\)", capsys.readouterr().out, re.M)
     assert multiprocessing.active_children() == []
+
+
+def test_a_slot_no_plan_waits_for_ends_its_workers_at_once_not_after_every_slot(admitted, tmp_path, monkeypatch):
+    import harness.campaign
+    import harness.worker
+
+    ended = []  # workers each stop_all ended, in order
+
+    def counting(starters):
+        held = [worker for starter in starters for worker in (starter._spare, starter._kept) if worker is not None]
+        ended.append(len(held))
+        harness.worker.stop_all(starters)
+
+    monkeypatch.setattr(harness.campaign, "stop_all", counting)
+    assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "--spare-workers", "never",
+                 "rule_compliant"]) == 0
+    # The one plan's slot: its kept worker ended as the plan did; at the run's end, nothing left to end.
+    assert ended == [1, 0]
+    assert multiprocessing.active_children() == []
