@@ -155,14 +155,17 @@ class LaunchRecord:
 
     shape: tuple
     dtype: torch.dtype
-    initial: torch.Tensor | None  # launch's out, where launch initialises it (the kernel adds to it); else None
+    # launch's out where launch initialises it (the kernel adds to it), as one element broadcast: else None
+    initial: torch.Tensor | None
     grid: tuple
     block: tuple
     args: list  # (ctypes type, value, or a pointer's (k or "out", offset))
 
     @staticmethod
     def of(out: torch.Tensor, grid, block, args: list, views: list, initialised: bool) -> "LaunchRecord | None":
-        """The record of a launch whose every pointer points into an input or out; None where one does not."""
+        """The record of a launch whose every pointer points into an input or out; None where one does not, or where
+        an argument that is no pointer holds such an address (an integer, a structure's field): that address would
+        not follow a later run's own copies, so such a launch is called for every run, as before."""
         ranges = [("out", _byte_range(out))] + [(k, _byte_range(x)) for k, x in enumerate(views)
                                                 if isinstance(x, torch.Tensor)]
         kept = []
@@ -172,15 +175,49 @@ class LaunchRecord:
                 if where is None:
                     return None
                 value = where
+            elif _holds_an_address(value, [bounds for _, bounds in ranges]):
+                return None
             kept.append((ctype, value))
-        return LaunchRecord(tuple(out.shape), out.dtype, out.clone() if initialised else None, tuple(grid),
-                            tuple(block), kept)
+        initial = None
+        if initialised:
+            initial = _as_one_element(out)
+            if initial is None:
+                return None
+        return LaunchRecord(tuple(out.shape), out.dtype, initial, tuple(grid), tuple(block), kept)
 
     def arguments(self, views: list, out: torch.Tensor) -> list:
         """The arguments for a run on `views` writing `out` (the guarded output)."""
         return [(ctype, (out if value[0] == "out" else views[value[0]]).data_ptr() + value[1])
                 if signature.is_pointer_type(ctype) and isinstance(value, tuple) else (ctype, value)
                 for ctype, value in self.args]
+
+
+def _as_one_element(out: torch.Tensor) -> torch.Tensor | None:
+    """`out` as one element broadcast to its shape, where every element has the same bytes (launch's zeros, say), so
+    that a record keeps no copy of an output: None where they differ."""
+    if out.numel() == 0:
+        return out.clone()
+    elements = out.reshape(-1).view(torch.uint8).reshape(out.numel(), out.element_size())
+    if not bool((elements == elements[0]).all()):
+        return None
+    return out.reshape(-1)[:1].clone().reshape([1] * out.dim()).expand(out.shape)
+
+
+def _holds_an_address(value, ranges: list[tuple[int, int]]) -> bool:
+    """Whether an argument's value (no pointer's) holds an address inside one of the byte `ranges`: as an integer, or
+    as any 8 bytes of a ctypes object (a structure passed by value may carry pointers in its fields)."""
+    import ctypes
+
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        words = [value]
+    elif isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
+        raw = ctypes.string_at(ctypes.addressof(value), ctypes.sizeof(value))
+        words = [int.from_bytes(raw[i:i + 8], "little") for i in range(len(raw) - 7)]
+    else:
+        return False
+    return any(lo <= word < max(hi, lo + 1) for word in words for lo, hi in ranges)
 
 
 def _launch(entry: Entry, views: list, pattern_byte: int):

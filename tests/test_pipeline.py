@@ -902,3 +902,43 @@ def test_a_recorded_launch_judges_each_kernel_as_launch_itself_does_without_call
         out = buffers.take("out", expected.shape, expected.dtype, "cpu").tensor
         assert pointers == [[x.data_ptr(), out.data_ptr()]] * 2
     assert len(calls) == 1 + 5  # the recording run and the fresh ones: none from the record
+
+
+def test_a_launch_that_hides_an_address_outside_its_pointer_arguments_is_not_recorded():
+    """A structure passed by value may carry pointers in its fields, and an integer may be an address: a record
+    would keep the address of the recording run's copies, so such a launch is called for every run instead."""
+    import ctypes
+
+    from harness.pipeline import LaunchRecord
+
+    class Holder(ctypes.Structure):
+        _fields_ = [("n", ctypes.c_int), ("p", ctypes.c_void_p)]
+
+    x, out = torch.zeros(16), torch.zeros(16)
+    plain = [(ctypes.c_void_p, x.data_ptr()), (ctypes.c_void_p, out.data_ptr() + 4), (ctypes.c_longlong, 16),
+             (Holder, Holder(3, 0)), (ctypes.c_float, 1.5)]
+    record = LaunchRecord.of(out, (1, 1, 1), (16, 1, 1), plain, [x], False)
+    assert record.args[:3] == [(ctypes.c_void_p, (0, 0)), (ctypes.c_void_p, ("out", 4)), (ctypes.c_longlong, 16)]
+    for hidden in [(ctypes.c_uint64, x.data_ptr() + 8), (Holder, Holder(3, out.data_ptr())),
+                   (ctypes.c_longlong * 2, (ctypes.c_longlong * 2)(0, x.data_ptr()))]:
+        assert LaunchRecord.of(out, (1, 1, 1), (16, 1, 1), plain + [hidden], [x], False) is None, hidden
+
+
+def test_a_recorded_launch_that_initialises_out_keeps_one_element_of_it_and_none_where_its_elements_differ():
+    import ctypes
+
+    from harness.pipeline import LaunchRecord
+
+    x = torch.zeros(4)
+    args = [(ctypes.c_void_p, x.data_ptr())]
+    zeros = torch.full((64, 32), -0.0)
+    record = LaunchRecord.of(zeros, (1, 1, 1), (1, 1, 1), args + [(ctypes.c_void_p, zeros.data_ptr())], [x], True)
+    assert record.initial.shape == zeros.shape and record.initial.untyped_storage().nbytes() == 4  # one element
+    target = torch.ones(64, 32)
+    target.copy_(record.initial)
+    assert torch.equal(target.view(torch.int32), zeros.view(torch.int32))  # -0.0, bit for bit
+    mixed = torch.zeros(8)
+    mixed[3] = -0.0
+    assert LaunchRecord.of(mixed, (1, 1, 1), (1, 1, 1), args + [(ctypes.c_void_p, mixed.data_ptr())], [x], True) is None
+    assert LaunchRecord.of(mixed, (1, 1, 1), (1, 1, 1), args + [(ctypes.c_void_p, mixed.data_ptr())], [x],
+                           False).initial is None  # not initialised: its contents are never read
