@@ -225,12 +225,13 @@ def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
         signature = (("tensor", "uint8", (4, 8, 256, 256)), ("tensor", "bool", (4, 8, 256, 256)), ("tensor", "uint8", ()))
         report = gate_entry(entry, create_backend("cpu"), checks, official_inputs=signature)
         print([c.check for c in report.checks if c.status.value == "failed"], file=sys.stderr)
-        print(report.admitted, "torch._dynamo" in sys.modules, flush=True)
+        sys.stdout.write(f"admitted={report.admitted};dynamo={'torch._dynamo' in sys.modules}\n")
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
-    # Flushed at once: CI once read "True\x00False" here (print's separator a NUL), which no run here repeated; if
-    # something at the process's end writes into freed memory, this test is not the one to find it (see MEASUREMENTS).
-    assert done.stdout.split()[-2:] == ["True", "False"], (done.stdout, done.stderr[-2000:])
+    # One string, no separator: in the full suite (after the cluster tests) print's " " separator came out as a NUL
+    # byte here, twice, at 763bc3f and 085d392, and never in this test alone, nor with that run's environment: a
+    # stray write in the CPU gate's process, to be found (MEASUREMENTS.md, twenty-seventh session), not by this test.
+    assert done.stdout.split()[-1:] == ["admitted=True;dynamo=False"], (done.stdout, done.stderr[-2000:])
 
 
 def test_a_worker_naming_an_unwritten_element_imports_neither_sympy_nor_torch_dynamo():

@@ -240,7 +240,7 @@ class CpuBackend(Backend):
     switches_schemata = True
 
     def set_switch(self, kernel: LoadedKernel, symbol: str, value: int) -> None:
-        """The switch is a plain global of the kernel's shared object (the shim's `__constant__` is nothing), read at
+        """The switch is a plain global of the kernel's shared object (the shim exports a `__constant__`), read at
         each launch. `symbol` names it in a batch's namespace; a source loaded alone (the schema, which no batch
         holds) declares it at global scope, where C++ leaves a variable's name unmangled."""
         library = kernel.handle[2]
