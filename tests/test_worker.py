@@ -225,7 +225,7 @@ def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
         signature = (("tensor", "uint8", (4, 8, 256, 256)), ("tensor", "bool", (4, 8, 256, 256)), ("tensor", "uint8", ()))
         report = gate_entry(entry, create_backend("cpu"), checks, official_inputs=signature)
         print([c.check for c in report.checks if c.status.value == "failed"], file=sys.stderr)
-        sys.stdout.write(f"admitted={report.admitted};dynamo={'torch._dynamo' in sys.modules}\n")
+        sys.stdout.write(f"admitted={report.admitted};dynamo={'torch._dynamo' in sys.modules}\\n")
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
     # One string, no separator: in the full suite (after the cluster tests) print's " " separator came out as a NUL
