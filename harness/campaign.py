@@ -203,12 +203,18 @@ def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
     _run_here's slots to adopt as their first."""
     from harness.worker import start_worker
 
-    cache_dir = str(args.cache_dir) if args.cache_dir else None
-    settings = backend_settings(backend, cache_dir, checks_addresses(args, backend)) if backend == "cuda" else None
-    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
+    prepare = _worker_prepare(args, backend, make_backend=True)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     slots = min(workers, len(args.names)) if args.names else workers  # a substrate named is a slot at most
     return [start_worker(worker_environment(slot, gpus, visible), prepare) for slot in range(slots)]
+
+
+def _worker_prepare(args, backend: str, make_backend: bool):
+    """What a campaign worker does before its job (prepare_campaign_worker); with `make_backend`, on cuda, its backend
+    (its CUDA context) made then too."""
+    settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
+                                 checks_addresses(args, backend)) if make_backend and backend == "cuda" else None)
+    return functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
 
 
 def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, cores: int, workers: int,
@@ -329,9 +335,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     environments = [worker_environment(slot, gpus, os.environ.get("CUDA_VISIBLE_DEVICES")) for slot in range(workers)]
     ahead = args.spare_workers != "never"
     # A GPU worker started ahead makes its backend (its CUDA context) ahead too.
-    settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
-                                 checks_addresses(args, backend)) if ahead and backend == "cuda" else None)
-    prepare = functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
+    prepare = _worker_prepare(args, backend, make_backend=ahead)
     # The naive mode's workers are spawned, each a fresh Python importing torch, as KernelBench's own evaluation
     # starts its (scripts/eval_from_generations.py: a spawned pool per batch of kernels), and as every worker here
     # was when the engine's speed was first compared with it; forked from the fork server, they would share the
@@ -343,13 +347,14 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     for worker in first_workers[len(starters):]:  # fewer workers fit in the device's memory
         worker.stop()
 
-    given = [0]  # plans given a slot so far
+    given = 0  # plans given a slot so far
 
     def run_one(plan: Plan) -> None:
+        nonlocal given
         with slots:
             with devices_lock:
                 slot = free_devices.pop(0)  # the first slots first: those hold the workers started ahead
-                given[0] += 1
+                given += 1
             try:
                 starter = starters[slot]
                 if plan.to_run and args.naive:
@@ -361,7 +366,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             finally:
                 with devices_lock:
                     free_devices.append(slot)
-                    nothing_waits = given[0] == len(plans)
+                    nothing_waits = given == len(plans)
                 if nothing_waits:
                     # No plan is left for this slot: its workers end now, their exits (a CUDA context destroyed each,
                     # one at a time in the driver) beside the other slots' last substrates, not all after them.

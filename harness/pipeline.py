@@ -130,14 +130,14 @@ def _redirect_pointers(args: list, out: torch.Tensor, out_target: torch.Tensor, 
     when launch returns, so the kernel would write memory that belongs to someone else.
     """
     problems, redirected, reaches_out = [], [], False
-    out_start, out_end = _byte_range(out)
-    known = [_byte_range(x) for x in inputs if isinstance(x, torch.Tensor)]
+    ranges = _pointed_at(out, inputs)
     for i, (ctype, value) in enumerate(args):
         if signature.is_pointer_type(ctype) and isinstance(value, int):
-            if out_start <= value < max(out_end, out_start + 1):
-                value = out_target.data_ptr() + (value - out_start)
+            where = _locate(value, ranges)
+            if where is not None and where[0] == "out":
+                value = out_target.data_ptr() + where[1]
                 reaches_out = True
-            elif not any(lo <= value < max(hi, lo + 1) for lo, hi in known):
+            elif where is None:
                 problems.append(f"argument {i} (0x{value:x}) points to neither an input nor out; memory made "
                                 f"inside launch is freed when launch returns")
         redirected.append((ctype, value))
@@ -166,16 +166,14 @@ class LaunchRecord:
         """The record of a launch whose every pointer points into an input or out; None where one does not, or where
         an argument that is no pointer holds such an address (an integer, a structure's field): that address would
         not follow a later run's own copies, so such a launch is called for every run, as before."""
-        ranges = [("out", _byte_range(out))] + [(k, _byte_range(x)) for k, x in enumerate(views)
-                                                if isinstance(x, torch.Tensor)]
+        ranges = _pointed_at(out, views)
         kept = []
         for ctype, value in args:
             if signature.is_pointer_type(ctype) and isinstance(value, int):
-                where = next(((k, value - lo) for k, (lo, hi) in ranges if lo <= value < max(hi, lo + 1)), None)
-                if where is None:
+                value = _locate(value, ranges)
+                if value is None:
                     return None
-                value = where
-            elif _holds_an_address(value, [bounds for _, bounds in ranges]):
+            elif _holds_an_address(value, ranges):
                 return None
             kept.append((ctype, value))
         initial = None
@@ -192,6 +190,18 @@ class LaunchRecord:
                 for ctype, value in self.args]
 
 
+def _pointed_at(out: torch.Tensor, inputs: list) -> list[tuple]:
+    """What a launch's pointers may point into: ("out", its byte range), then (k, input k's) for each tensor input."""
+    return [("out", _byte_range(out))] + [(k, _byte_range(x)) for k, x in enumerate(inputs)
+                                          if isinstance(x, torch.Tensor)]
+
+
+def _locate(address: int, ranges: list[tuple]) -> tuple | None:
+    """(what, offset) of the first of `ranges` (_pointed_at) holding `address` (an empty tensor's start counts), or
+    None."""
+    return next(((what, address - lo) for what, (lo, hi) in ranges if lo <= address < max(hi, lo + 1)), None)
+
+
 def _as_one_element(out: torch.Tensor) -> torch.Tensor | None:
     """`out` as one element broadcast to its shape, where every element has the same bytes (launch's zeros, say), so
     that a record keeps no copy of an output: None where they differ."""
@@ -203,9 +213,9 @@ def _as_one_element(out: torch.Tensor) -> torch.Tensor | None:
     return out.reshape(-1)[:1].clone().reshape([1] * out.dim()).expand(out.shape)
 
 
-def _holds_an_address(value, ranges: list[tuple[int, int]]) -> bool:
-    """Whether an argument's value (no pointer's) holds an address inside one of the byte `ranges`: as an integer, or
-    as any 8 bytes of a ctypes object (a structure passed by value may carry pointers in its fields)."""
+def _holds_an_address(value, ranges: list[tuple]) -> bool:
+    """Whether an argument's value (no pointer's) holds an address inside one of the `ranges` (_pointed_at): as an
+    integer, or as any 8 bytes of a ctypes object (a structure passed by value may carry pointers in its fields)."""
     import ctypes
 
     if isinstance(value, bool):
@@ -217,7 +227,7 @@ def _holds_an_address(value, ranges: list[tuple[int, int]]) -> bool:
         words = [int.from_bytes(raw[i:i + 8], "little") for i in range(len(raw) - 7)]
     else:
         return False
-    return any(lo <= word < max(hi, lo + 1) for word in words for lo, hi in ranges)
+    return any(_locate(word, ranges) is not None for word in words)
 
 
 def _launch(entry: Entry, views: list, pattern_byte: int):

@@ -467,9 +467,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                 if switches and job.check_addresses:
                     compiled = _unswitched_cubins(compiled, batch, switches)
                 variants = [compiled[mutant_id] for mutant_id in members]
-                unswitched = [(source, variant) for mutant_id, source, variant in zip(members, sources, variants)
-                              if mutant_id not in switches]
-                backend.compile_ahead(to_load([source for source, _ in unswitched], [variant for _, variant in unswitched],
+                unswitched = [i for i, mutant_id in enumerate(members) if mutant_id not in switches]
+                backend.compile_ahead(to_load([sources[i] for i in unswitched], [variants[i] for i in unswitched],
                                               digests if job.check_equivalence else None),
                                       entry.kernel_name, program)
             conn.send(("compiled",))
