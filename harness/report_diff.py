@@ -1,12 +1,14 @@
-"""`python -m harness.report_diff A.json B.json`: do two campaigns give every mutant the same status?
+"""`python -m harness.report_diff A.json B.json`: do two campaigns give every mutant the same status and killer?
 
 Reads two reports written by `python -m harness.campaign --json` (the statuses are our own, kept
 under the report's `substrateHarness` key, so Equivalent and Duplicate stay apart) and lists each
-mutant whose status differs or that only one report has. Used to show that a campaign spread over
-several GPUs decides exactly what the same campaign decides on one. A mutant a later oracle
-killed (compute-sanitizer's tools, on a survivor of the value suites) reads "killed by <tool>";
-with --values-only it reads as the value suites left it ("survived"), so a report made with the
-oracles compares with one made before them.
+mutant whose status differs or that only one report has, then each mutant detected in both (killed,
+a runtime error, a timeout) whose killer differs: the trial that detected it ("misaligned trial 6"),
+the first of the trials a worker ran in its order that failed. Used to show that a campaign spread
+over several GPUs, or made faster, decides exactly what the same campaign decides on one. A mutant a
+later oracle killed (compute-sanitizer's tools, on a survivor of the value suites) reads "killed by
+<tool>"; with --values-only it reads as the value suites left it ("survived"), so a report made with
+the oracles compares with one made before them. --statuses-only leaves the killers out.
 
 Exit status: 0 the reports agree on every mutant, 1 they differ, 2 a report could not be read.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +33,47 @@ class StatusDifference:
     second: str
 
 
-def statuses(report: dict, values_only: bool = False) -> dict[tuple[str, str], str]:
-    """(substrate, mutant id) -> our status, for every mutant of a campaign report."""
+@dataclass(frozen=True)
+class KillerDifference:
+    substrate: str
+    mutant_id: str
+    status: str  # the same in both reports
+    first: str   # the killer in the first report ("" where its detail names no trial)
+    second: str
+
+
+DETECTED = ("killed", "runtime_error", "timeout")
+# A detail that starts with the trial that decided it ("misaligned trial 6: output_matches: ..."), or that names the
+# step a worker was lost in ("the worker process died during <mutant id> wide_pads trial 2 (killed by signal ...)",
+# "timed out after 3 s during <mutant id> probe trial 1 ...").
+_TRIAL = re.compile(r"^([A-Za-z0-9_]+ trial \d+):")
+_LOST_DURING = re.compile(r"\bduring \S+ ([A-Za-z0-9_]+ trial \d+)\b")
+
+
+def _outcomes(report: dict) -> dict[tuple[str, str], dict]:
     try:
         substrates = report[OWN_KEY]["substrates"]
     except (KeyError, TypeError):
         raise ValueError(f"not a campaign report: no {OWN_KEY}.substrates") from None
-    return {(name, mutant_id): _status(outcome, values_only)
+    return {(name, mutant_id): outcome
             for name, campaign in substrates.items() for mutant_id, outcome in campaign["outcomes"].items()}
+
+
+def statuses(report: dict, values_only: bool = False) -> dict[tuple[str, str], str]:
+    """(substrate, mutant id) -> our status, for every mutant of a campaign report."""
+    return {key: _status(outcome, values_only) for key, outcome in _outcomes(report).items()}
+
+
+def killers(report: dict) -> dict[tuple[str, str], str]:
+    """(substrate, mutant id) -> the trial that detected it, for every mutant of the report killed, in a runtime error
+    or timed out by the value suites ("" where the detail names no trial: a fault while loading, say)."""
+    found = {}
+    for key, outcome in _outcomes(report).items():
+        if outcome["status"] in DETECTED and not outcome.get("oracle"):
+            detail = outcome.get("detail", "")
+            match = _TRIAL.match(detail) or _LOST_DURING.search(detail)
+            found[key] = match.group(1) if match else ""
+    return found
 
 
 def _status(outcome: dict, values_only: bool) -> str:
@@ -55,6 +91,14 @@ def _differences(a: dict, b: dict) -> list[StatusDifference]:
             for key in sorted(a.keys() | b.keys()) if a.get(key) != b.get(key)]
 
 
+def killer_differences(first: dict, second: dict) -> list[KillerDifference]:
+    """The mutants with the same status in both reports whose killers differ."""
+    a, b = killers(first), killers(second)
+    status_a, status_b = statuses(first), statuses(second)
+    return [KillerDifference(key[0], key[1], status_a[key], a[key], b[key])
+            for key in sorted(a.keys() & b.keys()) if status_a[key] == status_b[key] and a[key] != b[key]]
+
+
 def _read(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
@@ -64,29 +108,47 @@ def _read(path: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.report_diff",
-                                     description="Compare the mutant statuses of two campaign reports (--json).",
-                                     epilog="Exit status: 0 same statuses, 1 they differ, 2 unreadable report.")
+                                     description="Compare the mutant statuses, and the trials that detected them, of "
+                                                 "two campaign reports (--json).",
+                                     epilog="Exit status: 0 same statuses and killers, 1 they differ, 2 unreadable "
+                                            "report.")
     parser.add_argument("first", type=Path)
     parser.add_argument("second", type=Path)
     parser.add_argument("--json", action="store_true", help="print the differences as JSON")
     parser.add_argument("--values-only", action="store_true",
                         help="compare what the value suites decided: a mutant a later oracle killed counts as survived")
+    parser.add_argument("--statuses-only", action="store_true",
+                        help="compare the statuses alone, not which trial detected each mutant")
     args = parser.parse_args(argv)
     try:
-        first = statuses(_read(args.first), args.values_only)
-        second = statuses(_read(args.second), args.values_only)
+        first_report, second_report = _read(args.first), _read(args.second)
+        first = statuses(first_report, args.values_only)
+        second = statuses(second_report, args.values_only)
         differences = _differences(first, second)
         compared = len(first.keys() | second.keys())
+        detected_in_both = [key for key, killer in killers(first_report).items()
+                            if key in killers(second_report) and first.get(key) == second.get(key)]
+        killer_changes = [] if args.statuses_only else killer_differences(first_report, second_report)
     except ValueError as error:
         print(f"report_diff: error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"mutants": compared, "differences": [d.__dict__ for d in differences]}, indent=2))
+        print(json.dumps({"mutants": compared, "differences": [d.__dict__ for d in differences],
+                          **({} if args.statuses_only else {"detected_in_both": len(detected_in_both),
+                                                            "killer_differences": [d.__dict__ for d in killer_changes]})},
+                         indent=2))
     else:
         for d in differences:
             print(f"{d.mutant_id}: {d.first} in {args.first}, {d.second} in {args.second}")
-        print(f"{compared - len(differences)} of {compared} mutants have the same status in both reports")
-    return 1 if differences else 0
+        for d in killer_changes:
+            print(f"{d.mutant_id}: {d.status} by {d.first or 'no trial named'} in {args.first}, by "
+                  f"{d.second or 'no trial named'} in {args.second}")
+        line = f"{compared - len(differences)} of {compared} mutants have the same status in both reports"
+        if not args.statuses_only:
+            line += (f"; {len(detected_in_both) - len(killer_changes)} of the {len(detected_in_both)} detected in both "
+                     f"by the same trial")
+        print(line)
+    return 1 if differences or killer_changes else 0
 
 
 if __name__ == "__main__":

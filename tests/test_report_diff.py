@@ -1,15 +1,17 @@
-"""report_diff: the check that a campaign on several GPUs decides what it decides on one."""
+"""report_diff: the check that a campaign on several GPUs, or a faster engine, decides what it decides on one."""
 
 import json
 from pathlib import Path
 
 from harness.engine.report import OWN_KEY
-from harness.report_diff import StatusDifference, main, status_differences
+from harness.report_diff import KillerDifference, StatusDifference, killer_differences, killers, main, status_differences
 
 
 def report(**outcomes):
+    """A campaign report of pad_const_b4's mutants: id=status, or id=(status, detail)."""
     return {OWN_KEY: {"substrates": {"pad_const_b4": {"outcomes": {
-        mutant_id: {"status": status, "detail": "", "seconds": 0.1} for mutant_id, status in outcomes.items()}}}}}
+        mutant_id: {"status": given[0], "detail": given[1], "seconds": 0.1} if isinstance(given, tuple)
+        else {"status": given, "detail": "", "seconds": 0.1} for mutant_id, given in outcomes.items()}}}}}
 
 
 def test_same_statuses_have_no_differences():
@@ -28,7 +30,8 @@ def test_cli_exit_status_and_message(tmp_path, capsys):
     one.write_text(json.dumps(report(a="killed", b="survived")))
     two.write_text(json.dumps(report(a="killed", b="survived")))
     assert main([str(one), str(two)]) == 0
-    assert capsys.readouterr().out.endswith("2 of 2 mutants have the same status in both reports\n")
+    assert capsys.readouterr().out.endswith(
+        "2 of 2 mutants have the same status in both reports; 1 of the 1 detected in both by the same trial\n")
     two.write_text(json.dumps(report(a="timeout", b="survived")))
     assert main([str(one), str(two)]) == 1
     assert capsys.readouterr().out.startswith(f"a: killed in {one}, timeout in {two}\n")
@@ -48,3 +51,48 @@ def test_comparing_reports_needs_no_torch():
 
     program = "import sys, harness.report_diff; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", program], cwd=Path(__file__).resolve().parent.parent).returncode == 0
+
+
+MISALIGNED = "misaligned trial 6: output_matches: 204 of 210 elements differ"
+REFLECT = "reflect_limit trial 3: output_matches: 672 of 864 elements differ"
+FAULT = "wide_pads trial 4: kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+
+
+def test_the_killer_is_the_trial_that_detected_the_mutant():
+    # Killed, a runtime error and a timeout each name their trial; a survivor has none, nor a fault while loading.
+    given = report(a=("killed", MISALIGNED), b=("runtime_error", FAULT), c=("survived", "passed all 24 trials"),
+                   d=("runtime_error", "loading the mutant: CUDA error 218"), e=("timeout", "probe trial 1: no end"),
+                   # A worker lost names the step it was in.
+                   f=("runtime_error", "the worker process died during pad_const_b4:L22C25:arithmetic_swap:0 "
+                                       "misaligned trial 6 (killed by signal SIGFPE) (the first mutant of a fresh worker)"),
+                   g=("timeout", "timed out after 3 s during pad_const_b4:L7C5:guard_deletion:0 wide_pads trial 2 (the "
+                                 "worker was killed)"))
+    assert killers(given) == {("pad_const_b4", "a"): "misaligned trial 6", ("pad_const_b4", "b"): "wide_pads trial 4",
+                              ("pad_const_b4", "d"): "", ("pad_const_b4", "e"): "probe trial 1",
+                              ("pad_const_b4", "f"): "misaligned trial 6", ("pad_const_b4", "g"): "wide_pads trial 2"}
+
+
+def test_a_mutant_detected_by_another_trial_is_named_and_is_exit_1(tmp_path, capsys):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    one.write_text(json.dumps(report(a=("killed", MISALIGNED), b=("killed", MISALIGNED), c="survived")))
+    two.write_text(json.dumps(report(a=("killed", REFLECT), b=("killed", MISALIGNED), c="survived")))
+    assert killer_differences(json.loads(one.read_text()), json.loads(two.read_text())) == [
+        KillerDifference("pad_const_b4", "a", "killed", "misaligned trial 6", "reflect_limit trial 3")]
+    assert main([str(one), str(two)]) == 1
+    assert capsys.readouterr().out == (
+        f"a: killed by misaligned trial 6 in {one}, by reflect_limit trial 3 in {two}\n"
+        "3 of 3 mutants have the same status in both reports; 1 of the 2 detected in both by the same trial\n")
+    # The statuses alone agree.
+    assert main([str(one), str(two), "--statuses-only"]) == 0
+    assert capsys.readouterr().out == "3 of 3 mutants have the same status in both reports\n"
+
+
+def test_a_changed_status_is_not_also_counted_as_a_changed_killer(tmp_path, capsys):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    one.write_text(json.dumps(report(a=("killed", MISALIGNED))))
+    two.write_text(json.dumps(report(a=("runtime_error", FAULT))))
+    assert main([str(one), str(two), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "mutants": 1, "differences": [{"substrate": "pad_const_b4", "mutant_id": "a", "first": "killed",
+                                       "second": "runtime_error"}],
+        "detected_in_both": 0, "killer_differences": []}
