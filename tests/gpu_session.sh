@@ -26,7 +26,9 @@
 #   NAIVE=1        the naive mode (a process and a compile per mutant) against the campaign, on the
 #                  guard_deletion mutants of every admitted substrate, same workers, cold caches;
 #                  NAIVE=whole: the same on every mutant of three whole substrates (the CPU set); NAIVE=sample:
-#                  the naive mode alone on NAIVE_SAMPLE (default 100) mutants drawn over every substrate (--sample)
+#                  the naive mode alone on NAIVE_SAMPLE (default 100) mutants drawn over every substrate (--sample);
+#                  NAIVE=names: the naive mode alone on the substrates NAIVE_NAMES (a share of the 28 a call's limit
+#                  holds: the rest in the next call, as campaign naive-NAIVE_PART)
 #   EXAMPLES=1     a campaign over examples/substrates on every GPU
 #   SCALING=1      campaigns over four substrates on the first GPU with 1, 2 and 4 workers, and with 4
 #                  workers and --batch-size 1
@@ -336,6 +338,9 @@ elif [ "${NAIVE:-0}" = sample ]; then
   # The naive mode on a uniform sample of the mutants the campaigns run (each naive mutant is a process of its
   # own: its time does not depend on the others), against which the whole campaign's rate is compared.
   campaign naive --workers $((per_gpu * gpus)) --naive --sample "${NAIVE_SAMPLE:-100}"
+elif [ "${NAIVE:-0}" = names ]; then
+  # shellcheck disable=SC2086
+  campaign "naive-${NAIVE_PART:-1}" --workers $((per_gpu * gpus)) --naive $NAIVE_NAMES
 elif [ "${NAIVE:-0}" = whole ]; then
   three="pad_const_b4 masked_fill_b4 pad_backward_reflect_f32"
   campaign naive --workers $((per_gpu * gpus)) --naive $three

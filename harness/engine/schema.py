@@ -28,8 +28,12 @@ mutant compiled alone computes where the mutant's behaviour is undefined (a race
 overflow), nor that a block that fits the mutant's registers fits the schema's (a launch the backend then runs
 unchecked, and past that a RuntimeError). A campaign judges a switched mutant again, compiled alone, where it
 failed to run from the schema without a fault the address check foresaw (harness.engine.worker); races it does not
-confirm. Over the 28 on the H200 every status of seven cold campaigns was the one the mutants compiled alone get
-(MEASUREMENTS.md, twenty-sixth session).
+confirm. Nor does a schema run what NVRTC makes of a mutant alone where that is not what the source says: NVRTC 13.0
+compiles `in_stride *= g.in_shape[d + 1]` (an INDEX_OFF_BY_ONE of the loop of 16 pad kernels) alone into loads 128
+bytes past the struct's fields, and 12 of the 16 fail a trial their source passes; from the schema they pass it, and
+another trial kills them (the same status, another killer; MEASUREMENTS.md, twenty-eighth session). Over the
+28 on the H200 every status of seven cold campaigns was the one the mutants compiled alone get (MEASUREMENTS.md,
+twenty-sixth session); `--schemata off` gives every killer too.
 """
 
 from __future__ import annotations
