@@ -93,10 +93,15 @@ def _differences(a: dict, b: dict) -> list[StatusDifference]:
 
 def killer_differences(first: dict, second: dict) -> list[KillerDifference]:
     """The mutants with the same status in both reports whose killers differ."""
-    a, b = killers(first), killers(second)
-    status_a, status_b = statuses(first), statuses(second)
-    return [KillerDifference(key[0], key[1], status_a[key], a[key], b[key])
-            for key in sorted(a.keys() & b.keys()) if status_a[key] == status_b[key] and a[key] != b[key]]
+    return _killer_comparison(killers(first), killers(second), statuses(first), statuses(second))[1]
+
+
+def _killer_comparison(a: dict, b: dict, status_a: dict, status_b: dict) -> tuple[int, list[KillerDifference]]:
+    """(how many mutants both reports detected with the same status, those of them whose killers differ), from each
+    report's killers and statuses."""
+    same = [key for key in sorted(a.keys() & b.keys()) if status_a[key] == status_b[key]]
+    return len(same), [KillerDifference(key[0], key[1], status_a[key], a[key], b[key]) for key in same
+                       if a[key] != b[key]]
 
 
 def _read(path: Path) -> dict:
@@ -126,15 +131,17 @@ def main(argv: list[str] | None = None) -> int:
         second = statuses(second_report, args.values_only)
         differences = _differences(first, second)
         compared = len(first.keys() | second.keys())
-        detected_in_both = [key for key, killer in killers(first_report).items()
-                            if key in killers(second_report) and first.get(key) == second.get(key)]
-        killer_changes = [] if args.statuses_only else killer_differences(first_report, second_report)
+        # A mutant a killer is read for has no oracle's verdict: its status reads the same with --values-only.
+        detected_in_both, killer_changes = _killer_comparison(killers(first_report), killers(second_report), first,
+                                                              second)
+        if args.statuses_only:
+            killer_changes = []
     except ValueError as error:
         print(f"report_diff: error: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"mutants": compared, "differences": [d.__dict__ for d in differences],
-                          **({} if args.statuses_only else {"detected_in_both": len(detected_in_both),
+                          **({} if args.statuses_only else {"detected_in_both": detected_in_both,
                                                             "killer_differences": [d.__dict__ for d in killer_changes]})},
                          indent=2))
     else:
@@ -145,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{d.second or 'no trial named'} in {args.second}")
         line = f"{compared - len(differences)} of {compared} mutants have the same status in both reports"
         if not args.statuses_only:
-            line += (f"; {len(detected_in_both) - len(killer_changes)} of the {len(detected_in_both)} detected in both "
+            line += (f"; {detected_in_both - len(killer_changes)} of the {detected_in_both} detected in both "
                      f"by the same trial")
         print(line)
     return 1 if differences or killer_changes else 0
