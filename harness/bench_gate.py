@@ -117,7 +117,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
     from harness import signature
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
-    from harness.problems import ProblemSearch, load_problem
+    from harness.problems import ProblemSearch, load_problem, model_state
 
     started = time.perf_counter()
     result = BaselineResult(trials=job.trials)
@@ -164,6 +164,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
         result.compile_from_cache = kernel.from_cache
         with torch.no_grad():
             model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
+        state = model_state(model, entry.model_state)  # what the gate appends to each trial's inputs for launch
         synchronize()
         result.setup_seconds = time.perf_counter() - started
 
@@ -184,7 +185,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
                 reference = model(*inputs)
                 synchronize()
                 try:
-                    out, grid, block, args = entry.launch(inputs, torch)
+                    out, grid, block, args = entry.launch([*inputs, *state], torch)
                     backend.launch(kernel, grid, block, signature.to_ctypes(args))
                     backend.synchronize()
                     if reference.shape != out.shape:

@@ -24,8 +24,10 @@ REQUIRED_KEYS = ("kb_file", "cuda", "kernel_name", "ref", "launch", "suites", "p
 # Optional keys of this harness: `exact` asks for bitwise comparison of float outputs (byte
 # movers); `atol`/`rtol` may tighten the default 1e-2, never loosen it; `accumulates` says the
 # kernel adds into an `out` that launch initialises (atomic gradients), so the harness keeps
-# launch's contents instead of poisoning them.
-OPTIONAL_KEYS = ("exact", "atol", "rtol", "accumulates")
+# launch's contents instead of poisoning them; `model_state` names tensors of the official Model's
+# state_dict() (a convolution's weight, a norm's affine parameters) that the harness appends, as the
+# Model holds them, after every trial's inputs: ref(*inputs, *state), launch(inputs + state, torch).
+OPTIONAL_KEYS = ("exact", "atol", "rtol", "accumulates", "model_state")
 
 
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
@@ -59,6 +61,7 @@ class Entry:
     probe: object
     tolerance: Tolerance
     accumulates: bool = False
+    model_state: tuple[str, ...] = ()  # names in the official Model's state_dict(), appended to every trial's inputs
 
     def source_sha256(self, search: ProblemSearch | None = None) -> str:
         """Hash of everything that decides the verdict: the candidate file, its CUDA source, its problem."""
@@ -206,6 +209,22 @@ def _tolerance(name: str, raw: dict, problems: list[str]) -> Tolerance:
     return Tolerance(exact=exact, **bounds)
 
 
+def _model_state(name: str, value, problems: list[str]) -> tuple[str, ...]:
+    """`model_state` as a tuple of distinct names; () with a problem noted when it is anything else."""
+    if isinstance(value, str):
+        problems.append(f"{name}: 'model_state' must be a tuple of state_dict() names, got the string {value!r} "
+                        f"(write ({value!r},))")
+        return ()
+    if not isinstance(value, (tuple, list)) or not all(isinstance(n, str) and n.strip() for n in value):
+        problems.append(f"{name}: 'model_state' must be a tuple of non-empty state_dict() names, got {value!r}")
+        return ()
+    repeated = sorted({n for n in value if list(value).count(n) > 1})
+    if repeated:
+        problems.append(f"{name}: 'model_state' names {', '.join(map(repr, repeated))} more than once")
+        return ()
+    return tuple(value)
+
+
 def make_entry(name: str, raw, path: Path, partial: bool = False) -> tuple[Entry | None, list[str]]:
     """Check one K.PROBLEMS value against the spec; returns (the entry, []) or (None, what is wrong).
 
@@ -234,6 +253,7 @@ def make_entry(name: str, raw, path: Path, partial: bool = False) -> tuple[Entry
     accumulates = raw.get("accumulates", False)
     if not isinstance(accumulates, bool):
         problems.append(f"{name}: 'accumulates' must be True or False, got {accumulates!r}")
+    state = _model_state(name, raw.get("model_state", ()), problems)
     if problems and not partial:
         return None, problems
     valid = {}
@@ -241,4 +261,5 @@ def make_entry(name: str, raw, path: Path, partial: bool = False) -> tuple[Entry
         value = raw.get(key)
         good = (isinstance(value, str) and value.strip()) if key in ("kb_file", "cuda", "kernel_name") else callable(value)
         valid[key] = value if good else None
-    return Entry(name=name, file=path, tolerance=tolerance, accumulates=accumulates is True, **valid), problems
+    return Entry(name=name, file=path, tolerance=tolerance, accumulates=accumulates is True, model_state=state,
+                 **valid), problems

@@ -184,7 +184,8 @@ class SanitizerStage:
                         else "compute-sanitizer not found (PATH, $CUDA_HOME, /usr/local/cuda*)"
                         if self.path is None and not (cluster is not None and cluster.remote) else "")
         summaries = {(file, s.name): s for file, found in entries.items() for s in found}
-        self.targets = [sanitizer.SanitizerTarget(file, name, s.kernel_name, s.t0_bytes, s.cuda)
+        kb_root = str(args.kb_root) if args.kb_root else ""
+        self.targets = [sanitizer.SanitizerTarget(file, name, s.kernel_name, s.t0_bytes, s.cuda, kb_root=kb_root)
                         for file, name in jobs if file not in errors and (s := summaries.get((file, name)))
                         and s.kernel_name]
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None

@@ -54,14 +54,16 @@ class DistributionTest:
     statistic: float
     p_value: float
     sampled: int
-    tails: tuple[int, int, int, int] = (0, 0, 0, 0)  # see support_tails
+    tails: tuple[int, int, int, int] | None = (0, 0, 0, 0)  # see support_tails; None: not tested
     detail: str = ""
 
     def describe(self) -> str:
+        text = f"{self.test}: statistic {self.statistic:.4g}, p = {self.p_value:.3g} on {self.sampled} + {self.sampled} "
+        if self.tails is None:
+            return text + "values" + (f"; {self.detail}" if self.detail else "")
         c_above, c_below, o_above, o_below = self.tails
-        text = (f"{self.test}: statistic {self.statistic:.4g}, p = {self.p_value:.3g} on {self.sampled} + "
-                f"{self.sampled} sampled values; support: {c_above} above and {c_below} below get_inputs()'s "
-                f"extremes, get_inputs() {o_above} above and {o_below} below this tensor's")
+        text += (f"sampled values; support: {c_above} above and {c_below} below get_inputs()'s "
+                 f"extremes, get_inputs() {o_above} above and {o_below} below this tensor's")
         return text + (f"; {self.detail}" if self.detail else "")
 
 
@@ -229,3 +231,115 @@ def same_distribution(candidate: torch.Tensor, official: torch.Tensor) -> Distri
         failures.append(note)
     return DistributionTest(ok=not failures, test=test, statistic=statistic, p_value=p_value, sampled=a.numel(),
                             tails=tails, detail="; ".join(failures))
+
+
+# ---------------------------------------------------------------- a value get_inputs() draws once per call
+#
+# 94_MSELoss's get_inputs() draws `scale = torch.rand(())` and multiplies a whole tensor by it: one call's elements
+# are independent only given that scale, so a T0 drawn with its own generator (its own scale) fails the test above
+# against the official tensor of its trial, whose scale is another. The tests below compare what the scale cannot
+# change. They are used only where get_inputs() shows such a value: two of its own calls (two T0 seeds) fail the
+# test above against each other, which for independent elements happens with probability under 1e-6.
+#
+# - "scale": x_a / max|x_S| over a set S of SPREAD other positions anywhere in the tensor is the same for x and s * x,
+#   so a per-call scale vanishes exactly; S spans rows, so a per-row scale (another law) does not.
+# - "log within rows": (l_a - l_b) / (max l_S - min l_S) of l = log x, the positions all in one row (the last
+#   dimension), for positive tensors: exp(s * u) / (a per-row sum), 98_KLDivLoss's softmax of a scaled tensor,
+#   vanishes exactly.
+# The first of the two under which get_inputs()'s own calls all agree is the one used. No two ratios share a
+# position, so the ratios of one tensor are independent given the per-call value and the KS test's p-value holds;
+# dividing by the extremes of SPREAD values (not by one value) keeps the shape of the values in the ratio, so
+# `randn` for `rand` shows. What stays untested is the law of the per-call value itself: five calls are five values
+# of it, too few to reject anything at 1e-6.
+
+SCALE_FREE_FORMS = ("scale", "log within rows")
+SPREAD = 16
+
+
+def _disjoint_positions(count: int, numel: int, generator: torch.Generator) -> torch.Tensor:
+    """Up to `count` distinct positions below `numel`, in random order."""
+    if numel <= 2 * count or numel <= 1 << 22:
+        return torch.randperm(numel, generator=generator)[:count]
+    drawn = torch.unique(torch.randint(numel, (count + count // 8,), generator=generator))
+    return drawn[torch.randperm(drawn.numel(), generator=generator)][:count]
+
+
+def scale_free_sample(x: torch.Tensor, form: str) -> torch.Tensor | None:
+    """The `form` ratios (see above) of up to SAMPLE disjoint groups of `x`'s elements, the finite ones; None where
+    the form does not apply (a log of a tensor that is not all positive, rows too short for a group)."""
+    if not x.dtype.is_floating_point or x.dim() == 0:
+        return None
+    g = torch.Generator(device="cpu").manual_seed(SAMPLE_SEED + 1)
+    flat = x.detach().reshape(-1)
+    if form == "scale":
+        size = SPREAD + 1
+        positions = _disjoint_positions(size * SAMPLE, flat.numel(), g)
+        positions = positions[: positions.numel() // size * size]
+    elif form == "log within rows":
+        size, row = SPREAD + 2, x.shape[-1]
+        slots_per_row, rows = row // size, x.numel() // max(1, row)
+        if slots_per_row == 0 or bool((torch.aminmax(flat)[0] <= 0).item()):
+            return None
+        slots = _disjoint_positions(SAMPLE, rows * slots_per_row, g)
+        starts = (slots // slots_per_row) * row + (slots % slots_per_row) * size
+        positions = (starts[:, None] + torch.arange(size)).reshape(-1)
+    else:
+        raise ValueError(f"unknown form {form!r}")
+    if positions.numel() == 0:
+        return None
+    groups = flat[positions.to(flat.device)].to(torch.float64).reshape(-1, size).cpu()
+    if form == "scale":
+        ratios = groups[:, 0] / groups[:, 1:].abs().amax(dim=1)
+    else:
+        logs = groups.log()
+        ratios = (logs[:, 0] - logs[:, 1]) / (logs[:, 2:].amax(dim=1) - logs[:, 2:].amin(dim=1))
+    return ratios[torch.isfinite(ratios)]
+
+
+def scale_free_test(candidate: torch.Tensor, official: torch.Tensor) -> DistributionTest:
+    """The KS test of two samples of scale_free_sample (the same form): no support test, the ratios have none."""
+    statistic, p_value = ks_two_sample(candidate, official)
+    ok = p_value >= ALPHA_PER_TEST
+    return DistributionTest(ok=ok, test="two-sample Kolmogorov-Smirnov test", statistic=statistic, p_value=p_value,
+                            sampled=min(candidate.numel(), official.numel()), tails=None,
+                            detail="" if ok else f"the test rejects it (p < {ALPHA_PER_TEST:.2g})")
+
+
+@dataclass(frozen=True)
+class CallSamples:
+    """What one T0 trial keeps of one official tensor, and of the candidate's, for the per-call tests at the end."""
+
+    official: torch.Tensor  # _sample of get_inputs()'s tensor under this trial's seed
+    forms_official: dict  # form -> its scale_free_sample, or None
+    forms_candidate: dict
+
+    @classmethod
+    def of(cls, candidate: torch.Tensor, official: torch.Tensor) -> "CallSamples":
+        return cls(_sample(official).cpu(), {f: scale_free_sample(official, f) for f in SCALE_FREE_FORMS},
+                   {f: scale_free_sample(candidate, f) for f in SCALE_FREE_FORMS})
+
+
+def drawn_once_per_call(samples: dict[int, CallSamples]) -> str:
+    """'' when get_inputs()'s tensors of every two trials pass the test against each other, else the evidence
+    that they do not (a value drawn once per call). `samples`: trial -> its CallSamples."""
+    trials = sorted(samples)
+    for i, a in enumerate(trials):
+        for b in trials[i + 1:]:
+            statistic, p_value = ks_two_sample(samples[a].official, samples[b].official)
+            if p_value < ALPHA_PER_TEST:
+                return (f"get_inputs() itself gives tensors of two distributions in T0 trials {a} and {b} "
+                        f"(two-sample Kolmogorov-Smirnov test: statistic {statistic:.4g}, p = {p_value:.3g}): it "
+                        f"draws a value once per call")
+    return ""
+
+
+def scale_free_form(samples: dict[int, CallSamples]) -> str:
+    """The first form under which get_inputs()'s own tensors of every two trials agree; '' when none does."""
+    trials = sorted(samples)
+    for form in SCALE_FREE_FORMS:
+        drawn = [samples[t].forms_official[form] for t in trials]
+        if any(d is None or d.numel() < 2 for d in drawn):
+            continue
+        if all(scale_free_test(drawn[i], drawn[j]).ok for i in range(len(drawn)) for j in range(i + 1, len(drawn))):
+            return form
+    return ""

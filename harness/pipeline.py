@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -31,7 +32,7 @@ from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, Gua
                             poison_mask, poisoned_allocations, read_together, tensor_checksum, unwritten_after)
 from harness.nvrtc import CompileError
 from harness.phases import PhaseClock
-from harness.problems import ProblemError, ProblemSearch, load_problem
+from harness.problems import ProblemError, ProblemSearch, load_problem, model_state
 from harness.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
 from harness.trial_inputs import TrialInputs, build_here
 
@@ -517,13 +518,16 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
             book.skip(CheckName.PROBE_RULES, "not run: probe(torch) raised")
         else:
             if problem is not None:
-                problems = suite_rules.probe_problems(probe, suite_rules.official_signature(problem, official_inputs))
+                problems, readings = suite_rules.probe_problems(
+                    probe, suite_rules.official_signature(problem, official_inputs),
+                    suite_rules.model_accepts(problem))
                 where = where_defined(entry.probe, 'probe')
                 for text in problems:
                     book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
                 if not problems:
                     book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, "
-                                                    "one misaligned")
+                                                    "one misaligned" + "".join(f"; read for this problem: {text}"
+                                                                               for text in readings))
             else:
                 book.skip(CheckName.PROBE_RULES, "not run: the official reference did not load")
     probe = probe if isinstance(probe, (list, tuple)) else []
@@ -554,7 +558,7 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
     suites_where = where_defined(entry.suites, 'suites')
     for text in suite_rules.suite_list_problems(well_formed):
         book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
-    t0_notes = []
+    t0_notes, t0_matches = [], []
     for suite_name, n_trials, builder in well_formed:
         is_t0 = suite_name == suite_rules.T0_NAME
         ahead = is_t0 and trial_inputs is not None and problem is not None
@@ -584,8 +588,15 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
                 for text in match.problems:
                     book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
                 t0_notes.append(match.how)
+                t0_matches.append(match)
             del built
             yield case
+        if is_t0 and t0_matches:
+            with clock.timing("T0 against get_inputs()"):
+                problems, notes = suite_rules.settle_t0(t0_matches)
+            for text in problems:
+                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {text}")
+            t0_notes += notes
     if well_formed:
         forms = {}
         for suite_name, _n, builder in well_formed:
@@ -639,6 +650,7 @@ class GateContext:
     backend: Backend
     book: CheckBook
     official: object = None  # the official Model, on the device
+    model_state: list = field(default_factory=list)  # the entry's model_state tensors, as the Model was built
     kernel: LoadedKernel | None = None
     second: suite_safety.SecondReferences | None = None
     trivial: suite_safety.TrivialKernels | None = None
@@ -653,8 +665,9 @@ class TrialState:
 
     case: Case
     suite: SuiteResult
+    inputs: list = field(default_factory=list)  # the trial's inputs, then the entry's model_state tensors
     guarded: list = field(default_factory=list)  # GuardedTensor or None per input
-    views: list = field(default_factory=list)  # what the references and the kernel see
+    views: list = field(default_factory=list)  # what `ref` and the kernel see: every input, the model state too
     sums: list = field(default_factory=list)  # checksum of each input as built
     expected: object = None
     run: KernelRun | None = None
@@ -664,10 +677,15 @@ class TrialState:
         ctx.book.fail(check, f"{self.case.where}{why}: {detail}")
         self.ok = False
 
+    @property
+    def model_views(self) -> list:
+        """What the official Model (and every second way of computing it) sees: the trial's own inputs."""
+        return self.views[:len(self.case.inputs)]
+
 
 def _restore_inputs(state: TrialState) -> None:
     """Put back any input a reference changed in place (the kernel must see the trial as built)."""
-    for g, original, expected_sum in zip(state.guarded, state.case.inputs, state.sums):
+    for g, original, expected_sum in zip(state.guarded, state.inputs, state.sums):
         if g is not None and tensor_checksum(g.tensor) != expected_sum:
             g.tensor.copy_(original)
 
@@ -675,7 +693,7 @@ def _restore_inputs(state: TrialState) -> None:
 def _official_output(ctx: GateContext, state: TrialState) -> bool:
     try:
         with torch.no_grad():
-            expected = ctx.official(*state.views)
+            expected = ctx.official(*state.model_views)
     except Exception as error:
         ctx.book.fail(CheckName.OFFICIAL_REFERENCE, f"{state.case.where}: the official Model raised "
                                                     f"{type(error).__name__}: {error}")
@@ -710,13 +728,13 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
 
 def _second_references(ctx: GateContext, state: TrialState) -> bool:
     if ctx.second is not None and isinstance(state.expected, torch.Tensor):
-        ctx.second.submit(state.case.where, state.case.inputs, state.expected, device_inputs=state.views)
+        ctx.second.submit(state.case.where, state.case.inputs, state.expected, device_inputs=state.model_views)
     return True
 
 
 def _trivial_kernels(ctx: GateContext, state: TrialState) -> bool:
     if state.case.suite != "probe":
-        ctx.trivial.observe(state.case.suite, state.case.t, state.views, state.expected)
+        ctx.trivial.observe(state.case.suite, state.case.t, state.model_views, state.expected)
     return True
 
 
@@ -726,7 +744,7 @@ def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
         return False
     where = state.case.where
     try:
-        state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.case.inputs, state.expected, state.guarded,
+        state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.inputs, state.expected, state.guarded,
                                input_sums=state.sums, clock=ctx.clock)
     except KernelFault as error:
         if not error.poisons_context:
@@ -834,13 +852,13 @@ def _device_memory_failure(ctx: GateContext, where: str, error: Exception) -> No
 
 
 def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
-    state = TrialState(case, suite)
+    state = TrialState(case, suite, inputs=[*case.inputs, *ctx.model_state])
     try:
         device = ctx.backend.device
         with ctx.clock.timing("inputs to the device"):
             state.guarded = [GuardedTensor.copy_of(x, device, INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)])
-                             if isinstance(x, torch.Tensor) else None for i, x in enumerate(case.inputs)]
-            state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, case.inputs)]
+                             if isinstance(x, torch.Tensor) else None for i, x in enumerate(state.inputs)]
+            state.views = [g.tensor if g is not None else x for g, x in zip(state.guarded, state.inputs)]
             ctx.trials_on_device += 1
             state.sums = [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in state.views]
         for check in TRIAL_CHECKS:
@@ -960,6 +978,12 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     device = backend.device
     ctx = GateContext(entry, backend, book)
     problem, ctx.official = _load_official(entry, search, device, book)
+    if ctx.official is not None and entry.model_state:
+        try:
+            ctx.model_state = model_state(ctx.official, entry.model_state)
+        except ProblemError as error:
+            book.fail(CheckName.REGISTRATION, f"{entry.name}: {error}")
+            entry = ctx.entry = dataclasses.replace(entry, ref=None, launch=None)  # they would be called wrongly
     progress("compile")
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:

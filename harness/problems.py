@@ -19,6 +19,8 @@ from pathlib import Path, PurePosixPath
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS_DIR = REPO_ROOT / "problems"
 KB_ROOT_ENV = "KERNELBENCH_ROOT"
+# eval_kernel_against_ref's seed_num: the seed under which KernelBench draws get_init_inputs() and a Model's weights.
+KERNELBENCH_SEED = 42
 
 
 class ProblemError(Exception):
@@ -34,7 +36,38 @@ class Problem:
     get_init_inputs: object
 
     def build_model(self, device):
-        return self.Model(*self.get_init_inputs()).to(device).eval()
+        """The official Model as KernelBench's eval_kernel_against_ref builds it, moved to `device`.
+
+        Seeded with KERNELBENCH_SEED before get_init_inputs() and again right before Model(...), under
+        no_grad, on the CPU (so every process and backend gets the same weights), and left in the mode a
+        module starts in: KernelBench never calls .eval(), so a BatchNorm normalises by batch statistics.
+        The seeding is scoped (fork_rng): whatever the candidate or an earlier Model drew decides nothing,
+        and nothing after depends on it.
+        """
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(KERNELBENCH_SEED)
+            # eval.py moves tensor init inputs to the device before the Model sees them; the rest as they are.
+            init_inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in self.get_init_inputs()]
+            with torch.no_grad():
+                torch.manual_seed(KERNELBENCH_SEED)
+                model = self.Model(*init_inputs)
+        return model.to(device)
+
+
+def model_state(model, names: tuple[str, ...]) -> list:
+    """The tensors an entry's `model_state` names, from the official Model's state_dict(), in that order.
+
+    Copies, taken once the Model is built: a forward pass in training mode updates a BatchNorm's running
+    statistics in place, and the kernel is handed what KernelBench's Model held when it was made.
+    """
+    held = model.state_dict()
+    unknown = [name for name in names if name not in held]
+    if unknown:
+        raise ProblemError(f"model_state names {', '.join(map(repr, unknown))}, which the official Model does not "
+                           f"hold; its state_dict() holds {', '.join(map(repr, held)) or 'nothing'}")
+    return [held[name].detach().clone() for name in names]
 
 
 def kernelbench_dir(kb_root: Path) -> Path:

@@ -40,7 +40,7 @@ def test_every_problem_of_an_entry_is_reported_at_once(tmp_path):
     assert problems == [
         "x: missing key(s) probe",
         "x: unknown key(s) colour; the spec allows kb_file, cuda, kernel_name, ref, launch, suites, probe "
-        "(and optionally exact, atol, rtol, accumulates)",
+        "(and optionally exact, atol, rtol, accumulates, model_state)",
         "x: 'cuda' must be a non-empty string, got str",
         "x: 'ref' must be callable, got str",
         "x: 'atol' must be a number in [0, 0.01], got 0.5",

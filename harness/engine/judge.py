@@ -76,13 +76,14 @@ class Unmutated:
 
 def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                           tools: tuple[str, ...], sanitizer, cache_dir: str | None = None,
-                          processes: int = 1) -> dict[str, str]:
+                          processes: int = 1, kb_root: str | None = None) -> dict[str, str]:
     """Run the tools over the survivors (and their unmutated substrates) and store a judgement per survivor.
 
     Returns, per substrate, why a tool could not judge its mutants (the unmutated substrate fails it), if so.
     """
-    targets = [SanitizerTarget(u.file, u.substrate, u.kernel_name, u.t0_bytes, u.source) for u in unmutated]
-    targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source,
+    targets = [SanitizerTarget(u.file, u.substrate, u.kernel_name, u.t0_bytes, u.source, kb_root=kb_root or "")
+               for u in unmutated]
+    targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source, kb_root=kb_root or "",
                                 label=program_label(s.mutant_id), replaces_cuda=True) for s in survivors]
     checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes)
     unusable: dict[str, str] = {}
@@ -304,7 +305,7 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
         started = time.perf_counter()
         if oracle == SANITIZERS:
             notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, path, cache_dir,
-                                          args.sanitize_processes)
+                                          args.sanitize_processes, str(args.kb_root) if args.kb_root else None)
         else:
             notes = judge_on_large_trial(
                 unmutated, survivors, store, backend, str(args.kb_root) if args.kb_root else None, cache_dir,

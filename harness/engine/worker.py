@@ -80,9 +80,10 @@ class Trial:
         return f"{self.suite} trial {self.t}"
 
 
-def prepare_trials(entry, official, device, clock) -> list[Trial]:
+def prepare_trials(entry, official, device, clock, state: tuple = ()) -> list[Trial]:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
-    the seconds of each as parts of "trials and references"."""
+    the seconds of each as parts of "trials and references". `state`: the entry's model_state tensors, appended to
+    each trial's inputs after the official output is computed (the kernel reads them, the Model holds them)."""
     import torch
 
     from harness.candidates import call_builder
@@ -97,7 +98,7 @@ def prepare_trials(entry, official, device, clock) -> list[Trial]:
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
                 held = ([poison_held(expected, pattern) for pattern in POISON_BYTES]
                         if isinstance(expected, torch.Tensor) else None)
-            made.append((suite, t, inputs, expected, held))
+            made.append((suite, t, [*inputs, *state], expected, held))
     # Whether each official output holds the poison patterns, read in one transfer: a read of each (two a trial)
     # waited for a GPU that the campaign's other workers share.
     with clock.timing("trials and references: official outputs"):
@@ -326,7 +327,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     from harness.guards import GuardedBuffers
     from harness.nvrtc import CompileError
     from harness.pipeline import run_kernel
-    from harness.problems import ProblemSearch, load_problem
+    from harness.problems import ProblemSearch, load_problem, model_state
 
     # What a worker started after a fault pays again, in parts: where to look to make that cheaper.
     with _Phase(phases, "start-up"):
@@ -338,9 +339,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         with setup_parts.timing("start-up: official model"):
             search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
             official = load_problem(entry.kb_file, search).build_model(backend.device)
+            state = model_state(official, entry.model_state)
     conn.send(("step", "building the trials"))
     with _Phase(phases, "trials and references"):
-        trials = prepare_trials(entry, official, backend.device, setup_parts)
+        trials = prepare_trials(entry, official, backend.device, setup_parts, tuple(state))
     program = f"{entry.name}.cu"
     cache_dir = Path(job.cache_dir) if job.cache_dir else None
     def compile_batch_ptx(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):

@@ -219,7 +219,7 @@ def main(argv: list[str]) -> int:
 
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
-    from harness.problems import ProblemSearch, load_problem
+    from harness.problems import ProblemSearch, load_problem, model_state
     from harness.suite_rules import official_inputs
 
     plan = json.loads(Path(argv[0]).read_text())
@@ -234,6 +234,7 @@ def main(argv: list[str]) -> int:
     problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(path, Path(plan["kb_root"])
                                                                       if plan.get("kb_root") else None))
     model = problem.build_model(device)
+    state = model_state(model, entry.model_state)  # appended to the large trial's inputs for launch, as in the gate
     small, source = official_inputs(problem, 0), "T0 trial 0"
     axis = int(plan.get("axis", 0))
     largest = plan.get("size") == LARGEST
@@ -292,7 +293,7 @@ def main(argv: list[str]) -> int:
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
                out=list(expected.shape),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
-        return _judge_all(plan, entry, backend, inputs, expected, events, torch)
+        return _judge_all(plan, entry, backend, [*inputs, *state], expected, events, torch)
 
 
 def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:

@@ -72,6 +72,17 @@ def _write(events, **record) -> None:
     events.flush()
 
 
+def _model_state(entry, path: Path, kb_root: str | None, device) -> list:
+    """The tensors the entry's model_state names, from the official Model built as the gate builds it; [] for
+    an entry that names none (its Model is not built here: the tools watch the kernel, not the Model)."""
+    if not entry.model_state:
+        return []
+    from harness.problems import ProblemSearch, load_problem, model_state
+
+    search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
+    return model_state(load_problem(entry.kb_file, search).build_model(device), entry.model_state)
+
+
 def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
     """Launch one substrate's kernel on its cases under `tool`; False when the CUDA context was lost."""
     from harness import signature
@@ -93,12 +104,13 @@ def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
                    seconds=round(time.perf_counter() - started, 3), load_seconds=round(loaded, 3))
             return True
         found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
+        state = _model_state(entry, path, target.get("kb_root"), backend.device)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
         return True
     ran = []
     for where, inputs in found:
-        views = [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        views = [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in [*inputs, *state]]
         try:
             out, grid, block, args = entry.launch(views, torch)
         except Exception as error:  # the gate reports launch's own errors; here the case is only not run

@@ -161,6 +161,7 @@ class SanitizerTarget:
     cuda: str = ""  # its CUDA source, to say which line a report names
     label: str = ""  # the program's name and the key of its results, when not `name` (a mutant's)
     replaces_cuda: bool = False  # run `cuda` instead of the registered source
+    kb_root: str = ""  # where the official problem lives, for an entry that reads the Model's state (model_state)
 
     @property
     def key(self) -> str:
@@ -366,7 +367,7 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         attempt += 1
         plan, events, log, printed = _attempt_files(work, attempt)
         listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
-                   "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES} for t in remaining]
+                   "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES, "kb_root": t.kb_root} for t in remaining]
         # Written whole and renamed: a program started ahead reads it the moment it exists.
         unrenamed = plan.with_suffix(".tmp")
         unrenamed.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
