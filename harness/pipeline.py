@@ -40,7 +40,8 @@ MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 SHOWN_FAILURES = 3
-KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.WRITES_IN_BOUNDS,
+KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.OUT_INITIALISED,
+                        CheckName.WRITES_IN_BOUNDS,
                         CheckName.INPUTS_UNCHANGED)
 PENDING = "not run: the worker stopped before this check was decided"
 
@@ -103,6 +104,9 @@ class KernelRun:
     first_unwritten: tuple = ()
     out_elements: int = 0
     initialised_by_launch: bool = False  # launch fills out itself: the kernel runs on that, not on poison
+    # An accumulating entry (the kernel adds into out) whose launch left out as the allocation held it: two launch
+    # calls over differently poisoned memory gave out different bytes.
+    uninitialised_accumulator: bool = False
     launch: "LaunchRecord | None" = None  # launch's return, where run_kernel was asked to record it
 
 
@@ -411,8 +415,9 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                     return result
                 shape, dtype = tuple(out.shape), out.dtype
                 if initialised is None:
-                    initialised = entry.accumulates or (
-                        out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out)))
+                    writes_out = out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out))
+                    result.uninitialised_accumulator = entry.accumulates and out.numel() > 0 and not writes_out
+                    initialised = entry.accumulates or writes_out
             else:
                 out, grid, block = launched.initial, launched.grid, launched.block
                 shape, dtype, initialised = launched.shape, launched.dtype, launched.initial is not None
@@ -806,6 +811,18 @@ def _output_fully_written(ctx: GateContext, state: TrialState) -> bool:
     return True
 
 
+def _out_initialised(ctx: GateContext, state: TrialState) -> bool:
+    if not ctx.entry.accumulates:
+        ctx.book.ran(CheckName.OUT_INITIALISED, "not applicable: the entry does not accumulate into out")
+    elif state.run.uninitialised_accumulator:
+        state.fail(ctx, CheckName.OUT_INITIALISED, "launch leaves out uninitialised: the kernel adds into whatever the "
+                                                   "allocation held (two launch calls over differently poisoned "
+                                                   "memory gave out different bytes); create it with torch.zeros")
+    else:
+        ctx.book.ran(CheckName.OUT_INITIALISED, "launch initialises the out the kernel accumulates into")
+    return True
+
+
 def _output_matches(ctx: GateContext, state: TrialState) -> bool:
     for comparison in state.run.comparisons:
         _record_comparison(state.suite, comparison)
@@ -832,6 +849,7 @@ TRIAL_CHECKS = (
     TrialCheck("guard bands", _writes_in_bounds),
     TrialCheck("inputs", _inputs_unchanged),
     TrialCheck("unwritten output", _output_fully_written),
+    TrialCheck("accumulator initialised", _out_initialised),
     TrialCheck("output values", _output_matches),
 )
 

@@ -26,6 +26,8 @@ class CheckName(str, enum.Enum):
     REF_MATCHES_OFFICIAL = "ref_matches_official"
     OUTPUT_MATCHES = "output_matches"
     OUTPUT_FULLY_WRITTEN = "output_fully_written"
+    # An accumulating entry's launch must hand the kernel an initialised out (zeros), not whatever memory held.
+    OUT_INITIALISED = "out_initialised"
     WRITES_IN_BOUNDS = "writes_in_bounds"
     INPUTS_UNCHANGED = "inputs_unchanged"
     RUNS_TO_COMPLETION = "runs_to_completion"
