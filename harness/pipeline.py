@@ -505,13 +505,8 @@ class Case:
         return f"{self.suite} trial {self.t}"
 
 
-def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None,
-           clock: PhaseClock, official_inputs: tuple | None = None):
-    """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
-
-    Inputs are yielded on the host; the trial puts them on the device. `progress` hears of each
-    trial before it is built, so a worker lost while building names it.
-    """
+def _probe(entry: Entry, book: CheckBook, problem, official_inputs: tuple | None) -> list:
+    """probe(torch)'s entries, checked against the probe rules (PROBE_RULES decided here)."""
     probe = []
     if entry.probe is None:
         book.skip(CheckName.PROBE_RULES, "not run: the entry has no valid probe")
@@ -529,12 +524,26 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
                 where = where_defined(entry.probe, 'probe')
                 for text in problems:
                     book.fail(CheckName.PROBE_RULES, f"{where}: {text}")
-                if not problems:
+                if not problems and not readings:
                     book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors under 1 MB: one aligned like T0, "
-                                                    "one misaligned" + "".join(f"; read for this problem: {text}"
-                                                                               for text in readings))
+                                                    "one misaligned")
+                elif not problems:
+                    book.ran(CheckName.PROBE_RULES, "two entries of CPU tensors as the official Model allows them "
+                                                    "(the spec's rules read for this problem: " + "; ".join(readings)
+                                                    + ")")
             else:
                 book.skip(CheckName.PROBE_RULES, "not run: the official reference did not load")
+    return probe
+
+
+def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None,
+           clock: PhaseClock, official_inputs: tuple | None = None):
+    """Yield a Case for each probe entry, then each trial of each suite, checking the suite and probe rules.
+
+    Inputs are yielded on the host; the trial puts them on the device. `progress` hears of each
+    trial before it is built, so a worker lost while building names it.
+    """
+    probe = _probe(entry, book, problem, official_inputs)
     probe = probe if isinstance(probe, (list, tuple)) else []
     for t, item in enumerate(probe):
         progress(f"probe trial {t}")
@@ -911,6 +920,20 @@ def _load_official(entry: Entry, search: ProblemSearch, device, book: CheckBook)
     return problem, official
 
 
+def _with_model_state(ctx: GateContext) -> Entry:
+    """The entry, its model_state tensors taken from the official Model into ctx; where the Model lacks one,
+    `registration` fails and the entry comes back without ref and launch, which would be called wrongly."""
+    entry = ctx.entry
+    if ctx.official is None or not entry.model_state:
+        return entry
+    try:
+        ctx.model_state = model_state(ctx.official, entry.model_state)
+    except ProblemError as error:
+        ctx.book.fail(CheckName.REGISTRATION, f"{entry.name}: {error}")
+        return dataclasses.replace(entry, ref=None, launch=None)
+    return entry
+
+
 def _compile(entry: Entry, backend: Backend, book: CheckBook, report: SubstrateReport):
     if entry.cuda is None or entry.kernel_name is None:
         book.skip(CheckName.CUDA_SOURCE, "not run: the entry has no valid cuda and kernel_name")
@@ -996,12 +1019,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     device = backend.device
     ctx = GateContext(entry, backend, book)
     problem, ctx.official = _load_official(entry, search, device, book)
-    if ctx.official is not None and entry.model_state:
-        try:
-            ctx.model_state = model_state(ctx.official, entry.model_state)
-        except ProblemError as error:
-            book.fail(CheckName.REGISTRATION, f"{entry.name}: {error}")
-            entry = ctx.entry = dataclasses.replace(entry, ref=None, launch=None)  # they would be called wrongly
+    entry = ctx.entry = _with_model_state(ctx)
     progress("compile")
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:

@@ -1,28 +1,35 @@
-# A small stand-in for KernelBench's level1/100_HingeLoss.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""The project's CI stand-in for KernelBench level 1's 100_HingeLoss.py, at small sizes.
+
+forward(predictions, targets) is the mean hinge loss: the product predictions * targets (targets
+broadcast against predictions' last dimension), taken from one, floored at zero, and averaged over
+every element of the product into a 0-dim tensor. The Model has no parameters. get_inputs() draws
+predictions uniform in [0, 1) of shape (batch_size, *input_shape), then batch_size labels, each
+-1.0 or +1.0, made from random integers in {0, 1}.
+"""
 import torch
 import torch.nn as nn
 
-class Model(nn.Module):
-    """
-    A model that computes Hinge Loss for binary classification tasks.
 
-    Parameters:
-        None
-    """
+class Model(nn.Module):
+    """Average of max(0, 1 - prediction * label)."""
+
     def __init__(self):
-        super(Model, self).__init__()
+        super().__init__()
 
     def forward(self, predictions, targets):
-        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+        return torch.relu(1.0 - predictions * targets).mean()
+
 
 batch_size = 256
 input_shape = (256,)
 dim = 1
 
+
 def get_inputs():
-    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+    predictions = torch.rand(batch_size, *input_shape)
+    labels = torch.randint(0, 2, (batch_size,)).float() * 2 - 1
+    return [predictions, labels]
+
 
 def get_init_inputs():
     return []

@@ -1,35 +1,32 @@
-# A small stand-in for KernelBench's level1/1_Square_matrix_multiplication_.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""The project's CI stand-in for KernelBench level 1 problem 1 (square matrix product).
+
+forward(A, B) returns the ordinary matrix product of two N x N float32 matrices. N is small here,
+so CI can gate examples/kernelbench/candidate_kb_square_matmul.py on the CPU; the size constant's
+name and the random calls of get_inputs() are the ones the real problem uses.
+"""
 import torch
-import torch.nn as nn
+from torch import nn
+
 
 class Model(nn.Module):
-    """
-    Simple model that performs a single square matrix multiplication (C = A * B)
-    """
+    """No parameters: the output is A @ B, an N x N matrix."""
+
     def __init__(self):
-        super(Model, self).__init__()
-    
+        super().__init__()
+
     def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-        """
-        Performs the matrix multiplication.
-
-        Args:
-            A (torch.Tensor): Input matrix A of shape (N, N).
-            B (torch.Tensor): Input matrix B of shape (N, N).
-
-        Returns:
-            torch.Tensor: Output matrix C of shape (N, N).
-        """
         return torch.matmul(A, B)
 
-N = 64 * 2
+
+N = 128
+
 
 def get_inputs():
+    # Two uniform [0, 1) matrices, A drawn before B.
     A = torch.rand(N, N)
     B = torch.rand(N, N)
     return [A, B]
 
+
 def get_init_inputs():
-    return []  # No special initialization inputs needed
+    return []

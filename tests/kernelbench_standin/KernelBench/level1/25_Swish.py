@@ -1,34 +1,31 @@
-# A small stand-in for KernelBench's level1/25_Swish.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""The project's small stand-in for KernelBench level 1's 25_Swish.py, used by CI.
+
+Model() applies Swish (also called SiLU) element by element: x times the logistic sigmoid of x,
+the output shaped like the input. get_inputs() draws one uniform [0, 1) tensor of shape
+(batch_size, dim), as the real problem does, only smaller here.
+"""
 import torch
-import torch.nn as nn
+from torch import nn
+
 
 class Model(nn.Module):
-    """
-    Simple model that performs a Swish activation.
-    """
+    """Element-wise x * sigmoid(x)."""
+
     def __init__(self):
-        super(Model, self).__init__()
-    
+        super().__init__()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """
-        Applies Swish activation to the input tensor.
-
-        Args:
-            x (torch.Tensor): Input tensor of any shape.
-
-        Returns:
-            torch.Tensor: Output tensor with Swish applied, same shape as input.
-        """
         return x * torch.sigmoid(x)
+
 
 batch_size = 16
 dim = 4096
+
 
 def get_inputs():
     x = torch.rand(batch_size, dim)
     return [x]
 
+
 def get_init_inputs():
-    return []  # No special initialization inputs needed
+    return []

@@ -1,37 +1,34 @@
-# A small stand-in for KernelBench's level1/2_Standard_matrix_multiplication_.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""The project's CI stand-in for KernelBench level 1 problem 2 (general matrix product).
+
+forward(A, B) multiplies an (M, K) float32 matrix by a (K, N) one, giving (M, N). The sizes are
+small here, so CI can gate examples/kernelbench/candidate_kb_standard_matmul.py on the CPU; the
+size constants' names and the random calls of get_inputs() are the ones the real problem uses.
+"""
 import torch
-import torch.nn as nn
+from torch import nn
+
 
 class Model(nn.Module):
-    """
-    Simple model that performs a single matrix multiplication (C = A * B)
-    """
+    """No parameters: the output is A @ B."""
+
     def __init__(self):
-        super(Model, self).__init__()
-    
+        super().__init__()
+
     def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-        """
-        Performs matrix multiplication.
-
-        Args:
-            A: Input tensor of shape (M, K).
-            B: Input tensor of shape (K, N).
-
-        Returns:
-            Output tensor of shape (M, N).
-        """
         return torch.matmul(A, B)
 
-M = 32 * 2
-K = 128 * 2
-N = 64 * 2
+
+M = 64
+K = 256
+N = 128
+
 
 def get_inputs():
+    # Uniform [0, 1) operands, A (M x K) drawn before B (K x N).
     A = torch.rand(M, K)
     B = torch.rand(K, N)
     return [A, B]
 
+
 def get_init_inputs():
-    return []  # No special initialization inputs needed
+    return []

@@ -1,41 +1,30 @@
-# A small stand-in for KernelBench's level1/39_L2Norm_.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""The project's CI stand-in for KernelBench level 1's 39_L2Norm_.py, at small sizes.
+
+Each row of a 2-D input is divided by its Euclidean length along dim 1 (the square root of the sum
+of its squares, kept as a column so it broadcasts back over the row). The Model has no parameters;
+get_inputs() draws one uniform [0, 1) tensor of shape (batch_size, dim).
+"""
 import torch
 import torch.nn as nn
 
-class Model(nn.Module):
-    """
-    Simple model that performs L2 normalization.
-    """
-    def __init__(self):
-        """
-        Initializes the L2Norm layer.
 
-        Args:
-            dim (int): Dimension along which to normalize.
-        """
-        super(Model, self).__init__()
+class Model(nn.Module):
+    """Scales every row to unit 2-norm."""
+
+    def __init__(self):
+        super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """
-        Applies L2 normalization to the input tensor.
+        return x / torch.linalg.vector_norm(x, ord=2, dim=1, keepdim=True)
 
-        Args:
-            x (torch.Tensor): Input tensor of shape (*, dim, *).
-
-        Returns:
-            torch.Tensor: Output tensor with L2 normalization applied, same shape as input.
-        """
-        return x / torch.norm(x, p=2, dim=1, keepdim=True)
 
 batch_size = 32
-# choose dim so total <2^31
 dim = 4095
 
+
 def get_inputs():
-    x = torch.rand(batch_size, dim)
-    return [x]
+    return [torch.rand(batch_size, dim)]
+
 
 def get_init_inputs():
     return []

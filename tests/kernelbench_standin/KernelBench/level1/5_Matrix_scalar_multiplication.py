@@ -1,36 +1,31 @@
-# A small stand-in for KernelBench's level1/5_Matrix_scalar_multiplication.py, used by CI
-# (tests/test_kernelbench_examples.py): the same Model and get_inputs()/get_init_inputs() code as the
-# real file, only its size constants reduced.
+"""This project's own small stand-in for KernelBench level 1, problem 5 (matrix times a scalar).
+
+CI gates candidate_kb_matrix_scalar.py against it on the CPU. forward(A, s) scales every entry
+of the (M, N) matrix A by the Python number s; the result has A's shape. get_inputs() draws A
+uniformly from [0, 1) and uses s = 3.14.
+"""
 import torch
-import torch.nn as nn
+from torch import nn
+
 
 class Model(nn.Module):
-    """
-    Simple model that performs a matrix-scalar multiplication (C = A * s)
-    """
+    """Multiplies a matrix by a scalar, entry by entry."""
+
     def __init__(self):
-        super(Model, self).__init__()
-    
+        super().__init__()
+
     def forward(self, A: torch.Tensor, s: float) -> torch.Tensor:
-        """
-        Performs matrix-scalar multiplication.
-
-        Args:
-            A: Input matrix of shape (M, N)
-            s: Scalar value
-
-        Returns:
-            C: Resulting matrix of shape (M, N)
-        """
         return A * s
 
-M = 16 * 4
-N = 64 * 4
+
+M = 64
+N = 256
+
 
 def get_inputs():
-    A = torch.rand(M, N)
-    s = 3.14
-    return [A, s]
+    matrix = torch.rand(M, N)
+    return [matrix, 3.14]
+
 
 def get_init_inputs():
-    return []  # No special initialization inputs needed
+    return []

@@ -1,0 +1,35 @@
+"""The project's CI stand-in for KernelBench level 1 problem 7 (matrix product, short shared dimension).
+
+forward(A, B) multiplies an (M, K) float32 matrix by a (K, N) one, K much smaller than M and N.
+The sizes are small here, so CI can gate examples/kernelbench/candidate_kb_matmul_small_k.py on
+the CPU; the size constants' names and the random calls of get_inputs() are the ones the real
+problem uses.
+"""
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    """No parameters: the output is A @ B, of shape (M, N)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+
+M = 200
+N = 224
+K = 40
+
+
+def get_inputs():
+    # Uniform [0, 1) operands, A (M x K) drawn before B (K x N).
+    A = torch.rand(M, K)
+    B = torch.rand(K, N)
+    return [A, B]
+
+
+def get_init_inputs():
+    return []
