@@ -128,3 +128,44 @@ def test_a_kernel_that_writes_the_weights_and_a_wrong_state_name_are_rejected_fo
     assert set(wrong) == {"registration"}, wrong
     assert wrong["registration"].endswith("model_state names 'conv1d.bias_', which the official Model does not "
                                           "hold; its state_dict() holds 'conv1d.weight', 'conv1d.bias'"), wrong
+
+
+# ---------------------------------------------------------------- a T0 of a per-call scale, drawn its own way
+
+HUBER = TEST_CANDIDATES.parent.parent / "examples" / "kernelbench" / "candidate_kb_huber_loss.py"
+HUBER_T0 = '''    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1000 + t)
+        scale = torch.rand(())
+        inputs = [torch.rand(batch_size, *input_shape) * scale, torch.rand(batch_size, *input_shape)]
+'''
+OWN_T0 = '''    g = torch.Generator().manual_seed(777_000 + t)
+    scale = torch.rand((), generator=g)
+    inputs = [torch.{draw}(batch_size, *input_shape, generator=g) * scale,
+              torch.rand(batch_size, *input_shape, generator=g)]
+'''
+
+
+@pytest.mark.parametrize("draw, admitted", [("rand", True), ("randn", False)])
+def test_a_per_call_scale_t0_of_its_own_generator_is_admitted_and_another_law_is_not(tmp_path, draw, admitted):
+    """96_HuberLoss's get_inputs() draws one scale a call: a T0 drawing its own scale from the same law (a
+    generator of its own) is admitted, saying why; `randn` for `rand` is rejected with the evidence."""
+    from tests.test_kernelbench_examples import STANDIN_ROOT, _shrunk_copy
+
+    text = HUBER.read_text()
+    assert text.count(HUBER_T0) == 1
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / HUBER.name).write_text(text.replace(HUBER_T0, OWN_T0.format(draw=draw)))
+    (tmp_path / "gated").mkdir()
+    copy = _shrunk_copy(source / HUBER.name, tmp_path / "gated")[0]
+    out = tmp_path / "r.json"
+    code = main([str(copy), "--backend", "cpu", "--kb-root", str(STANDIN_ROOT), "--json", str(out), "--no-record",
+                 "--no-progress"])
+    (substrate,) = json.loads(out.read_text())["substrates"]
+    rules = next(c for c in substrate["checks"] if c["check"] == "suite_rules")
+    assert (code == 0) is admitted and substrate["admitted"] is admitted, rules
+    if admitted:
+        assert "it draws a value once per call; free of it (its scale ratios)" in rules["detail"], rules["detail"]
+    else:
+        assert rules["status"] == "failed" and "is not drawn from get_inputs()'s distribution" in rules["detail"]
+        assert set(_failed(substrate)) == {"suite_rules"}, _failed(substrate)

@@ -14,17 +14,17 @@ pass reading the weight and bias at the element's position in the row. At the re
 256 x 256 float32, 256 MiB) that is 16 blocks of 4,194,304 elements, 16384 per thread per pass;
 offsets are 64-bit for the large-index tiling.
 
-The Model accepts nothing smaller than one row (16 MiB at the real size), so the probe is that
-smallest legal input, (1, features, dim1, dim2), uniform in the aligned entry and signed in the
-other, and the targeted suites hold one to three rows each (4 to 13 million elements at the real
-size, not the usual well under a million):
+The Model accepts nothing smaller than one row (16 MiB at the real size, over the spec's 1 MB), so
+the probe is the least it accepts: the aligned entry one uniform row (1, features, dim1, dim2), the
+misaligned one two signed rows (the batch, 2, is the only extent that can be off a multiple of 32;
+the gate takes the least legal input in place of the 1 MB rule here). The targeted suites hold one
+to three rows each (4 to 13 million elements at the real size, not the usual well under a million):
 - signed_rows: each row its own sign, offset and scale (1e-2 to 1e2), leading axes of rank 0 to 2:
   statistics shared between rows, or a lost mean, show;
 - quiet_rows: nearly constant rows (variance at or below eps) with a few spikes at the first and
   last element and random places: eps and every element of the row both count;
-- row_shift: one row whose halves differ (the first half of the row low, the rest high), so a
-  kernel that takes the statistics from part of the row, or writes the wrong weight position, is
-  off.
+- row_shift: one row whose first part (a fifth, a half or nine tenths of it) sits 1 lower than the
+  rest, so a kernel that takes the statistics from part of the row is off.
 The size constants below carry the problem file's names and values: CI
 (tests/test_kernelbench_examples.py) substitutes a small stand-in's values for them.
 """
