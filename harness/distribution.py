@@ -256,17 +256,25 @@ SCALE_FREE_FORMS = ("scale", "log within rows")
 SPREAD = 16
 
 
+SPREADING_STEP = 0x9E3779B97  # odd, about numel's golden section: consecutive positions land far apart
+
+
 def _disjoint_positions(count: int, numel: int, generator: torch.Generator) -> torch.Tensor:
-    """Up to `count` distinct positions below `numel`, in random order."""
-    if numel <= 2 * count or numel <= 1 << 22:
+    """Up to `count` distinct positions below `numel`, drawn independently of the values: a random permutation of
+    a small tensor's positions; in a large one (where drawing and deduplicating a million took a quarter of a
+    second) start + i * step modulo numel, step coprime with numel, so that no two coincide."""
+    if numel <= 1 << 22:
         return torch.randperm(numel, generator=generator)[:count]
-    drawn = torch.unique(torch.randint(numel, (count + count // 8,), generator=generator))
-    return drawn[torch.randperm(drawn.numel(), generator=generator)][:count]
+    step = SPREADING_STEP
+    while math.gcd(step, numel) != 1:
+        step += 2
+    start = int(torch.randint(numel, (1,), generator=generator))
+    return (torch.arange(min(count, numel), dtype=torch.int64) * step + start) % numel
 
 
 def scale_free_sample(x: torch.Tensor, form: str) -> torch.Tensor | None:
     """The `form` ratios (see above) of up to SAMPLE disjoint groups of `x`'s elements, the finite ones; None where
-    the form does not apply (a log of a tensor that is not all positive, rows too short for a group)."""
+    the form does not apply (a log of a value that is not positive among the groups, rows too short for a group)."""
     if not x.dtype.is_floating_point or x.dim() == 0:
         return None
     g = torch.Generator(device="cpu").manual_seed(SAMPLE_SEED + 1)
@@ -278,7 +286,7 @@ def scale_free_sample(x: torch.Tensor, form: str) -> torch.Tensor | None:
     elif form == "log within rows":
         size, row = SPREAD + 2, x.shape[-1]
         slots_per_row, rows = row // size, x.numel() // max(1, row)
-        if slots_per_row == 0 or bool((torch.aminmax(flat)[0] <= 0).item()):
+        if slots_per_row == 0:
             return None
         slots = _disjoint_positions(SAMPLE, rows * slots_per_row, g)
         starts = (slots // slots_per_row) * row + (slots % slots_per_row) * size
@@ -291,6 +299,8 @@ def scale_free_sample(x: torch.Tensor, form: str) -> torch.Tensor | None:
     if form == "scale":
         ratios = groups[:, 0] / groups[:, 1:].abs().amax(dim=1)
     else:
+        if bool((groups <= 0).any()):  # read from the groups alone: a whole-tensor pass costs seconds at 8 GiB
+            return None
         logs = groups.log()
         ratios = (logs[:, 0] - logs[:, 1]) / (logs[:, 2:].amax(dim=1) - logs[:, 2:].amin(dim=1))
     return ratios[torch.isfinite(ratios)]

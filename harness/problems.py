@@ -62,6 +62,8 @@ def model_state(model, names: tuple[str, ...]) -> list:
     Copies, taken once the Model is built: a forward pass in training mode updates a BatchNorm's running
     statistics in place, and the kernel is handed what KernelBench's Model held when it was made.
     """
+    if not names:
+        return []  # a parameter-free entry asks nothing of the Model (which may be any callable)
     held = model.state_dict()
     unknown = [name for name in names if name not in held]
     if unknown:
