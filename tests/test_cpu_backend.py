@@ -106,10 +106,12 @@ def test_the_compiled_object_is_cached(tmp_path):
 def _tree_sum_variants():
     case = next(c for c in shim_kernels.CASES if c.name == "tree_sum")
     doubled = case.source.replace("s[t] = x[blockIdx.x * 256 + t];", "s[t] = 2 * x[blockIdx.x * 256 + t];")
-    # Without its barriers the kernel runs as a plain loop: each entry point keeps its own threading.
+    # Each entry point keeps its own threading: without its barriers the kernel still runs under contention (its
+    # `s[t] += ...` is a read-modify-write), and without the read-modify-write too as a plain loop.
     unsynced = re.sub(r"__syncthreads\(\);[^\n]*", "", case.source)
-    assert len({case.source, doubled, unsynced}) == 3
-    return case, [case.source, doubled, unsynced]
+    plain = unsynced.replace("s[t] += s[t + stride];", "s[t] = s[t + stride];")
+    assert len({case.source, doubled, unsynced, plain}) == 4
+    return case, [case.source, doubled, unsynced, plain]
 
 
 def test_sources_compiled_ahead_in_one_g_plus_plus_run_run_as_each_compiled_alone(tmp_path):
@@ -123,12 +125,14 @@ def test_sources_compiled_ahead_in_one_g_plus_plus_run_run_as_each_compiled_alon
         assert torch.equal(outputs[-1], shim_kernels.execute(alone, variant)[1])
     assert torch.equal(outputs[1], 2 * outputs[0])  # each source has its own entry point
     unsynced = ahead.load(sources[2], case.kernel_name, "t.cu")
-    assert "threads=loop" in unsynced.options
+    assert "threads=fibers,contended" in unsynced.options
+    plain = ahead.load(sources[3], case.kernel_name, "t.cu")
+    assert "threads=loop" in plain.options
     assert len(list((tmp_path / "ahead").glob("*.so"))) == 1  # every load found its source compiled ahead
 
 
 def test_a_batch_that_does_not_compile_leaves_each_source_to_compile_alone(tmp_path):
-    case, (good, doubled, _) = _tree_sum_variants()
+    case, (good, doubled, *_) = _tree_sum_variants()
     broken = good.replace("int t = threadIdx.x;", "int t = threadIdx.x")
     backend = CpuBackend(cache_dir=tmp_path)
     backend.compile_ahead([good, broken, doubled], case.kernel_name, "t.cu")

@@ -6,6 +6,13 @@ CUDA's built-ins to C++ (threads as loop iterations or cooperative fibers, block
 threads, real atomics, bit-exact __half and __nv_bfloat16). The shared object is cached like
 cubin and called through ctypes with the same argument array cuLaunchKernel takes.
 
+A source whose threads may read-modify-write one word together (`contends`: an atomic, a compound
+update of an element, a store to an element it also loads) runs under contention: every atomic and
+every plain read-modify-write yields to the block's next thread, and the blocks run in order on one
+OS thread, so lost updates and failed CAS exchanges happen as on a GPU, in the same schedule on every
+run (cuda_cpu.h, "contention"; g++'s -fsanitize=thread instrumentation calls the shim's load and
+store hooks, and no sanitizer runtime is linked).
+
 What the shim cannot run faithfully is refused here, before compiling, naming the construct.
 """
 
@@ -31,6 +38,11 @@ from harness.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
 CXX_FLAGS = ("-std=c++17", "-O2", "-fopenmp", "-fPIC", "-shared", "-fwrapv", "-fno-strict-aliasing")
+# A source under contention (`contends`) is compiled with these too, then linked without them: g++ calls the
+# shim's hooks before each load and store (cuda_cpu.h, section 3, "contention"); no sanitizer runtime is linked.
+CONTEND_FLAGS = ("-fsanitize=thread", "--param", "tsan-instrument-func-entry-exit=0", "-DHARNESS_CPU_CONTEND=1")
+# The launch modes of cuda_cpu.h's harness_cpu::launch.
+LOOP, FIBERS, CONTEND = 0, 1, 2
 MEMORY_FAULT = 5  # cuda_cpu.h's kMemoryFault: the shim caught a signal in a block
 ALLOWED_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "math_constants.h")
 
@@ -47,6 +59,14 @@ UNSUPPORTED = (
 _NEEDS_FIBERS = re.compile(r"\b__syncthreads(?:_count|_and|_or)?\b|\b__syncwarp\b|\b__shfl\w*_sync\b|"
                            r"\b__(?:ballot|all|any|match_any|match_all|reduce_\w+)_sync\b|\b__activemask\b")
 _INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", re.M)
+# Sources whose threads may update one word together (`contends`): an atomic read-modify-write or CAS, ...
+_ATOMIC_RMW = re.compile(r"\batomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|And|Or|Xor|CAS)(?:_block|_system)?\s*\(")
+# ... a compound assignment, ++ or -- of an element (`a[i] += v`, `(*p)++`, `*p -= v`, `++a[i]`) ...
+_COMPOUND_UPDATE = re.compile(r"(?:\]|\))\s*(?:(?:[-+*/%&|^]|<<|>>)=(?!=)|\+\+|--)"
+                              r"|\*\s*\w+\s*(?:[-+*/%&|^]|<<|>>)=(?!=)"
+                              r"|(?:\+\+|--)\s*(?:\(\s*\*\s*\w+\s*\)|\*\s*\w+|\w+\s*\[)")
+# ... or a store through `*p` / `a[i]` of an element the source also loads (`old = *p; ... *p = f(old)`).
+_STORE = re.compile(r"(\*\s*\(?\s*\w+\s*\)?|\b\w+\s*\[[^\[\];]*\])\s*=(?!=)")
 
 
 def _strip_comments(source: str) -> str:
@@ -81,33 +101,92 @@ def shim_digest() -> str:
     return cache.cache_key(*[(p.name, p.read_text()) for p in sorted(SHIM_DIR.glob("*.h"))])
 
 
-def _entry_points(launches: list[tuple[str, str, bool]]) -> str:
-    """The extern "C" functions ctypes calls: each (symbol, kernel, fibers) a launch of that kernel with
+def _entry_points(launches: list[tuple[str, str, int]]) -> str:
+    """The extern "C" functions ctypes calls: each (symbol, kernel, mode) a launch of that kernel with
     cuLaunchKernel's argument array, then harness_last_error."""
     return ('#line 1 "harness-launch-entry"\n' + "".join(
         f'extern "C" __attribute__((visibility("default"))) int {symbol}(\n'
         "    void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {\n"
-        f"    return harness_cpu::launch(&{kernel}, args, dim3(gx, gy, gz), dim3(bx, by, bz), {int(fibers)});\n"
-        "}\n" for symbol, kernel, fibers in launches)
+        f"    return harness_cpu::launch(&{kernel}, args, dim3(gx, gy, gz), dim3(bx, by, bz), {int(mode)});\n"
+        "}\n" for symbol, kernel, mode in launches)
         + 'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n')
 
 
-def cpp_translation_unit(source: str, kernel_name: str, program_name: str, fibers: bool) -> str:
-    """The C++ file g++ compiles: the shim, the unchanged source, and the launch entry points."""
-    return (f'#include "cuda_cpu.h"\n#line 1 "{program_name}"\n{source}\n'
-            + _entry_points([("harness_launch", kernel_name, fibers)]))
+def cpp_translation_unit(source: str, kernel_name: str, program_name: str, mode: int) -> str:
+    """The C++ file g++ compiles: the shim, the unchanged source, and the launch entry points (`mode`: launch_mode;
+    a unit with a contended launch is compiled with CONTEND_FLAGS, `contended_unit`)."""
+    return (f'{_contend_define(mode == CONTEND)}#include "cuda_cpu.h"\n#line 1 "{program_name}"\n{source}\n'
+            + _entry_points([("harness_launch", kernel_name, mode)]))
+
+
+def _contend_define(contended: bool) -> str:
+    return "#define HARNESS_CPU_CONTEND 1\n" if contended else ""
+
+
+def contended_unit(unit: str) -> bool:
+    return unit.startswith(_contend_define(True))
 
 
 def batch_translation_unit(sources: list[str], kernel_name: str, program_name: str) -> str:
     """One C++ file for many sources, each in its namespace (harness.batches); entry point i runs source i."""
     composed = batch_program(sources, kernel_name, program_name)
-    return ('#include "cuda_cpu.h"\n' + composed.source + _entry_points(
-        [(f"harness_launch_{i}", expression, needs_fibers(source))
-         for i, (source, expression) in enumerate(zip(sources, composed.name_expressions))]))
+    modes = [launch_mode(source) for source in sources]
+    return (_contend_define(CONTEND in modes) + '#include "cuda_cpu.h"\n' + composed.source + _entry_points(
+        [(f"harness_launch_{i}", expression, mode)
+         for i, (mode, expression) in enumerate(zip(modes, composed.name_expressions))]))
 
 
 def needs_fibers(source: str) -> bool:
     return bool(_NEEDS_FIBERS.search(_strip_comments(source)))
+
+
+def _normal(lvalue: str) -> str:
+    return re.sub(r"[\s()]", "", lvalue)
+
+
+def contends(source: str) -> bool:
+    """Whether threads of the source may read-modify-write one word together: an atomic, a compound update of an
+    element, or a store to an element the source also loads. Such a source runs under contention (cuda_cpu.h,
+    "contention"): its atomics and plain read-modify-writes yield to the block's next thread, one schedule on every
+    run, so a lost update happens here as on a GPU."""
+    code = _strip_comments(source)
+    if _ATOMIC_RMW.search(code) or _COMPOUND_UPDATE.search(code):
+        return True
+
+    def element(m: re.Match) -> bool:
+        """Whether a `*p` match dereferences p: not a declaration's `T* p` nor a product's `a * b`."""
+        if not m.group().startswith("*"):
+            return True
+        j = m.start() - 1
+        while j >= 0 and code[j].isspace():
+            j -= 1
+        return j < 0 or not (code[j].isalnum() or code[j] in "_)]*")
+
+    stores = {(m.start(), _normal(m.group(1))) for m in _STORE.finditer(code) if element(m)}
+    stored = {lvalue for _start, lvalue in stores}
+    for m in re.finditer(r"\*\s*\(?\s*\w+\s*\)?|\b\w+\s*\[[^\[\];]*\]", code):
+        lvalue = _normal(m.group())
+        if lvalue in stored and (m.start(), lvalue) not in stores and element(m):
+            return True
+    return False
+
+
+@lru_cache(maxsize=4096)
+def launch_mode(source: str) -> int:
+    """cuda_cpu.h's launch mode for the source: a loop per block, fibers, or fibers under contention."""
+    if contends(source):
+        return CONTEND
+    return FIBERS if needs_fibers(source) else LOOP
+
+
+_MODE_NAMES = {LOOP: "threads=loop", FIBERS: "threads=fibers", CONTEND: "threads=fibers,contended"}
+_MODE_TARGETS = {
+    LOOP: "a loop per block",
+    FIBERS: "fibers per block",
+    CONTEND: "fibers per block under contention: each atomic and plain read-modify-write first yields to the "
+             "block's next thread, blocks one after another; not decided on the CPU backend: races between "
+             "blocks",
+}
 
 
 def compile_shared_object(unit: str, program_name: str) -> bytes:
@@ -115,8 +194,17 @@ def compile_shared_object(unit: str, program_name: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="harness-cpu-") as work:
         cpp, so = Path(work) / "unit.cpp", Path(work) / "unit.so"
         cpp.write_text(unit)
-        done = subprocess.run([cxx(), *CXX_FLAGS, f"-I{SHIM_DIR}", str(cpp), "-o", str(so)],
-                              capture_output=True, text=True)
+        if contended_unit(unit):  # instrumented, then linked without the sanitizer's runtime (-z defs: every hook is
+            obj = Path(work) / "unit.o"  # the shim's)
+            compile_flags = [f for f in CXX_FLAGS if f != "-shared"]
+            done = subprocess.run([cxx(), *compile_flags, *CONTEND_FLAGS, f"-I{SHIM_DIR}", "-c", str(cpp), "-o",
+                                   str(obj)], capture_output=True, text=True)
+            if done.returncode == 0:
+                done = subprocess.run([cxx(), *CXX_FLAGS, "-Wl,-z,defs", str(obj), "-o", str(so)],
+                                      capture_output=True, text=True)
+        else:
+            done = subprocess.run([cxx(), *CXX_FLAGS, f"-I{SHIM_DIR}", str(cpp), "-o", str(so)],
+                                  capture_output=True, text=True)
         if done.returncode != 0:
             errors = [line for line in done.stderr.splitlines() if ": error:" in line][:5]
             raise CompileError(f"the CPU backend's C++ compile failed ({compiler_version()}):\n"
@@ -187,13 +275,13 @@ class CpuBackend(Backend):
         if compiled is None:  # NVRTC's PTX gives the parameter list, as on the GPU
             compiled, _ = cache.compile_cached(source, kernel_name, self.nvrtc_arch, self.cache_dir, program_name,
                                                locate)
-        fibers = needs_fibers(source)
+        mode = launch_mode(source)
         ahead = self._compiled_ahead.get((source, kernel_name))
         batch = ahead[0].result() if ahead is not None else None  # waits for its g++ run
         if batch is not None:
             (library, from_cache), entry_name = batch, ahead[1]
         else:
-            unit = cpp_translation_unit(source, kernel_name, program_name, fibers)
+            unit = cpp_translation_unit(source, kernel_name, program_name, mode)
             library, from_cache = self._library(unit, program_name)
             entry_name = "harness_launch"
         entry = getattr(library, entry_name)
@@ -206,9 +294,9 @@ class CpuBackend(Backend):
             shared_memory=signature.uses_shared_memory(compiled.ptx),
             handle=(entry, library.harness_last_error, library),
             from_cache=from_cache,
-            options=(*CXX_FLAGS, "threads=fibers" if fibers else "threads=loop"),
+            options=(*CXX_FLAGS, *(CONTEND_FLAGS if mode == CONTEND else ()), _MODE_NAMES[mode]),
             compiler=compiler_version(),
-            target=f"the CPU ({'fibers' if fibers else 'a loop'} per block)",
+            target=f"the CPU ({_MODE_TARGETS[mode]})",
         )
 
     builds_beside = True
@@ -253,7 +341,7 @@ class CpuBackend(Backend):
         raise ValueError(f"the CPU backend's {kernel.name} has no switch {symbol!r}")
 
     def _library(self, unit: str, program_name: str) -> tuple[ctypes.CDLL, bool]:
-        key = cache.cache_key("g++", unit, list(CXX_FLAGS), compiler_version(), shim_digest())
+        key = cache.cache_key("g++", unit, list(CXX_FLAGS), list(CONTEND_FLAGS), compiler_version(), shim_digest())
         paths, from_cache = cache.lookup_or_make(
             key, ("so",), lambda: {"so": compile_shared_object(unit, program_name)}, self.cache_dir)
         library = ctypes.CDLL(str(paths["so"]))

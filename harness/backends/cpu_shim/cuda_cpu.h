@@ -65,6 +65,20 @@
 
 #define HARNESS_CPU 1  // lets a source tell it is being compiled by the CPU shim
 
+// HARNESS_CPU_CONTEND=1 (with g++'s -fsanitize=thread, which calls a hook before each load and store the
+// kernel makes; the hooks are defined in section 3, no sanitizer runtime is linked): a launch of mode 2
+// makes contention happen where a GPU would, in one schedule, the same on every run (section 3,
+// "contention"). HARNESS_CPU_RT marks the shim's own runtime (scheduler, barriers, warp operations,
+// atomics): never instrumented, so a hook never runs inside it.
+#ifndef HARNESS_CPU_CONTEND
+#define HARNESS_CPU_CONTEND 0
+#endif
+#if HARNESS_CPU_CONTEND
+#define HARNESS_CPU_RT __attribute__((no_sanitize_thread))
+#else
+#define HARNESS_CPU_RT
+#endif
+
 // The two entry points the generated wrapper defines keep default visibility; everything after
 // the end of this header is hidden (see section 9).
 extern "C" __attribute__((visibility("default"))) int harness_launch(void**, unsigned, unsigned, unsigned,
@@ -164,7 +178,7 @@ static int g_status = 0;  // first error of the current launch wins (__atomic CA
 static int g_status_ready = 0;
 static char g_message[1024];
 
-__attribute__((format(printf, 2, 3))) static void set_error(int code, const char* fmt, ...) {
+__attribute__((format(printf, 2, 3))) HARNESS_CPU_RT static void set_error(int code, const char* fmt, ...) {
     int expected = 0;
     if (!__atomic_compare_exchange_n(&g_status, &expected, code, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
@@ -175,9 +189,9 @@ __attribute__((format(printf, 2, 3))) static void set_error(int code, const char
     __atomic_store_n(&g_status_ready, 1, __ATOMIC_RELEASE);
 }
 
-static inline bool error_pending() { return __atomic_load_n(&g_status, __ATOMIC_RELAXED) != 0; }
+HARNESS_CPU_RT static inline bool error_pending() { return __atomic_load_n(&g_status, __ATOMIC_RELAXED) != 0; }
 
-static void clear_error() {
+HARNESS_CPU_RT static void clear_error() {
     __atomic_store_n(&g_status, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_status_ready, 0, __ATOMIC_RELAXED);
     g_message[0] = '\0';
@@ -201,7 +215,7 @@ static thread_local sigjmp_buf* t_fault_jump = nullptr;
 static thread_local int t_fault_signal = 0;
 static thread_local void* t_fault_address = nullptr;
 
-static void on_fault(int sig, siginfo_t* info, void* context) {
+HARNESS_CPU_RT static void on_fault(int sig, siginfo_t* info, void* context) {
     if (sigjmp_buf* jump = t_fault_jump) {
         t_fault_jump = nullptr;
         t_fault_signal = sig;
@@ -222,7 +236,7 @@ static void on_fault(int sig, siginfo_t* info, void* context) {
     }
 }
 
-static void install_fault_handlers() {  // once per shared object, from the launching thread
+HARNESS_CPU_RT static void install_fault_handlers() {  // once per shared object, from the launching thread
     if (g_fault_handlers_installed) return;
     g_fault_handlers_installed = true;
     struct sigaction action;
@@ -233,7 +247,7 @@ static void install_fault_handlers() {  // once per shared object, from the laun
     for (int i = 0; i < kFaultSignalCount; ++i) sigaction(kFaultSignals[i], &action, &g_previous_handler[i]);
 }
 
-static void ensure_alt_stack() {  // per thread: the handler must not run on the stack that overflowed
+HARNESS_CPU_RT static void ensure_alt_stack() {  // per thread: the handler must not run on the stack that overflowed
     stack_t current;
     if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
     static thread_local char* stack = nullptr;  // kept for the thread's life
@@ -246,7 +260,7 @@ static void ensure_alt_stack() {  // per thread: the handler must not run on the
     sigaltstack(&mine, nullptr);
 }
 
-static const char* signal_name(int sig) {
+HARNESS_CPU_RT static const char* signal_name(int sig) {
     switch (sig) {
         case SIGSEGV: return "SIGSEGV (an address outside every mapping)";
         case SIGBUS: return "SIGBUS (a misaligned or unbacked address)";
@@ -256,7 +270,7 @@ static const char* signal_name(int sig) {
     }
 }
 
-static void report_fault() {
+HARNESS_CPU_RT static void report_fault() {
     set_error(kMemoryFault, "memory fault: %s at address %p in block (%u,%u,%u), thread (%u,%u,%u)",
               signal_name(t_fault_signal), t_fault_address, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
               threadIdx.y, threadIdx.z);
@@ -271,6 +285,10 @@ struct Fiber {
     uint3 tid;
     unsigned warp, lane;
     unsigned char state;
+    // Contention (mode 2): the last 4 ranges [lo, hi) of memory this thread loaded since it
+    // last yielded; a store into one of them is the write of a read-modify-write.
+    unsigned char reads;
+    uintptr_t read_lo[4], read_hi[4];
 #if !HARNESS_CPU_ASM_SWITCH
     ucontext_t uc;
 #endif
@@ -307,19 +325,19 @@ struct Sched {
 
     bool guarded = false;  // guard pages below the stacks (see kGuardBudget)
 
-    ~Sched() { release_stacks(); }
+    HARNESS_CPU_RT ~Sched() { release_stacks(); }
 
-    static constexpr std::size_t slot_bytes() {
+    HARNESS_CPU_RT static constexpr std::size_t slot_bytes() {
         return ((std::size_t)HARNESS_CPU_STACK_BYTES + 4095u) / 4096u * 4096u + 4096u;  // + guard page
     }
     // The lowest 8 bytes a fiber may use: a canary checked after each block catches an overflow
     // where there is no guard page (or one that jumped over it).
-    unsigned long long* canary(unsigned i) const {
+    HARNESS_CPU_RT unsigned long long* canary(unsigned i) const {
         return reinterpret_cast<unsigned long long*>(region + (std::size_t)i * slot_bytes() + 4096);
     }
     static constexpr unsigned long long kCanary = 0x5afe57ac6b0770a1ull;
 
-    void release_stacks() {
+    HARNESS_CPU_RT void release_stacks() {
         if (region) munmap(region, region_bytes);
         if (guarded) __atomic_sub_fetch(&g_guard_pages, cap, __ATOMIC_RELAXED);
         delete[] fibers;
@@ -335,7 +353,7 @@ struct Sched {
     static constexpr long kGuardBudget = HARNESS_CPU_GUARD_BUDGET;
     inline static long g_guard_pages = 0;
 
-    bool reserve(unsigned want) {
+    HARNESS_CPU_RT bool reserve(unsigned want) {
         if (want <= cap) return true;
         release_stacks();
         const std::size_t bytes = slot_bytes() * want;
@@ -361,6 +379,10 @@ struct Sched {
     }
 };
 static thread_local Sched* t_sched = nullptr;  // the scheduler of the block this OS thread runs
+// The scheduler of the block being run in a launch of mode 2 (contention), else null. Not thread_local: the
+// hooks read it at every load and store, and a shared object's TLS costs a call each time; a contended
+// launch runs on one OS thread, and the launches of one shared object come one after another.
+static Sched* g_contend = nullptr;
 
 // Pool of schedulers (with their stacks) reused across blocks and launches; freed when the shared
 // object is unloaded.
@@ -368,17 +390,17 @@ struct Pool {
     Sched* items[512];
     int count = 0;
     char lock = 0;
-    ~Pool() {
+    HARNESS_CPU_RT ~Pool() {
         for (int i = 0; i < count; ++i) delete items[i];
     }
-    Sched* acquire() {
+    HARNESS_CPU_RT Sched* acquire() {
         while (__atomic_test_and_set(&lock, __ATOMIC_ACQUIRE)) {
         }
         Sched* s = count ? items[--count] : nullptr;
         __atomic_clear(&lock, __ATOMIC_RELEASE);
         return s ? s : new (std::nothrow) Sched();
     }
-    void release(Sched* s) {
+    HARNESS_CPU_RT void release(Sched* s) {
         while (__atomic_test_and_set(&lock, __ATOMIC_ACQUIRE)) {
         }
         if (count < 512) {
@@ -421,10 +443,10 @@ __attribute__((naked, noinline, noipa)) static void switch_stack(void** /*save*/
 }
 #endif
 
-static void fiber_entry();
+HARNESS_CPU_RT static void fiber_entry();
 
 // Switch from the current context (fiber `from`, or the scheduler when from == nullptr) to fiber j.
-static inline void switch_to(Sched* s, Fiber* from, unsigned j) {
+HARNESS_CPU_RT static inline void switch_to(Sched* s, Fiber* from, unsigned j) {
     s->cur = j;
     Fiber& to = s->fibers[j];
     threadIdx = to.tid;
@@ -437,7 +459,7 @@ static inline void switch_to(Sched* s, Fiber* from, unsigned j) {
     __asm__ volatile("" ::: "memory");
 }
 
-static inline void switch_to_main(Sched* s, Fiber* from) {
+HARNESS_CPU_RT static inline void switch_to_main(Sched* s, Fiber* from) {
     __asm__ volatile("" ::: "memory");
 #if HARNESS_CPU_ASM_SWITCH
     switch_stack(&from->sp, s->main_sp);
@@ -447,7 +469,7 @@ static inline void switch_to_main(Sched* s, Fiber* from) {
     __builtin_unreachable();  // a fiber that gives up its block is never resumed
 }
 
-static inline void report_deadlock(Sched* s) {
+HARNESS_CPU_RT static inline void report_deadlock(Sched* s) {
     unsigned at_block = 0, at_warp = 0;
     for (unsigned i = 0; i < s->n; ++i) {
         at_block += s->fibers[i].state == kWaitBlock;
@@ -462,7 +484,7 @@ static inline void report_deadlock(Sched* s) {
 
 // The current fiber has blocked or finished: run the next runnable fiber, or go back to the
 // scheduler when none is left.
-static inline void switch_away(Sched* s) {
+HARNESS_CPU_RT static inline void switch_away(Sched* s) {
     Fiber* from = &s->fibers[s->cur];
     const unsigned n = s->n;
     unsigned j = s->cur;
@@ -480,7 +502,71 @@ static inline void switch_away(Sched* s) {
     switch_to_main(s, from);
 }
 
-[[noreturn]] static void abort_block(Sched* s) {
+// ---- contention (mode 2) -----------------------------------------------------------------------
+// A GPU runs a block's threads at once: between one thread's load of a word and its store or
+// atomic exchange, other threads load, add and exchange on the same word. Here the threads are
+// fibers that run one at a time, so the schedule is made to do the same, the same way on every run:
+// - every atomic read-modify-write and CAS first yields to the block's next runnable thread (round
+//   robin), so that each thread of a CAS loop reads the word, then all of them exchange in turn, each
+//   after the others have read: a loop that retries with a stale value, or rewrites the other lane of
+//   a sub-word CAS from what it read before, loses contributions, as it would on the GPU;
+// - a plain store into memory the thread itself loaded since it last yielded (a read-modify-write
+//   without an atomic: `a[i] += v`, or a CAS made plain) yields first the same way, so that the other
+//   threads load the old value before it stores: updates are lost as on a GPU.
+// Blocks of such a launch run one after another on one OS thread, in index order: the whole launch
+// is one schedule, whatever the machine's load (races between blocks are not made to happen).
+HARNESS_CPU_RT static inline void contend_yield(Sched* s) {
+    Fiber* from = &s->fibers[s->cur];
+    from->reads = 0;
+    for (unsigned i = 0; i < 4; ++i) from->read_lo[i] = from->read_hi[i] = 0;
+    const unsigned n = s->n;
+    unsigned j = s->cur;
+    for (unsigned k = 1; k < n; ++k) {
+        j = (j + 1 == n) ? 0 : j + 1;
+        if (s->fibers[j].state == kRunnable) {
+            switch_to(s, from, j);
+            return;
+        }
+    }
+}
+
+// Before an atomic operation.
+HARNESS_CPU_RT static inline void contend_atomic() {
+#if HARNESS_CPU_CONTEND
+    Sched* s = g_contend;
+    if (s) contend_yield(s);
+#endif
+}
+
+HARNESS_CPU_RT static inline bool on_a_fiber_stack(const Sched* s, uintptr_t p) {
+    return p - (uintptr_t)s->region < s->region_bytes;
+}
+
+HARNESS_CPU_RT static inline void contend_read(const void* a, unsigned long size) {
+    Sched* s = g_contend;
+    if (!s) return;
+    const uintptr_t p = (uintptr_t)a;
+    if (on_a_fiber_stack(s, p)) return;
+    Fiber& f = s->fibers[s->cur];
+    const unsigned i = f.reads++ & 3u;
+    f.read_lo[i] = p;
+    f.read_hi[i] = p + size;
+}
+
+HARNESS_CPU_RT static inline void contend_write(const void* a, unsigned long size) {
+    Sched* s = g_contend;
+    if (!s) return;
+    const uintptr_t p = (uintptr_t)a;
+    if (on_a_fiber_stack(s, p)) return;
+    const Fiber& f = s->fibers[s->cur];
+    for (unsigned i = 0; i < 4; ++i)
+        if (f.read_lo[i] < p + size && p < f.read_hi[i]) {
+            contend_yield(s);
+            return;
+        }
+}
+
+[[noreturn]] HARNESS_CPU_RT static void abort_block(Sched* s) {
     s->aborted = true;
     switch_to_main(s, &s->fibers[s->cur]);
     __builtin_unreachable();
@@ -488,7 +574,7 @@ static inline void switch_away(Sched* s) {
 
 // Called by a construct the shim refuses; does not return (FIBERS=1: the block is abandoned;
 // FIBERS=0: a KernelAbort unwinds out of the kernel).
-[[noreturn]] __attribute__((format(printf, 2, 3))) static void fail(int code, const char* fmt, ...) {
+[[noreturn]] __attribute__((format(printf, 2, 3))) HARNESS_CPU_RT static void fail(int code, const char* fmt, ...) {
     char buf[768];
     va_list ap;
     va_start(ap, fmt);
@@ -505,7 +591,7 @@ static inline void switch_away(Sched* s) {
 #endif
 }
 
-static inline void release_block(Sched* s) {
+HARNESS_CPU_RT static inline void release_block(Sched* s) {
     const unsigned g = s->bar_gen & 1u;
     s->bar_res_pred[g] = s->bar_pred;
     s->bar_res_n[g] = s->bar_arrived;
@@ -516,7 +602,7 @@ static inline void release_block(Sched* s) {
         if (s->fibers[i].state == kWaitBlock) s->fibers[i].state = kRunnable;
 }
 
-static inline void release_warp(Sched* s, unsigned w_index) {
+HARNESS_CPU_RT static inline void release_warp(Sched* s, unsigned w_index) {
     Warp& w = s->warps[w_index];
     w.part[w.gen & 1u] = w.live_mask;
     w.arrived = 0;
@@ -531,7 +617,7 @@ static inline void release_warp(Sched* s, unsigned w_index) {
     }
 }
 
-[[noreturn]] static void fiber_exit(Sched* s) {
+[[noreturn]] HARNESS_CPU_RT static void fiber_exit(Sched* s) {
     Fiber& f = s->fibers[s->cur];
     f.state = kDone;
     --s->live;
@@ -545,14 +631,14 @@ static inline void release_warp(Sched* s, unsigned w_index) {
     __builtin_unreachable();
 }
 
-static void fiber_entry() {
+HARNESS_CPU_RT static void fiber_entry() {
     Sched* s = t_sched;
     s->invoke(s->invoke_ctx);
     fiber_exit(s);
 }
 
 #if !HARNESS_CPU_ASM_SWITCH
-static void fiber_entry_uc() { fiber_entry(); }
+HARNESS_CPU_RT static void fiber_entry_uc() { fiber_entry(); }
 #endif
 
 // Block barrier; returns how many arrivals had a nonzero predicate, and in *n how many arrived.
@@ -560,7 +646,7 @@ static void fiber_entry_uc() { fiber_entry(); }
 // does not switch stacks, and must not let the compiler move shared-memory accesses across it).
 #define HARNESS_CPU_COMPILER_FENCE() __asm__ volatile("" ::: "memory")
 
-static inline unsigned block_barrier(int pred, unsigned* n_out) {
+HARNESS_CPU_RT static inline unsigned block_barrier(int pred, unsigned* n_out) {
     HARNESS_CPU_COMPILER_FENCE();
     Sched* s = t_sched;
     if (!s) {
@@ -584,11 +670,13 @@ static inline unsigned block_barrier(int pred, unsigned* n_out) {
     return s->bar_res_pred[g];
 }
 
-static inline void run_block(Sched* s) {
+HARNESS_CPU_RT static inline void run_block(Sched* s) {
     const unsigned n = s->n;
     for (unsigned i = 0; i < n; ++i) {
         Fiber& f = s->fibers[i];
         f.state = kRunnable;
+        f.reads = 0;
+        for (unsigned r = 0; r < 4; ++r) f.read_lo[r] = f.read_hi[r] = 0;
 #if HARNESS_CPU_ASM_SWITCH
         void** top = reinterpret_cast<void**>(s->region + (std::size_t)(i + 1) * Sched::slot_bytes());
         top[-1] = nullptr;                                     // return address of fiber_entry: none
@@ -624,9 +712,11 @@ static inline void run_block(Sched* s) {
 }
 
 // Runs every block of a launch with one fiber per CUDA thread (FIBERS=1).
-static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 block, long long nblocks) {
+// contend: mode 2 (see "contention"): one OS thread runs the blocks in index order.
+HARNESS_CPU_RT static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 block, long long nblocks,
+                                             bool contend) {
     const unsigned nthreads = block.x * block.y * block.z;
-#pragma omp parallel
+#pragma omp parallel if (!contend)
     {
         ensure_alt_stack();
         Sched* s = g_pool.acquire();
@@ -654,6 +744,7 @@ static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 
         }
         const bool ready = s && s->cap >= nthreads;
         t_sched = ready ? s : nullptr;
+        g_contend = ready && contend ? s : nullptr;
         blockDim = block;
         gridDim = grid;
         const unsigned long long gxy = (unsigned long long)grid.x * grid.y;
@@ -680,6 +771,7 @@ static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 
                 }
         }
         t_sched = nullptr;
+        g_contend = nullptr;
         if (s) g_pool.release(s);
     }
 }
@@ -687,7 +779,7 @@ static inline void run_fibers(void (*invoke)(void*), void* ctx, dim3 grid, dim3 
 // ---- launch ------------------------------------------------------------------------------------
 
 template <class T>
-static inline T load_arg(void* p) {
+HARNESS_CPU_RT static inline T load_arg(void* p) {
     alignas(T) unsigned char raw[sizeof(T)];
     std::memcpy(raw, p, sizeof(T));
     return *std::launder(reinterpret_cast<T*>(raw));
@@ -697,7 +789,7 @@ template <class K, class Tup, std::size_t... I>
 struct Invoker {
     K kernel;
     const Tup* vals;
-    static void run(void* self) {
+    HARNESS_CPU_RT static void run(void* self) {
         Invoker* p = static_cast<Invoker*>(self);
         p->kernel(std::get<I>(*p->vals)...);
     }
@@ -705,7 +797,7 @@ struct Invoker {
 
 // Runs every block with a plain loop over its threads (FIBERS=0).
 template <class K, class Tup, std::size_t... I>
-static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long long nblocks,
+HARNESS_CPU_RT static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long long nblocks,
                       std::index_sequence<I...>) {
 #ifdef _OPENMP
     const long long workers = omp_get_max_threads();
@@ -763,7 +855,7 @@ static void run_plain(K kernel, const Tup& vals, dim3 grid, dim3 block, long lon
 }
 
 template <class... A, std::size_t... I>
-static int launch_impl(void (*kernel)(A...), void** args, dim3 grid, dim3 block, int fibers,
+HARNESS_CPU_RT static int launch_impl(void (*kernel)(A...), void** args, dim3 grid, dim3 block, int fibers,
                        std::index_sequence<I...> seq) {
     clear_error();
     const unsigned long long nthreads = (unsigned long long)block.x * block.y * block.z;
@@ -793,7 +885,7 @@ static int launch_impl(void (*kernel)(A...), void** args, dim3 grid, dim3 block,
         run_plain(kernel, vals, grid, block, nblocks, seq);
     } else {
         Invoker<void (*)(A...), Tup, I...> inv{kernel, &vals};
-        run_fibers(&Invoker<void (*)(A...), Tup, I...>::run, &inv, grid, block, nblocks);
+        run_fibers(&Invoker<void (*)(A...), Tup, I...>::run, &inv, grid, block, nblocks, fibers == 2);
     }
     return __atomic_load_n(&g_status, __ATOMIC_ACQUIRE);
 }
@@ -802,17 +894,47 @@ static int launch_impl(void (*kernel)(A...), void** args, dim3 grid, dim3 block,
 
 // Runs kernel over grid x block. args[i] points to the value of argument i (cuLaunchKernel's
 // kernelParams). fibers: 0 = plain loop (no barriers or warp operations in the source), 1 = one
-// cooperative fiber per thread. Returns 0, or a Status with last_error() saying why.
+// cooperative fiber per thread, 2 = fibers under contention (a build with HARNESS_CPU_CONTEND=1; see
+// "contention"). Returns 0, or a Status with last_error() saying why.
 template <class... A>
-static int launch(void (*kernel)(A...), void** args, dim3 grid, dim3 block, int fibers) {
+HARNESS_CPU_RT static int launch(void (*kernel)(A...), void** args, dim3 grid, dim3 block, int fibers) {
     return detail::launch_impl(kernel, args, grid, block, fibers, std::index_sequence_for<A...>{});
 }
 
-static inline const char* last_error() {
+HARNESS_CPU_RT static inline const char* last_error() {
     return __atomic_load_n(&detail::g_status_ready, __ATOMIC_ACQUIRE) ? detail::g_message : "";
 }
 
 }  // namespace harness_cpu
+
+#if HARNESS_CPU_CONTEND
+// The hooks g++'s -fsanitize=thread calls before each load and store of the kernel's code (no sanitizer
+// runtime: these are all it needs). Hidden, so each shared object calls its own.
+#define HARNESS_CPU_HOOK extern "C" __attribute__((visibility("hidden"), no_sanitize_thread)) void
+#define HARNESS_CPU_HOOKS(N)                                                                                     \
+    HARNESS_CPU_HOOK __tsan_read##N(void* a) { harness_cpu::detail::contend_read(a, N); }                        \
+    HARNESS_CPU_HOOK __tsan_write##N(void* a) { harness_cpu::detail::contend_write(a, N); }                      \
+    HARNESS_CPU_HOOK __tsan_unaligned_read##N(void* a) { harness_cpu::detail::contend_read(a, N); }              \
+    HARNESS_CPU_HOOK __tsan_unaligned_write##N(void* a) { harness_cpu::detail::contend_write(a, N); }            \
+    HARNESS_CPU_HOOK __tsan_volatile_read##N(void* a) { harness_cpu::detail::contend_read(a, N); }               \
+    HARNESS_CPU_HOOK __tsan_volatile_write##N(void* a) { harness_cpu::detail::contend_write(a, N); }             \
+    HARNESS_CPU_HOOK __tsan_unaligned_volatile_read##N(void* a) { harness_cpu::detail::contend_read(a, N); }     \
+    HARNESS_CPU_HOOK __tsan_unaligned_volatile_write##N(void* a) { harness_cpu::detail::contend_write(a, N); }
+HARNESS_CPU_HOOKS(1)
+HARNESS_CPU_HOOKS(2)
+HARNESS_CPU_HOOKS(4)
+HARNESS_CPU_HOOKS(8)
+HARNESS_CPU_HOOKS(16)
+#undef HARNESS_CPU_HOOKS
+HARNESS_CPU_HOOK __tsan_read_range(void* a, unsigned long n) { harness_cpu::detail::contend_read(a, n); }
+HARNESS_CPU_HOOK __tsan_write_range(void* a, unsigned long n) { harness_cpu::detail::contend_write(a, n); }
+HARNESS_CPU_HOOK __tsan_init() {}
+HARNESS_CPU_HOOK __tsan_func_entry(void*) {}
+HARNESS_CPU_HOOK __tsan_func_exit() {}
+HARNESS_CPU_HOOK __tsan_vptr_read(void**) {}
+HARNESS_CPU_HOOK __tsan_vptr_update(void**, void*) {}
+#undef HARNESS_CPU_HOOK
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 4. Bit casts, integer and float intrinsics, min/max, conversions
@@ -1153,9 +1275,9 @@ template <class T> static inline void __stwb(T* p, T v) { *p = v; }
 template <class T> static inline void __stcg(T* p, T v) { *p = v; }
 template <class T> static inline void __stcs(T* p, T v) { *p = v; }
 template <class T> static inline void __stwt(T* p, T v) { *p = v; }
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
-static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+HARNESS_CPU_RT static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+HARNESS_CPU_RT static inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+HARNESS_CPU_RT static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline long long clock64() {
 #if defined(__x86_64__)
     return (long long)__builtin_ia32_rdtsc();
@@ -1620,7 +1742,7 @@ namespace detail {
 enum ShflMode { kIdx, kUp, kDown, kXor };
 
 // The current fiber's warp, after checking the mask: every live lane of the warp must be in it.
-static inline Warp* warp_check(unsigned mask, const char* op, Fiber** fout) {
+HARNESS_CPU_RT static inline Warp* warp_check(unsigned mask, const char* op, Fiber** fout) {
     Sched* s = t_sched;
     if (!s) {
         if ((unsigned long long)blockDim.x * blockDim.y * blockDim.z != 1)
@@ -1642,7 +1764,7 @@ static inline Warp* warp_check(unsigned mask, const char* op, Fiber** fout) {
 }
 
 // Warp barrier among the warp's live lanes.
-static inline void warp_barrier(Warp* w, Fiber* f) {
+HARNESS_CPU_RT static inline void warp_barrier(Warp* w, Fiber* f) {
     HARNESS_CPU_COMPILER_FENCE();
     Sched* s = t_sched;
     if (++w->arrived == w->live) {
@@ -1656,7 +1778,7 @@ static inline void warp_barrier(Warp* w, Fiber* f) {
 }
 
 // Every participating lane publishes `bits`; returns the slot row and the participation mask.
-static inline const unsigned long long* warp_exchange(Warp* w, Fiber* f, unsigned long long bits, unsigned* part) {
+HARNESS_CPU_RT static inline const unsigned long long* warp_exchange(Warp* w, Fiber* f, unsigned long long bits, unsigned* part) {
     const unsigned g = w->gen & 1u;
     w->slot[g][f->lane] = bits;
     warp_barrier(w, f);
@@ -1665,21 +1787,21 @@ static inline const unsigned long long* warp_exchange(Warp* w, Fiber* f, unsigne
 }
 
 template <class T>
-static inline unsigned long long to_bits(T v) {
+HARNESS_CPU_RT static inline unsigned long long to_bits(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "warp exchange of a type over 8 bytes");
     unsigned long long b = 0;
     std::memcpy(&b, &v, sizeof(T));
     return b;
 }
 template <class T>
-static inline T from_bits(unsigned long long b) {
+HARNESS_CPU_RT static inline T from_bits(unsigned long long b) {
     T v;
     std::memcpy(&v, &b, sizeof(T));
     return v;
 }
 
 template <class T>
-static inline T shfl(unsigned mask, T var, int mode, unsigned b, int width, const char* op) {
+HARNESS_CPU_RT static inline T shfl(unsigned mask, T var, int mode, unsigned b, int width, const char* op) {
     if (width < 1 || width > 32 || (width & (width - 1)) != 0)
         fail(kKernelFault, "%s: width %d is not a power of two in 1..32", op, width);
     Fiber* f = nullptr;
@@ -1707,7 +1829,7 @@ static inline T shfl(unsigned mask, T var, int mode, unsigned b, int width, cons
 }
 
 template <class T>
-static inline const unsigned long long* vote(unsigned mask, T value, const char* op, unsigned* part, unsigned* self) {
+HARNESS_CPU_RT static inline const unsigned long long* vote(unsigned mask, T value, const char* op, unsigned* part, unsigned* self) {
     Fiber* f = nullptr;
     Warp* w = warp_check(mask, op, &f);
     if (!w) {
@@ -1723,16 +1845,16 @@ static inline const unsigned long long* vote(unsigned mask, T value, const char*
 }  // namespace harness_cpu
 
 #define HARNESS_CPU_SHFL(T)                                                                                        \
-    static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {                               \
+    HARNESS_CPU_RT static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {                               \
         return harness_cpu::detail::shfl<T>(mask, var, harness_cpu::detail::kIdx, (unsigned)srcLane, width, "__shfl_sync"); \
     }                                                                                                              \
-    static inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32) {                     \
+    HARNESS_CPU_RT static inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32) {                     \
         return harness_cpu::detail::shfl<T>(mask, var, harness_cpu::detail::kUp, delta, width, "__shfl_up_sync");  \
     }                                                                                                              \
-    static inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32) {                   \
+    HARNESS_CPU_RT static inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32) {                   \
         return harness_cpu::detail::shfl<T>(mask, var, harness_cpu::detail::kDown, delta, width, "__shfl_down_sync"); \
     }                                                                                                              \
-    static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {                          \
+    HARNESS_CPU_RT static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {                          \
         return harness_cpu::detail::shfl<T>(mask, var, harness_cpu::detail::kXor, (unsigned)laneMask, width, "__shfl_xor_sync"); \
     }
 HARNESS_CPU_SHFL(int)
@@ -1749,7 +1871,7 @@ HARNESS_CPU_SHFL(__nv_bfloat16)
 HARNESS_CPU_SHFL(__nv_bfloat162)
 #undef HARNESS_CPU_SHFL
 
-static inline unsigned __ballot_sync(unsigned mask, int pred) {
+HARNESS_CPU_RT static inline unsigned __ballot_sync(unsigned mask, int pred) {
     unsigned part, self;
     const unsigned long long* row = harness_cpu::detail::vote(mask, (unsigned)(pred != 0), "__ballot_sync", &part, &self);
     if (!row) return pred ? 1u : 0u;
@@ -1760,7 +1882,7 @@ static inline unsigned __ballot_sync(unsigned mask, int pred) {
     }
     return r;
 }
-static inline int __all_sync(unsigned mask, int pred) {
+HARNESS_CPU_RT static inline int __all_sync(unsigned mask, int pred) {
     unsigned part, self;
     const unsigned long long* row = harness_cpu::detail::vote(mask, (unsigned)(pred != 0), "__all_sync", &part, &self);
     if (!row) return pred != 0;
@@ -1768,7 +1890,7 @@ static inline int __all_sync(unsigned mask, int pred) {
         if (!row[__builtin_ctz(m)]) return 0;
     return 1;
 }
-static inline int __any_sync(unsigned mask, int pred) {
+HARNESS_CPU_RT static inline int __any_sync(unsigned mask, int pred) {
     unsigned part, self;
     const unsigned long long* row = harness_cpu::detail::vote(mask, (unsigned)(pred != 0), "__any_sync", &part, &self);
     if (!row) return pred != 0;
@@ -1776,7 +1898,7 @@ static inline int __any_sync(unsigned mask, int pred) {
         if (row[__builtin_ctz(m)]) return 1;
     return 0;
 }
-static inline int __uni_sync(unsigned mask, int pred) {
+HARNESS_CPU_RT static inline int __uni_sync(unsigned mask, int pred) {
     unsigned part, self;
     const unsigned long long* row = harness_cpu::detail::vote(mask, (unsigned)(pred != 0), "__uni_sync", &part, &self);
     if (!row) return 1;
@@ -1784,14 +1906,14 @@ static inline int __uni_sync(unsigned mask, int pred) {
         if (row[__builtin_ctz(m)] != row[self]) return 0;
     return 1;
 }
-static inline void __syncwarp(unsigned mask = 0xffffffffu) {
+HARNESS_CPU_RT static inline void __syncwarp(unsigned mask = 0xffffffffu) {
     harness_cpu::detail::Fiber* f = nullptr;
     harness_cpu::detail::Warp* w = harness_cpu::detail::warp_check(mask, "__syncwarp", &f);
     if (w) harness_cpu::detail::warp_barrier(w, f);
     HARNESS_CPU_COMPILER_FENCE();
 }
 // The live lanes of the caller's warp (no divergence is tracked: every live lane counts as active).
-static inline unsigned __activemask() {
+HARNESS_CPU_RT static inline unsigned __activemask() {
     harness_cpu::detail::Sched* s = harness_cpu::detail::t_sched;
     if (s) return s->warps[s->fibers[s->cur].warp].live_mask;
     const unsigned long long n = (unsigned long long)blockDim.x * blockDim.y * blockDim.z;
@@ -1802,7 +1924,7 @@ static inline unsigned __activemask() {
 }
 
 #define HARNESS_CPU_MATCH(T)                                                                                     \
-    static inline unsigned __match_any_sync(unsigned mask, T value) {                                           \
+    HARNESS_CPU_RT static inline unsigned __match_any_sync(unsigned mask, T value) {                                           \
         unsigned part, self;                                                                                     \
         const unsigned long long* row = harness_cpu::detail::vote(mask, value, "__match_any_sync", &part, &self); \
         if (!row) return 1u;                                                                                     \
@@ -1813,7 +1935,7 @@ static inline unsigned __activemask() {
         }                                                                                                        \
         return r;                                                                                                \
     }                                                                                                            \
-    static inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {                                \
+    HARNESS_CPU_RT static inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {                                \
         unsigned part, self;                                                                                     \
         const unsigned long long* row = harness_cpu::detail::vote(mask, value, "__match_all_sync", &part, &self); \
         if (!row) { *pred = 1; return 1u; }                                                                      \
@@ -1833,7 +1955,7 @@ HARNESS_CPU_MATCH(double)
 #undef HARNESS_CPU_MATCH
 
 #define HARNESS_CPU_REDUCE(NAME, T, INIT, OP)                                                               \
-    static inline T NAME(unsigned mask, T value) {                                                          \
+    HARNESS_CPU_RT static inline T NAME(unsigned mask, T value) {                                                          \
         unsigned part, self;                                                                                \
         const unsigned long long* row = harness_cpu::detail::vote(mask, value, #NAME, &part, &self);        \
         if (!row) return value;                                                                             \
@@ -1871,7 +1993,7 @@ template <> struct Word<unsigned long long> { typedef u64a type; };
 
 // Compare-and-swap loop: *p = f(old) for a T stored as the unsigned word W; returns old.
 template <class W, class T, class F>
-static inline T update(T* p, F f) {
+HARNESS_CPU_RT static inline T update(T* p, F f) {
     static_assert(sizeof(T) == sizeof(W), "atomic word size");
     typedef typename Word<W>::type A;
     A* a = reinterpret_cast<A*>(p);
@@ -1889,24 +2011,24 @@ static inline T update(T* p, F f) {
 }  // namespace harness_cpu
 
 #define HARNESS_CPU_ATOMIC_INT(T)                                                                              \
-    static inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }               \
-    static inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }               \
-    static inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }             \
-    static inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }               \
-    static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                 \
-    static inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }               \
-    static inline T atomicCAS(T* p, T compare, T v) {                                                         \
+    HARNESS_CPU_RT static inline T atomicAdd(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }               \
+    HARNESS_CPU_RT static inline T atomicSub(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }               \
+    HARNESS_CPU_RT static inline T atomicExch(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }             \
+    HARNESS_CPU_RT static inline T atomicAnd(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }               \
+    HARNESS_CPU_RT static inline T atomicOr(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                 \
+    HARNESS_CPU_RT static inline T atomicXor(T* p, T v) { harness_cpu::detail::contend_atomic(); return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }               \
+    HARNESS_CPU_RT static inline T atomicCAS(T* p, T compare, T v) { harness_cpu::detail::contend_atomic();                                                         \
         __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);               \
         return compare;                                                                                       \
     }
 #define HARNESS_CPU_ATOMIC_MINMAX(T)                                                                           \
-    static inline T atomicMax(T* p, T v) {                                                                    \
+    HARNESS_CPU_RT static inline T atomicMax(T* p, T v) { harness_cpu::detail::contend_atomic();                                                                    \
         T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                         \
         while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
         }                                                                                                     \
         return old;                                                                                           \
     }                                                                                                         \
-    static inline T atomicMin(T* p, T v) {                                                                    \
+    HARNESS_CPU_RT static inline T atomicMin(T* p, T v) { harness_cpu::detail::contend_atomic();                                                                    \
         T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                         \
         while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
         }                                                                                                     \
@@ -1921,36 +2043,36 @@ HARNESS_CPU_ATOMIC_MINMAX(long long)
 HARNESS_CPU_ATOMIC_MINMAX(unsigned long long)
 #undef HARNESS_CPU_ATOMIC_INT
 #undef HARNESS_CPU_ATOMIC_MINMAX
-static inline unsigned short atomicCAS(unsigned short* p, unsigned short compare, unsigned short v) {
+HARNESS_CPU_RT static inline unsigned short atomicCAS(unsigned short* p, unsigned short compare, unsigned short v) { harness_cpu::detail::contend_atomic();
     __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return compare;
 }
-static inline float atomicAdd(float* p, float v) {
+HARNESS_CPU_RT static inline float atomicAdd(float* p, float v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned int>(p, [v](float x) { return x + v; });
 }
-static inline double atomicAdd(double* p, double v) {
+HARNESS_CPU_RT static inline double atomicAdd(double* p, double v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned long long>(p, [v](double x) { return x + v; });
 }
-static inline __half atomicAdd(__half* p, __half v) {
+HARNESS_CPU_RT static inline __half atomicAdd(__half* p, __half v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned short>(p, [v](__half x) { return __hadd(x, v); });
 }
-static inline __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
+HARNESS_CPU_RT static inline __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned short>(p, [v](__nv_bfloat16 x) { return __hadd(x, v); });
 }
-static inline __half2 atomicAdd(__half2* p, __half2 v) {
+HARNESS_CPU_RT static inline __half2 atomicAdd(__half2* p, __half2 v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned int>(p, [v](__half2 x) { return __hadd2(x, v); });
 }
-static inline __nv_bfloat162 atomicAdd(__nv_bfloat162* p, __nv_bfloat162 v) {
+HARNESS_CPU_RT static inline __nv_bfloat162 atomicAdd(__nv_bfloat162* p, __nv_bfloat162 v) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned int>(p, [v](__nv_bfloat162 x) { return __hadd2(x, v); });
 }
-static inline float atomicExch(float* p, float v) {
+HARNESS_CPU_RT static inline float atomicExch(float* p, float v) { harness_cpu::detail::contend_atomic();
     return __uint_as_float(__atomic_exchange_n(reinterpret_cast<harness_cpu::atom::u32a*>(p), __float_as_uint(v),
                                                __ATOMIC_RELAXED));
 }
-static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) {
+HARNESS_CPU_RT static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned int>(p, [limit](unsigned x) { return x >= limit ? 0u : x + 1u; });
 }
-static inline unsigned int atomicDec(unsigned int* p, unsigned int limit) {
+HARNESS_CPU_RT static inline unsigned int atomicDec(unsigned int* p, unsigned int limit) { harness_cpu::detail::contend_atomic();
     return harness_cpu::atom::update<unsigned int>(p, [limit](unsigned x) { return (x == 0u || x > limit) ? limit : x - 1u; });
 }
 // Scoped variants: one memory, one meaning on the CPU.
