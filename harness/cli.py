@@ -284,6 +284,15 @@ def _suite_summary(report: SubstrateReport) -> str:
     return " · ".join(f"{s.name} {s.passed}/{s.trials}" for s in report.suites) or "no suite ran"
 
 
+UNDECIDED = "not decided on the CPU backend"
+
+
+def undecided(substrate: SubstrateReport) -> list[str]:
+    """What a check says the backend could not decide for the substrate ('not decided on the CPU backend: races
+    between blocks'), so that an admission is never shown without it."""
+    return [c.detail[c.detail.index(UNDECIDED):].split(")")[0] for c in substrate.checks if UNDECIDED in c.detail]
+
+
 def format_summary(report: GateReport, seconds: float) -> str:
     width = max([len(s.name) for s in report.substrates] + [9])
     lines = [f"{'substrate':<{width}}  {'verdict':<8}  {'seconds':>7}  suites (trials passed)"]
@@ -292,6 +301,8 @@ def format_summary(report: GateReport, seconds: float) -> str:
         if not s.admitted:
             lines.append(f"{'':<{width}}    in {s.file}")
         lines += [f"{'':<{width}}    - {reason}" for reason in s.reasons()]
+        if s.admitted:
+            lines += [f"{'':<{width}}    - {text}" for text in undecided(s)]
     admitted = sum(s.admitted for s in report.substrates)
     lines.append(f"{admitted} admitted, {len(report.substrates) - admitted} rejected in {seconds:.1f} s "
                  f"(backend {report.backend}, {report.device})")

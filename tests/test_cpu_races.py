@@ -157,3 +157,17 @@ def test_a_seeded_race_is_rejected_for_its_wrong_output(race_report, name):
     assert "elements differ" in failed["output_matches"]
     # each ran under contention: the three atomic kernels for their CAS, softmax for its `red[i] += ...`
     assert "threads=fibers,contended" in substrate["compile_options"]
+
+
+def test_a_contended_substrate_is_never_shown_as_a_plain_admission(tmp_path, capsys):
+    """Races between blocks are not made to happen on the CPU: the summary says so under the verdict."""
+    from harness.problems import REPO_ROOT
+
+    code = main([str(REPO_ROOT / "substrates" / "candidate_pad_backward_replicate.py"), "--backend", "cpu",
+                 "--no-record", "--no-progress", "--jobs", "2", "--json", str(tmp_path / "r.json")])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    for dtype in ("f32", "f64", "f16", "bf16"):
+        row = next(i for i, line in enumerate(lines) if line.startswith(f"pad_backward_replicate_{dtype} "))
+        assert " admitted " in lines[row]
+        assert lines[row + 1].strip() == "- not decided on the CPU backend: races between blocks", lines[row + 1]
