@@ -252,10 +252,7 @@ def same_distribution(candidate: torch.Tensor, official: torch.Tensor) -> Distri
 # `randn` for `rand` shows. What stays untested is the law of the per-call value itself: five calls are five values
 # of it, too few to reject anything at 1e-6.
 
-SCALE_FREE_FORMS = ("scale", "log within rows")
 SPREAD = 16
-
-
 SPREADING_STEP = 0x9E3779B97  # odd, about numel's golden section: consecutive positions land far apart
 
 
@@ -272,38 +269,50 @@ def _disjoint_positions(count: int, numel: int, generator: torch.Generator) -> t
     return (torch.arange(min(count, numel), dtype=torch.int64) * step + start) % numel
 
 
+def _groups(flat: torch.Tensor, positions: torch.Tensor, size: int) -> torch.Tensor | None:
+    """The values at `positions`, in float64 on the host, a row per group of `size`; None when there are none."""
+    positions = positions[: positions.numel() // size * size]
+    if positions.numel() == 0:
+        return None
+    return flat[positions.to(flat.device)].to(torch.float64).reshape(-1, size).cpu()
+
+
+def _scale_ratios(x: torch.Tensor, g: torch.Generator) -> torch.Tensor | None:
+    """x_a / max|x_S|, S the SPREAD other values of the group, groups anywhere in the tensor."""
+    flat = x.detach().reshape(-1)
+    groups = _groups(flat, _disjoint_positions((SPREAD + 1) * SAMPLE, flat.numel(), g), SPREAD + 1)
+    return None if groups is None else groups[:, 0] / groups[:, 1:].abs().amax(dim=1)
+
+
+def _log_row_ratios(x: torch.Tensor, g: torch.Generator) -> torch.Tensor | None:
+    """(l_a - l_b) / (max l_S - min l_S) of l = log x, each group of SPREAD + 2 within one row (the last dimension);
+    None where a value of the groups is not positive (read from them alone: a whole-tensor pass costs seconds at
+    8 GiB)."""
+    size, row = SPREAD + 2, x.shape[-1]
+    slots_per_row, rows = row // size, x.numel() // max(1, row)
+    if slots_per_row == 0:
+        return None
+    slots = _disjoint_positions(SAMPLE, rows * slots_per_row, g)
+    starts = (slots // slots_per_row) * row + (slots % slots_per_row) * size
+    groups = _groups(x.detach().reshape(-1), (starts[:, None] + torch.arange(size)).reshape(-1), size)
+    if groups is None or bool((groups <= 0).any()):
+        return None
+    logs = groups.log()
+    return (logs[:, 0] - logs[:, 1]) / (logs[:, 2:].amax(dim=1) - logs[:, 2:].amin(dim=1))
+
+
+# Each form: its ratios, and how a rejection names it.
+SCALE_FREE_FORMS = {"scale": _scale_ratios, "log within rows": _log_row_ratios}
+SCALE_FREE_FORM_WORDS = ("its ratios to the largest of other values", "the ratios of its logarithms within rows")
+
+
 def scale_free_sample(x: torch.Tensor, form: str) -> torch.Tensor | None:
     """The `form` ratios (see above) of up to SAMPLE disjoint groups of `x`'s elements, the finite ones; None where
     the form does not apply (a log of a value that is not positive among the groups, rows too short for a group)."""
     if not x.dtype.is_floating_point or x.dim() == 0:
         return None
-    g = torch.Generator(device="cpu").manual_seed(SAMPLE_SEED + 1)
-    flat = x.detach().reshape(-1)
-    if form == "scale":
-        size = SPREAD + 1
-        positions = _disjoint_positions(size * SAMPLE, flat.numel(), g)
-        positions = positions[: positions.numel() // size * size]
-    elif form == "log within rows":
-        size, row = SPREAD + 2, x.shape[-1]
-        slots_per_row, rows = row // size, x.numel() // max(1, row)
-        if slots_per_row == 0:
-            return None
-        slots = _disjoint_positions(SAMPLE, rows * slots_per_row, g)
-        starts = (slots // slots_per_row) * row + (slots % slots_per_row) * size
-        positions = (starts[:, None] + torch.arange(size)).reshape(-1)
-    else:
-        raise ValueError(f"unknown form {form!r}")
-    if positions.numel() == 0:
-        return None
-    groups = flat[positions.to(flat.device)].to(torch.float64).reshape(-1, size).cpu()
-    if form == "scale":
-        ratios = groups[:, 0] / groups[:, 1:].abs().amax(dim=1)
-    else:
-        if bool((groups <= 0).any()):  # read from the groups alone: a whole-tensor pass costs seconds at 8 GiB
-            return None
-        logs = groups.log()
-        ratios = (logs[:, 0] - logs[:, 1]) / (logs[:, 2:].amax(dim=1) - logs[:, 2:].amin(dim=1))
-    return ratios[torch.isfinite(ratios)]
+    ratios = SCALE_FREE_FORMS[form](x, torch.Generator(device="cpu").manual_seed(SAMPLE_SEED + 1))
+    return None if ratios is None else ratios[torch.isfinite(ratios)]
 
 
 def scale_free_test(candidate: torch.Tensor, official: torch.Tensor) -> DistributionTest:
@@ -321,12 +330,14 @@ class CallSamples:
 
     official: torch.Tensor  # _sample of get_inputs()'s tensor under this trial's seed
     forms_official: dict  # form -> its scale_free_sample, or None
-    forms_candidate: dict
+    forms_candidate: dict  # the same of the candidate's tensor, only where it failed its trial's test ({} elsewhere)
 
     @classmethod
-    def of(cls, candidate: torch.Tensor, official: torch.Tensor) -> "CallSamples":
+    def of(cls, candidate: torch.Tensor, official: torch.Tensor, failed: bool) -> "CallSamples":
+        """The official tensor's samples for every trial (the per-call tests compare get_inputs()'s calls), the
+        candidate's only where they will be tested: a T0 that passes costs no gathers of its own."""
         return cls(_sample(official).cpu(), {f: scale_free_sample(official, f) for f in SCALE_FREE_FORMS},
-                   {f: scale_free_sample(candidate, f) for f in SCALE_FREE_FORMS})
+                   {f: scale_free_sample(candidate, f) for f in SCALE_FREE_FORMS} if failed else {})
 
 
 def drawn_once_per_call(samples: dict[int, CallSamples]) -> str:

@@ -15,9 +15,9 @@ not compile) is not run, with the reason, never failed with claims about it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
-import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -41,8 +41,7 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 SHOWN_FAILURES = 3
 KERNEL_OUTPUT_CHECKS = (CheckName.OUTPUT_MATCHES, CheckName.OUTPUT_FULLY_WRITTEN, CheckName.OUT_INITIALISED,
-                        CheckName.WRITES_IN_BOUNDS,
-                        CheckName.INPUTS_UNCHANGED)
+                        CheckName.WRITES_IN_BOUNDS, CheckName.INPUTS_UNCHANGED)
 PENDING = "not run: the worker stopped before this check was decided"
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import torch
 
 from harness.compare import bits
-from harness.distribution import (CallSamples, drawn_once_per_call, same_distribution, scale_free_form,
-                                  scale_free_test)
+from harness.distribution import (SCALE_FREE_FORM_WORDS, CallSamples, drawn_once_per_call, same_distribution,
+                                  scale_free_form, scale_free_test)
 
 T0_NAME = "T0_original"
 T0_TRIALS = 5
@@ -182,7 +182,7 @@ def t0_trial_match(t: int, built: list, official: list, identical: bool = False)
                 problems.append(f"{where} input {i} is {describe_input(mine)}; get_inputs() gives {describe_input(theirs)}")
             elif not _same(mine, theirs):
                 test = same_distribution(mine, theirs)
-                samples[i] = CallSamples.of(mine, theirs)
+                samples[i] = CallSamples.of(mine, theirs, failed=not test.ok)
                 if test.ok:
                     evidence.append(f"trial {t} input {i}: {test.describe()}")
                 else:
@@ -218,7 +218,7 @@ def settle_t0(matches: list[T0Match]) -> tuple[list[str], list[str]]:
             mine, theirs = samples[u.t].forms_candidate.get(form), samples[u.t].forms_official.get(form)
             if not form or mine is None or theirs is None or mine.numel() < 2:
                 problems.append(f"{u.problem}; {per_call}, in a way the harness cannot factor out (neither "
-                                f"{' nor '.join(SCALE_FREE_FORMS_WORDS)} frees its calls of it): draw T0 as "
+                                f"{' nor '.join(SCALE_FREE_FORM_WORDS)} frees its calls of it): draw T0 as "
                                 f"get_inputs() does under torch.manual_seed({T0_SEED_BASE} + t)")
                 continue
             test = scale_free_test(mine, theirs)
@@ -231,8 +231,6 @@ def settle_t0(matches: list[T0Match]) -> tuple[list[str], list[str]]:
                                 f"{test.describe()}; before that, {u.evidence}")
     return problems, notes
 
-
-SCALE_FREE_FORMS_WORDS = ("its ratios to the largest of other values", "the ratios of its logarithms within rows")
 
 
 def summarise_t0(hows: list[str]) -> str:
