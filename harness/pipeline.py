@@ -683,6 +683,7 @@ class TrialState:
     views: list = field(default_factory=list)  # what `ref` and the kernel see: every input, the model state too
     sums: list = field(default_factory=list)  # checksum of each input as built
     expected: object = None
+    float64: suite_safety.DeviceFloat64 | None = None  # the float64 route's result, run ahead on the device
     run: KernelRun | None = None
     ok: bool | None = True  # None: the trial is neither passed nor failed again (its failure is already in the suite)
 
@@ -701,6 +702,12 @@ def _restore_inputs(state: TrialState) -> None:
     for g, original, expected_sum in zip(state.guarded, state.inputs, state.sums):
         if g is not None and tensor_checksum(g.tensor) != expected_sum:
             g.tensor.copy_(original)
+
+
+def _float64_ahead(ctx: GateContext, state: TrialState) -> bool:
+    if ctx.second is not None:
+        state.float64 = ctx.second.ahead_of_official(state.model_views)
+    return True
 
 
 def _official_output(ctx: GateContext, state: TrialState) -> bool:
@@ -741,7 +748,9 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
 
 def _second_references(ctx: GateContext, state: TrialState) -> bool:
     if ctx.second is not None and isinstance(state.expected, torch.Tensor):
-        ctx.second.submit(state.case.where, state.case.inputs, state.expected, device_inputs=state.model_views)
+        ctx.second.submit(state.case.where, state.case.inputs, state.expected, device_inputs=state.model_views,
+                          float64=state.float64, suite=state.case.suite)
+    state.float64 = None
     return True
 
 
@@ -849,6 +858,8 @@ class TrialCheck:
 
 # In order. Each returns False when the checks after it have nothing to look at.
 TRIAL_CHECKS = (
+    # Before the official output: the trial's device memory peaks at its inputs and the float64 route together.
+    TrialCheck("official Model in float64, ahead", _float64_ahead),
     TrialCheck("the official output", _official_output),
     TrialCheck("the candidate's ref", _own_ref),
     TrialCheck("second references", _second_references),
@@ -892,7 +903,7 @@ def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
                 if not check.run(ctx, state):
                     break
     except torch.OutOfMemoryError as error:
-        del state.guarded, state.views, state.expected, state.run
+        del state.guarded, state.views, state.expected, state.float64, state.run
         _device_memory_failure(ctx, case.where, error)
         suite.failures.append(f"trial {case.t}: out of device memory")
         return
@@ -975,8 +986,12 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
                     f"on every trial" if checked else "no second way of computing the official output could run")
             note += "".join(f"; {label} it could not run ({why})" for label, why in ctx.second.unavailable.items())
             if ctx.second.on_device:
-                note += (f"; in float64 on the device in {ctx.second.on_device} of {ctx.second.submitted} trials "
-                         f"(those of at most {suite_safety.DEVICE_FLOAT64_MAX_BYTES // 2**20} MiB in float64)")
+                note += f"; in float64 on the device in {ctx.second.on_device} of {ctx.second.submitted} trials"
+                note += "".join(f"; on the CPU in {count} ({why})" for why, count in ctx.second.off_device.items())
+            if ctx.second.cpu_route_sampled_out:
+                note += (f"; on the CPU in float32 in all but {ctx.second.cpu_route_sampled_out} trials (a suite's "
+                         f"trials of {suite_safety.CPU_ROUTE_SAMPLE_FROM_BYTES // 2**20} MiB or more after its "
+                         f"first: further draws of it, each checked in float64 on the device)")
             if ctx.second.device_float64_error:
                 note += f"; in float64 on the CPU only (on the device: {ctx.second.device_float64_error})"
             book.ran(CheckName.NO_FALSE_KILL, note)

@@ -6,6 +6,7 @@ depend on the candidate's own use of the generator, on registration order, or on
 """
 
 import json
+import re
 
 import pytest
 import torch
@@ -101,6 +102,9 @@ def test_conv_candidates_reading_or_baking_the_weights_are_admitted_twice_alike(
     assert first["admitted"] and second["admitted"] and report["conv1d_baked"]["admitted"]
     assert [(c["check"], c["status"]) for c in first["checks"]] == [(c["check"], c["status"]) for c in second["checks"]]
     assert [s["passed"] for s in first["suites"]] == [s["passed"] for s in second["suites"]]
+    if backend == "cuda":  # every trial's float64 route, weights widened too, ran on the device
+        note = {c["check"]: c["detail"] for c in first["checks"]}["no_false_kill"]
+        assert re.search(r"in float64 on the device in (\d+) of \1 trials$", note), note
 
 
 def _variant(tmp_path, name: str, old: str, new: str):

@@ -174,6 +174,109 @@ def test_a_model_that_cannot_run_in_float64_on_the_device_is_not_tried_there_aga
     assert [r.where for r in results] == [f"T0_original trial {t}" for t in range(3)]
 
 
+GIB = 2**30
+
+
+def test_the_float64_route_runs_on_the_device_where_it_stays_within_one_and_a_half_kernelbench_checks():
+    from harness.suite_safety import float64_fits_device, kernelbench_trial_bytes
+
+    # KernelBench's check: the last trial's inputs and outputs beside the new inputs, or three outputs.
+    assert kernelbench_trial_bytes(4 * GIB, 4 * GIB) == 16 * GIB
+    assert kernelbench_trial_bytes(1 * GIB, 8 * GIB) == 25 * GIB
+    # An elementwise 6 GiB trial: its route (widened input and output) is 24 GiB; 6 + 24 of 1.5 x 24.
+    assert float64_fits_device(24 * GIB, 6 * GIB, 6 * GIB)
+    # A convolution whose output is eight times its input: 1 GiB in, 8 out, a route of 24 GiB (the output in
+    # float64, then rounded): 25 of 1.5 x 25.
+    assert float64_fits_device(24 * GIB, 1 * GIB, 8 * GIB)
+    # A reduction of 8 GiB to 4 MiB just fits (its widened input is 16 GiB); with 1 GiB of parameters widened too
+    # it passes 1.5 x (2 x 8 GiB + 8 MiB).
+    assert float64_fits_device(16 * GIB + 8 * 2**20, 8 * GIB, 4 * 2**20)
+    assert not float64_fits_device(18 * GIB + 8 * 2**20, 8 * GIB, 4 * 2**20)
+    # Any route of at most a gigabyte runs there, whatever the trial.
+    assert float64_fits_device(GIB, 1, 1) and not float64_fits_device(GIB + 1, 1, 1)
+
+
+class _Sparse(torch.nn.Module):
+    """The positive values of x, doubled: an output whose size the meta device cannot foresee."""
+
+    def forward(self, x):
+        return x[x > 0] * 2.0
+
+
+def test_a_trials_float64_route_runs_ahead_of_its_official_output_and_is_compared_when_it_exists():
+    references = _references_as_on_a_gpu(_Scale())
+    x = torch.rand(4, 8)
+    ahead = references.ahead_of_official([x])
+    assert ahead.output.dtype == torch.float32 and torch.equal(ahead.output, x * 2)
+    references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x], float64=ahead)
+    assert ahead.output is None  # let go once compared
+    assert references.on_device == 1 and not references._futures  # the thread had nothing left to run
+    assert [(r.label, r.agreement.ok) for r in references.collect()] == [("in float64", True)]
+
+
+def test_a_float64_route_ahead_that_disagrees_fails_the_trial_as_one_after_the_official_output_does():
+    references = _references_as_on_a_gpu(_Scale())
+    x = torch.rand(16)
+    expected = x * 2
+    expected[3] += 1.0  # an official output the float64 route does not reproduce
+    references.submit("misaligned trial 2", [x], expected, float64=references.ahead_of_official([x]))
+    [result] = references.collect()
+    assert (result.where, result.label, result.agreement.ok, result.agreement.mismatches) == (
+        "misaligned trial 2", "in float64", False, 1)
+
+
+def test_a_float64_route_too_large_for_the_device_or_unforeseeable_is_left_to_the_thread(monkeypatch):
+    from harness import suite_safety
+
+    monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 0)
+    monkeypatch.setattr(suite_safety, "FLOAT64_DEVICE_SHARE", 1.0)  # no route fits beside its inputs
+    references = _references_as_on_a_gpu(_Scale())
+    x = torch.rand(16)
+    assert references.ahead_of_official([x]) is None
+    references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x])
+    assert [(r.label, r.agreement.ok) for r in references.collect()] == [("in float64", True)]
+    assert references.on_device == 0
+    assert references.off_device == {"beside its inputs it would pass 1.0x what KernelBench's check holds on the "
+                                     "device": 1}
+    sparse = _references_as_on_a_gpu(_Sparse())
+    y = torch.randn(64)
+    assert sparse.ahead_of_official([y]) is None and sparse._meta_error.startswith("NotImplementedError")
+    sparse.submit("T0_original trial 0", [y], y[y > 0] * 2, device_inputs=[y])
+    assert [(r.label, r.agreement.ok) for r in sparse.collect()] == [("in float64", True)]
+    assert [why.split(":")[0] for why in sparse.off_device] == [
+        "over 0 MiB, and the meta device could not foresee its size"]
+
+
+def test_a_float64_result_ahead_of_another_shape_than_the_official_output_is_redone_in_the_thread():
+    from harness.suite_safety import DeviceFloat64
+
+    references = _references_as_on_a_gpu(_Scale())
+    x = torch.rand(16)
+    references.submit("T0_original trial 0", [x], x * 2, float64=DeviceFloat64(torch.zeros(4)))
+    assert references.on_device == 0 and len(references._futures) == 1
+    assert [(r.label, r.agreement.ok) for r in references.collect()] == [("in float64", True)]
+
+
+def test_past_the_sampling_size_only_a_suites_first_trial_takes_the_cpu_route_beside_float64_on_the_device(
+        monkeypatch):
+    from harness import suite_safety
+
+    monkeypatch.setattr(suite_safety, "CPU_ROUTE_SAMPLE_FROM_BYTES", 128)  # 16 floats in and out: 128 bytes
+    references = _references_as_on_a_gpu(_Scale())
+    references.routes.append(("on the CPU", _Scale(), False))  # as a SecondReferences made on a GPU has
+    large, small = torch.rand(16), torch.rand(4)
+    trials = [("T0_original", 0, large), ("T0_original", 1, large), ("T0_original", 2, small),
+              ("T0_original", 3, large), ("impulses", 0, large)]
+    for suite, t, x in trials:
+        where = f"{suite} trial {t}"
+        references.submit(where, [x], x * 2, device_inputs=[x], float64=references.ahead_of_official([x]), suite=suite)
+    results = references.collect()
+    assert references.on_device == 5 and references.cpu_route_sampled_out == 2
+    assert [(r.where, r.label) for r in results if r.label == "on the CPU"] == [
+        ("T0_original trial 0", "on the CPU"), ("T0_original trial 2", "on the CPU"), ("impulses trial 0", "on the CPU")]
+    assert all(r.agreement.ok for r in results) and len(results) == 8
+
+
 class _Held(torch.nn.Module):
     """x * 2, once `release` is set: the second references' thread stays busy until the test lets it go."""
 
@@ -217,12 +320,12 @@ def test_small_host_trials_queue_past_pending_while_the_thread_is_busy():
     assert [r.agreement.ok for r in references.collect()] == [True] * (SecondReferences.PENDING + 3)
 
 
-def test_trials_past_the_host_byte_budget_wait_for_a_free_slot(monkeypatch):
+def test_trials_past_the_host_byte_budget_wait_for_a_free_slot():
     from harness.suite_safety import SecondReferences
 
-    monkeypatch.setattr(SecondReferences, "PENDING_HOST_BYTES", 1000)
     model = _Held()
     references = SecondReferences(model, "cpu", CLOSE)
+    references.pending_host_bytes = 1000
     x = torch.rand(64)  # 256 bytes in, 256 out: the third trial would make 1536 queued bytes
     submitter, returned = _submit_in_background(references, [([x], x * 2)] * 4)
     model.release.set()
@@ -301,3 +404,22 @@ def test_routes_through_host_buffers_give_the_same_outputs_and_keep_the_inputs_a
                            float64_reference(widened_model(ScalesInPlace()), [x, n], expected))
         assert torch.equal(cpu_reference(ScalesInPlace(), [x, n], buffers), expected)
     assert torch.equal(x, before) and buffers.held_bytes() == 16 * 8 * 8 + 16 * 4 + 16 * 8 * 4  # widened x, the rounded output, copied x
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_trial_over_a_gigabyte_runs_its_float64_route_ahead_within_the_routes_bytes():
+    from harness.suite_safety import DEVICE_FLOAT64_MAX_BYTES, SecondReferences, float64_route_bytes
+
+    references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
+    x = torch.rand(1 << 26, device="cuda")  # 256 MiB: a route of 24 + 16 * 2^26 bytes, just over a gigabyte
+    need = float64_route_bytes(references._official, [x], x)
+    assert need > DEVICE_FLOAT64_MAX_BYTES
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    ahead = references.ahead_of_official([x])
+    assert torch.cuda.max_memory_allocated() - before <= need + (1 << 20)
+    assert ahead.output.device.type == "cuda" and ahead.output.dtype == torch.float32
+    references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x], float64=ahead)
+    assert [(r.label, r.agreement.ok) for r in references.collect()] == [("in float64", True), ("on the CPU", True)]
+    assert references.on_device == 1 and not references.off_device
