@@ -200,7 +200,9 @@ def host_copy(x: torch.Tensor) -> torch.Tensor:
 DEVICE_FLOAT64_MAX_BYTES = 1 << 30
 # A larger one runs there when the trial's inputs and the route together stay within this share of
 # what KernelBench's check holds for the trial (issue 42 bounds the gate's peak at 1.5x that check's).
-FLOAT64_DEVICE_SHARE = 1.5
+# Below the issue's 1.5x: the Model's own float64 temporaries are not counted, and at 1.5 an argmin over an 8 GiB
+# input peaked at 2.0x KernelBench's check (32 GiB against 16; min over a dimension at 1.50x).
+FLOAT64_DEVICE_SHARE = 1.25
 # A trial of at least this many bytes (inputs and output) whose float64 route ran on the device gets the float32
 # route on the CPU only if it is its suite's first such trial: at KernelBench's sizes that route and its comparison
 # took 4 to 21 s of a convolution's gate per trial (a 10 s check in KernelBench's way), and a suite's further
@@ -239,6 +241,7 @@ class DeviceFloat64:
     output's dtype, or None where nothing is floating-point (the float64 route is then the official one)."""
 
     output: torch.Tensor | None
+    release: bool = False  # the route's blocks go back to the driver: so do its result's and its comparison's
 # From this size the route's blocks (twice a float32 input's) are returned to the driver before and after it:
 # interleaved with the kernel's runs' smaller blocks they fragmented the allocator's cache, and a 4096-square
 # matmul's gate reserved 0.87 GiB where it allocated about 0.6 (a KernelBench-style check: 0.53).
@@ -348,7 +351,7 @@ class SecondReferences:
                     torch.cuda.empty_cache()
                 if self._model64_on_device is None:
                     self._model64_on_device = widened_model(self._official)
-                return DeviceFloat64(float64_reference(self._model64_on_device, inputs, like))
+                return DeviceFloat64(float64_reference(self._model64_on_device, inputs, like), release)
         except torch.OutOfMemoryError:
             self.off_device["out of device memory"] += 1
             return None  # this trial's float64 route goes to the CPU; a smaller one may still fit
@@ -432,9 +435,9 @@ class SecondReferences:
             with self._lock:
                 self._done.append((order, 0, SecondReference(where, FLOAT64, comparison)))
             result.output = None
-            if other.numel() * other.element_size() >= RELEASE_CACHE_FROM_BYTES:
+            if result.release:
                 del other
-                torch.cuda.empty_cache()  # the rounded result's block, as the route's others (RELEASE_CACHE_FROM_BYTES)
+                torch.cuda.empty_cache()  # the rounded result's and the comparison's blocks, as the route's others
         self.on_device += 1
         return True
 
