@@ -16,10 +16,12 @@ import threading
 from collections import Counter
 from contextlib import contextmanager
 
-# A trial holds its inputs, the official output, launch's out and the guarded output on the device,
-# and the official outputs of up to SecondReferences.PENDING earlier trials wait there for their
-# second references: for the level-1 problems whose output is as large as their input, six times
-# the input.
+# A trial holds its inputs, the official output, launch's out and the guarded output on the device;
+# before its official output, its float64 route where that fits (suite_safety.float64_fits_device:
+# five times the input for an elementwise problem), or else the official outputs of up to
+# SecondReferences.PENDING earlier trials wait there for their second references: for the level-1
+# problems whose output is as large as their input, six times the input. (A convolution's output can
+# be eight times its input: this estimate is low for those.)
 TRIAL_COPIES = 6
 # The CUDA context, the allocator's rounding, small suites, and a small trial's float64 route on the
 # device (at most suite_safety.DEVICE_FLOAT64_MAX_BYTES, 1 GiB).
