@@ -117,6 +117,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
     from harness import signature
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
+    from harness.checkers.kernelbench import trial_seeds
     from harness.problems import ProblemSearch, load_problem, model_state
 
     started = time.perf_counter()
@@ -168,8 +169,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
         synchronize()
         result.setup_seconds = time.perf_counter() - started
 
-        torch.manual_seed(job.seed)
-        result.trial_seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(job.trials)]
+        result.trial_seeds = trial_seeds(job.seed, job.trials)
         with torch.no_grad():
             for trial, trial_seed in enumerate(result.trial_seeds):
                 progress(f"trial {trial}")

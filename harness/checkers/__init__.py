@@ -1,0 +1,86 @@
+"""Correctness checkers under test: functions that judge a kernel as a KernelBench-style harness would.
+
+A checker is `function(problem, kernel, device) -> bool`, True where it accepts the kernel as
+correct: `problem` has the official `Model`, `get_inputs` and `get_init_inputs` (a
+`harness.problems.Problem`), and `kernel(*inputs)` runs the kernel on the inputs and returns its
+output, raising where the kernel faults. Campaigns judge every mutant again with each checker to
+say which faulty kernels it would let through (issue 43); `resolve` turns a `--checker` argument
+into one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.checkers.kernelbench import kernelbench, kernelbench_v0
+
+Checker = Callable[..., bool]
+BUILT_IN: dict[str, Checker] = {"kernelbench": kernelbench, "kernelbench-v0": kernelbench_v0}
+
+
+class CheckerError(Exception):
+    """A --checker argument that names no usable function; the message says which part is wrong."""
+
+
+def resolve(spec: str) -> Checker:
+    """A built-in checker's name, `path/to/file.py:function` or `module:function`, as its function."""
+    if spec in BUILT_IN:
+        return BUILT_IN[spec]
+    where, colon, name = spec.rpartition(":")
+    if not colon or not where or not name:
+        raise CheckerError(f"--checker {spec!r}: not a built-in checker ({', '.join(BUILT_IN)}) nor "
+                           f"FILE.py:FUNCTION or MODULE:FUNCTION")
+    holder = _module_at(spec, where) if where.endswith(".py") else _module_named(spec, where)
+    function = getattr(holder, name, None)
+    if not callable(function):
+        defined = sorted(n for n, v in vars(holder).items() if callable(v) and not n.startswith("_"))
+        raise CheckerError(f"--checker {spec!r}: {where} has no function {name!r} (it defines: "
+                           f"{', '.join(defined) or 'none'})")
+    return function
+
+
+def _module_at(spec: str, file: str):
+    path = Path(file)
+    if not path.is_file():
+        raise CheckerError(f"--checker {spec!r}: no such file {file}")
+    module_spec = importlib.util.spec_from_file_location(f"_checker_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:
+        raise CheckerError(f"--checker {spec!r}: importing {file} raised {type(error).__name__}: {error}") from error
+    return module
+
+
+def _module_named(spec: str, name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise CheckerError(f"--checker {spec!r}: no module {name!r} ({error})") from error
+
+
+@dataclass(frozen=True)
+class CheckerVerdicts:
+    """One checker over one campaign's mutants: whether it is sound, and what it accepts of what the suites detect."""
+
+    name: str
+    sound: bool  # it accepts every unmutated substrate: otherwise its rejections say nothing of the mutants
+    accepted: tuple[str, ...]  # mutant ids the suites detect that it accepts, in id order
+    rejected: tuple[str, ...]
+
+    def headline(self) -> str:
+        detected = len(self.accepted) + len(self.rejected)
+        if not self.sound:
+            return f"{self.name}: unsound (it rejects a correct substrate); its verdicts are not counted"
+        return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect"
+
+
+def checker_verdicts(name: str, sound: bool, accepts: dict[str, bool], detected: set[str]) -> CheckerVerdicts:
+    """Sort a checker's verdicts (`accepts`: mutant id to True where it accepted) over the detected mutants."""
+    judged = sorted(mutant for mutant in accepts if mutant in detected)
+    return CheckerVerdicts(name, sound, tuple(m for m in judged if accepts[m]),
+                           tuple(m for m in judged if not accepts[m]))

@@ -1,0 +1,107 @@
+"""harness.checkers: KernelBench's own check as a checker under test, and resolving a --checker argument."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.checkers import CheckerError, checker_verdicts, resolve
+from harness.checkers.kernelbench import judge, kernelbench, kernelbench_v0, trial_seeds
+from harness.problems import Problem
+
+
+class _ReLU(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def _relu_problem(draw) -> Problem:
+    """A ReLU problem of our own, its inputs drawn by `draw` (torch.rand or torch.randn) at 16 x 64."""
+    return Problem("relu_small.py", Path("relu_small.py"), _ReLU, lambda: [draw(16, 64)], lambda: [])
+
+
+RAND, RANDN = _relu_problem(torch.rand), _relu_problem(torch.randn)
+
+
+def test_the_trial_seeds_are_those_kernelbench_draws_under_seed_42():
+    # As harness.bench_gate's KernelBench-style baseline recorded them on the H200 (MEASUREMENTS.md's thirtieth
+    # session, kb_argmin's JSON): torch's CPU generator gives the same on every machine.
+    assert trial_seeds() == [734796314, 576165995, 2197670066, 839703249, 2584932063]
+
+
+def test_a_correct_kernel_is_accepted_and_a_kernel_correct_only_on_rand_inputs_is_accepted_where_they_are_rand():
+    assert kernelbench(RANDN, torch.relu, "cpu")
+    identity = lambda x: x.clone()  # noqa: E731: ReLU of a non-negative input
+    assert kernelbench(RAND, identity, "cpu")
+    assert judge(RANDN, identity, "cpu").why == "trial 0: output mismatch beyond atol = rtol = 0.0001"
+
+
+def test_a_kernel_that_writes_its_inputs_is_accepted_as_kernelbench_never_looks_at_them_again():
+    def writes_input(x):
+        out = torch.relu(x)
+        x.zero_()
+        return out
+
+    assert kernelbench(RANDN, writes_input, "cpu")
+
+
+def test_a_kernel_that_returns_its_first_calls_buffer_is_rejected_by_the_second_trials_inputs():
+    kept = []
+
+    def stale(x):
+        if not kept:
+            kept.append(torch.relu(x))
+        return kept[0]
+
+    verdict = judge(RANDN, stale, "cpu")
+    assert not verdict.accepted and verdict.why == "trial 1: output mismatch beyond atol = rtol = 0.0001"
+
+
+def test_a_fault_or_a_wrong_shape_rejects_at_once_and_the_tolerance_decides_near_misses():
+    def faults(x):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    assert judge(RANDN, faults, "cpu").why == ("trial 0: the kernel raised RuntimeError: CUDA error: an illegal memory "
+                                              "access was encountered")
+    assert judge(RANDN, lambda x: torch.relu(x)[:8], "cpu").why == "trial 0: output shape (8, 64), expected (16, 64)"
+    near = lambda x: torch.relu(x) * (1 + 5e-3)  # noqa: E731: within KernelBench v0's 1e-2, not today's 1e-4
+    assert kernelbench_v0(RANDN, near, "cpu") and not kernelbench(RANDN, near, "cpu")
+
+
+def test_a_checker_is_a_built_in_name_a_file_and_function_or_a_module_and_function(tmp_path):
+    assert resolve("kernelbench") is kernelbench and resolve("kernelbench-v0") is kernelbench_v0
+    assert resolve("harness.checkers.kernelbench:kernelbench") is kernelbench
+    mine = tmp_path / "my_checks.py"
+    mine.write_text("def accepts_all(problem, kernel, device):\n    return True\n")
+    assert resolve(f"{mine}:accepts_all")(RANDN, None, "cpu") is True
+
+
+def test_a_checker_argument_naming_nothing_usable_says_what_is_wrong(tmp_path):
+    mine = tmp_path / "my_checks.py"
+    mine.write_text("def accepts_all(problem, kernel, device):\n    return True\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_here\n")
+    cases = {
+        "strict": "--checker 'strict': not a built-in checker (kernelbench, kernelbench-v0) nor FILE.py:FUNCTION or "
+                  "MODULE:FUNCTION",
+        f"{tmp_path}/none.py:f": f"--checker '{tmp_path}/none.py:f': no such file {tmp_path}/none.py",
+        f"{mine}:rejects_all": f"--checker '{mine}:rejects_all': {mine} has no function 'rejects_all' (it defines: "
+                               f"accepts_all)",
+        f"{broken}:f": f"--checker '{broken}:f': importing {broken} raised ModuleNotFoundError: No module named "
+                       f"'no_such_module_here'",
+        "no_such_package.checks:f": "--checker 'no_such_package.checks:f': no module 'no_such_package.checks' (No "
+                                    "module named 'no_such_package')",
+    }
+    for spec, message in cases.items():
+        with pytest.raises(CheckerError) as raised:
+            resolve(spec)
+        assert str(raised.value) == message
+
+
+def test_a_checkers_verdicts_count_only_the_mutants_the_suites_detect():
+    accepts = {"m1": True, "m2": False, "m3": True, "m4": True}  # m4 survived the suites
+    verdicts = checker_verdicts("kernelbench", True, accepts, detected={"m1", "m2", "m3"})
+    assert (verdicts.accepted, verdicts.rejected) == (("m1", "m3"), ("m2",))
+    assert verdicts.headline() == "kernelbench: accepts 2 of the 3 mutants the suites detect"
+    unsound = checker_verdicts("strict", False, accepts, detected={"m1", "m2", "m3"})
+    assert unsound.headline() == "strict: unsound (it rejects a correct substrate); its verdicts are not counted"
