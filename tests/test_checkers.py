@@ -69,11 +69,13 @@ def test_a_fault_or_a_wrong_shape_rejects_at_once_and_the_tolerance_decides_near
 
 
 def test_a_checker_is_a_built_in_name_a_file_and_function_or_a_module_and_function(tmp_path):
-    assert resolve("kernelbench") is kernelbench and resolve("kernelbench-v0") is kernelbench_v0
-    assert resolve("harness.checkers.kernelbench:kernelbench") is kernelbench
+    entry = _entry_with_t0(lambda t: [torch.rand(8, 32)])
+    assert resolve("kernelbench")(entry) is kernelbench and resolve("kernelbench-v0")(entry) is kernelbench_v0
+    assert resolve("harness.checkers.kernelbench:kernelbench")(entry) is kernelbench
     mine = tmp_path / "my_checks.py"
     mine.write_text("def accepts_all(problem, kernel, device):\n    return True\n")
-    assert resolve(f"{mine}:accepts_all")(RANDN, None, "cpu") is True
+    assert resolve(f"{mine}:accepts_all")(entry)(RANDN, None, "cpu") is True
+    assert resolve("t0")(entry)(RANDN, lambda x: x.clone(), "cpu")  # that substrate's T0, non-negative
 
 
 def test_a_checker_argument_naming_nothing_usable_says_what_is_wrong(tmp_path):
@@ -82,8 +84,8 @@ def test_a_checker_argument_naming_nothing_usable_says_what_is_wrong(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("import no_such_module_here\n")
     cases = {
-        "strict": "--checker 'strict': not a built-in checker (kernelbench, kernelbench-v0) nor FILE.py:FUNCTION or "
-                  "MODULE:FUNCTION",
+        "strict": "--checker 'strict': not a built-in checker (kernelbench, kernelbench-v0, t0) nor FILE.py:FUNCTION "
+                  "or MODULE:FUNCTION",
         f"{tmp_path}/none.py:f": f"--checker '{tmp_path}/none.py:f': no such file {tmp_path}/none.py",
         f"{mine}:rejects_all": f"--checker '{mine}:rejects_all': {mine} has no function 'rejects_all' (it defines: "
                                f"accepts_all)",
@@ -105,3 +107,37 @@ def test_a_checkers_verdicts_count_only_the_mutants_the_suites_detect():
     assert verdicts.headline() == "kernelbench: accepts 2 of the 3 mutants the suites detect"
     unsound = checker_verdicts("strict", False, accepts, detected={"m1", "m2", "m3"})
     assert unsound.headline() == "strict: unsound (it rejects a correct substrate); its verdicts are not counted"
+
+
+def _entry_with_t0(builder, trials=3):
+    from types import SimpleNamespace
+
+    from harness.compare import Tolerance
+
+    return SimpleNamespace(name="relu_small", tolerance=Tolerance(), suites=lambda: [("T0_original", trials, builder),
+                                                                                   ("edges", 2, builder)])
+
+
+def test_the_t0_checker_runs_the_substrates_own_t0_alone_at_the_gates_tolerance():
+    from harness.checkers.t0 import judge_t0, t0_checker
+
+    signed = _entry_with_t0(lambda t: [torch.randn(8, 32)])
+    assert t0_checker(signed)(RANDN, torch.relu, "cpu")
+    verdict = judge_t0(signed, RANDN, lambda x: x.clone(), "cpu")
+    assert not verdict.accepted and verdict.why.startswith("T0_original trial 0: ")
+    # A T0 of non-negative values lets the identity through, as KernelBench's rand inputs do.
+    assert t0_checker(_entry_with_t0(lambda t: [torch.rand(8, 32)]))(RANDN, lambda x: x.clone(), "cpu")
+
+
+def test_the_t0_checker_rejects_where_the_builder_or_the_kernel_raises():
+    from harness.checkers.t0 import judge_t0
+
+    def builder(t):
+        if t == 1:
+            raise ValueError("no trial 1")
+        return [torch.randn(4, 4)]
+
+    assert judge_t0(_entry_with_t0(builder), RANDN, torch.relu, "cpu").why == (
+        "T0_original trial 1: its builder raised ValueError: no trial 1")
+    assert judge_t0(_entry_with_t0(builder), RANDN, lambda x: 1 / 0, "cpu").why == (
+        "T0_original trial 0: the kernel raised ZeroDivisionError: division by zero")

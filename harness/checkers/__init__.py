@@ -5,7 +5,8 @@ correct: `problem` has the official `Model`, `get_inputs` and `get_init_inputs` 
 `harness.problems.Problem`), and `kernel(*inputs)` runs the kernel on the inputs and returns its
 output, raising where the kernel faults. Campaigns judge every mutant again with each checker to
 say which faulty kernels it would let through (issue 43); `resolve` turns a `--checker` argument
-into one.
+into a factory that makes a substrate's checker from its entry (`t0` runs that substrate's own
+T0_original; the others are the same function for every substrate).
 """
 
 from __future__ import annotations
@@ -17,17 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checkers.kernelbench import kernelbench, kernelbench_v0
+from harness.checkers.t0 import t0_checker
 
 Checker = Callable[..., bool]
-BUILT_IN: dict[str, Checker] = {"kernelbench": kernelbench, "kernelbench-v0": kernelbench_v0}
+CheckerFactory = Callable[[object], Checker]  # a substrate's entry -> its checker
+BUILT_IN: dict[str, CheckerFactory] = {"kernelbench": lambda entry: kernelbench,
+                                       "kernelbench-v0": lambda entry: kernelbench_v0, "t0": t0_checker}
 
 
 class CheckerError(Exception):
     """A --checker argument that names no usable function; the message says which part is wrong."""
 
 
-def resolve(spec: str) -> Checker:
-    """A built-in checker's name, `path/to/file.py:function` or `module:function`, as its function."""
+def resolve(spec: str) -> CheckerFactory:
+    """A built-in checker's name, `path/to/file.py:function` or `module:function`, as a checker factory."""
     if spec in BUILT_IN:
         return BUILT_IN[spec]
     where, colon, name = spec.rpartition(":")
@@ -40,7 +44,7 @@ def resolve(spec: str) -> Checker:
         defined = sorted(n for n, v in vars(holder).items() if callable(v) and not n.startswith("_"))
         raise CheckerError(f"--checker {spec!r}: {where} has no function {name!r} (it defines: "
                            f"{', '.join(defined) or 'none'})")
-    return function
+    return lambda entry: function
 
 
 def _module_at(spec: str, file: str):
