@@ -103,13 +103,6 @@ class BaselineResult:
     device: str = ""
 
 
-def _set_seed(torch, seed: int, on_gpu: bool) -> None:
-    """eval.py's set_seed: torch.manual_seed, and torch.cuda.manual_seed where there is a GPU."""
-    torch.manual_seed(seed)
-    if on_gpu:
-        torch.cuda.manual_seed(seed)
-
-
 def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResult:
     """The KernelBench-style check of one substrate (the module docstring says exactly what), in this process."""
     import torch
@@ -117,7 +110,7 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
     from harness import signature
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
-    from harness.checkers.kernelbench import trial_seeds
+    from harness.checkers.kernelbench import set_seed, trial_seeds
     from harness.problems import ProblemSearch, load_problem, model_state
 
     started = time.perf_counter()
@@ -155,10 +148,10 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
         progress("model")
         problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root
                                                                           else None))
-        _set_seed(torch, job.seed, on_gpu)
+        set_seed(torch, job.seed, on_gpu)
         init_inputs = [place(x) for x in problem.get_init_inputs()]
         with torch.no_grad():
-            _set_seed(torch, job.seed, on_gpu)
+            set_seed(torch, job.seed, on_gpu)
             model = problem.Model(*init_inputs)
         progress("compile")
         kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
@@ -174,14 +167,14 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
             for trial, trial_seed in enumerate(result.trial_seeds):
                 progress(f"trial {trial}")
                 result.trials_run += 1
-                _set_seed(torch, trial_seed, on_gpu)
+                set_seed(torch, trial_seed, on_gpu)
                 drawing = time.perf_counter()
                 inputs = [place(x) for x in problem.get_inputs()]
                 synchronize()
                 result.inputs_seconds += time.perf_counter() - drawing
-                _set_seed(torch, trial_seed, on_gpu)
+                set_seed(torch, trial_seed, on_gpu)
                 model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
-                _set_seed(torch, trial_seed, on_gpu)  # eval.py seeds again before moving ModelNew
+                set_seed(torch, trial_seed, on_gpu)  # eval.py seeds again before moving ModelNew
                 reference = model(*inputs)
                 synchronize()
                 try:

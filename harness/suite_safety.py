@@ -29,7 +29,7 @@ import torch
 
 from harness.compare import Comparison, Tolerance, compare, compare_bitwise
 from harness.phases import PhaseClock
-from harness.trial_inputs import host_memory_available
+from harness.trial_inputs import host_memory_available, inputs_bytes
 
 
 def _is_float(x) -> bool:
@@ -231,10 +231,6 @@ def float64_fits_device(need: int, input_bytes: int, output_bytes: int) -> bool:
             or input_bytes + need <= FLOAT64_DEVICE_SHARE * kernelbench_trial_bytes(input_bytes, output_bytes))
 
 
-def tensor_bytes(values: list) -> int:
-    return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
-
-
 @dataclass
 class DeviceFloat64:
     """The float64 route's result, computed on the device ahead of the official output: rounded to the official
@@ -318,7 +314,7 @@ class SecondReferences:
         if like is None:
             return None
         need = float64_route_bytes(self._official, inputs, like)
-        if not float64_fits_device(need, tensor_bytes(inputs), like.numel() * like.element_size()):
+        if not float64_fits_device(need, inputs_bytes(inputs), like.numel() * like.element_size()):
             self.off_device[f"beside its inputs it would pass {FLOAT64_DEVICE_SHARE}x what KernelBench's check "
                             f"holds on the device"] += 1
             return None
@@ -373,6 +369,7 @@ class SecondReferences:
         order = self.submitted
         self.submitted += 1
         skip = ()
+        host_bytes = inputs_bytes([*inputs, expected])
         if float64 is not None:
             ran = self._record_device_float64(order, where, float64, expected)
         else:
@@ -382,7 +379,7 @@ class SecondReferences:
             with self._lock:
                 if all(label in skip or label in self.unavailable for label in self.labels()):
                     return  # no route is left for the thread
-            if tensor_bytes([*inputs, expected]) >= CPU_ROUTE_SAMPLE_FROM_BYTES:
+            if host_bytes >= CPU_ROUTE_SAMPLE_FROM_BYTES:
                 if (suite or where) in self._cpu_route_suites:
                     self.cpu_route_sampled_out += 1
                     return
@@ -392,7 +389,6 @@ class SecondReferences:
                 with self.clock.timing("second references (host copies)"):
                     expected = host_copy(expected)  # compared on the host: nothing held on the device for the thread
         on_host = expected.device.type == "cpu"
-        host_bytes = sum(x.nbytes for x in [*inputs, expected] if isinstance(x, torch.Tensor))
         while not self._may_queue(on_host, host_bytes):
             oldest = next(f for f, _on_host, _bytes in self._futures if not f.done())
             with self.clock.timing("second references (waiting for a free slot)"):

@@ -35,9 +35,10 @@ def trial_seeds(seed: int = KERNELBENCH_SEED, trials: int = TRIALS) -> list[int]
         return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(trials)]
 
 
-def _set_seed(torch, seed: int, device) -> None:
+def set_seed(torch, seed: int, on_gpu: bool) -> None:
+    """eval.py's set_seed: torch.manual_seed, and torch.cuda.manual_seed where there is a GPU."""
     torch.manual_seed(seed)
-    if device.type == "cuda":
+    if on_gpu:
         torch.cuda.manual_seed(seed)
 
 
@@ -50,9 +51,9 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
     failures = []
     with torch.no_grad():
         for trial, seed in enumerate(trial_seeds(KERNELBENCH_SEED, trials)):
-            _set_seed(torch, seed, device)
+            set_seed(torch, seed, device.type == "cuda")
             inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
-            _set_seed(torch, seed, device)
+            set_seed(torch, seed, device.type == "cuda")
             reference = model(*inputs)
             try:
                 output = kernel(*inputs)

@@ -82,9 +82,7 @@ def greedy_cover(rows: Iterable[MutantRow], group: Callable[[str], str] = suite_
 def idle_tests(rows: Iterable[MutantRow]) -> list[str]:
     """Tests that ran on some mutant and killed none, in name order."""
     rows = list(rows)
-    covered = set().union(*(row.covered for row in rows)) if rows else set()
-    killing = set().union(*(row.killed_by for row in rows)) if rows else set()
-    return sorted(covered - killing)
+    return sorted(set().union(*(row.covered for row in rows)) - set().union(*(row.killed_by for row in rows)))
 
 
 def subsuming_mutants(rows: Iterable[MutantRow]) -> list[str]:
