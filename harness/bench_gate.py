@@ -278,6 +278,10 @@ class Row:
     gate_compile_from_cache: bool | None = None
     gate_reasons: list[str] = field(default_factory=list)
     gate_phase_seconds: dict[str, float] = field(default_factory=dict)  # SubstrateReport.phase_seconds
+    # The worker's start before the pipeline (its ("device", ...) message): the rest of gate_wall_seconds beside
+    # gate_pipeline_seconds, by part (the candidate's import, T0's helpers, the CUDA context).
+    gate_start_seconds: float | None = None
+    gate_start_parts: dict[str, float] = field(default_factory=dict)
     baseline: BaselineResult | None = None  # None: not run (--no-baseline)
 
     @property
@@ -414,6 +418,9 @@ def format_table(rows: list[Row]) -> str:
         if row.baseline is not None and row.baseline.check_seconds:
             lines.append(f"    baseline: get_inputs() and to the device {row.baseline.inputs_seconds:.1f} s of "
                          f"{row.baseline.check_seconds:.1f} s")
+        if row.gate_start_seconds is not None:
+            lines.append(f"    gate worker's start {row.gate_start_seconds:.1f} s" + "".join(
+                f", {name} {value:.1f}" for name, value in row.gate_start_parts.items() if value >= 0.05))
         if row.gate_phase_seconds:
             lines.append("    gate phases (s): " + ", ".join(f"{name} {value:.1f}" for name, value
                                                          in list(row.gate_phase_seconds.items())[:PHASES_SHOWN]
@@ -617,8 +624,9 @@ def _run(args) -> int:
                 bar.refresh()
             elif message[0] == "step" and message[1] != "import":
                 bar.update(1)
-            elif message[0] == "device" and not run["device"]:
-                run["device"] = message[1]
+            elif message[0] == "device":
+                run["device"] = run["device"] or message[1]
+                row.gate_start_seconds, row.gate_start_parts = message[2], dict(message[4])
 
         started = time.perf_counter()
         try:

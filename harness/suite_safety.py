@@ -20,6 +20,7 @@ one writing a constant, must each be rejected by some trial of some suite.
 from __future__ import annotations
 
 import copy
+import importlib
 import threading
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,6 +39,29 @@ def _is_float(x) -> bool:
 
 def widened_model(model: torch.nn.Module) -> torch.nn.Module:
     return copy.deepcopy(model).double()
+
+
+# The first Model run on the meta device (the float64 route's foresight of the output) imports torch._dynamo (through
+# torch._compile's wrappers of the meta rules) and torch.fx's symbolic shapes with sympy (through torch._check): about
+# 1100 modules, 0.5 to 2 s, on the first trial's path. A gate worker starts that import in a thread while its CUDA
+# context is made; the fork server does not import it, since every gate and campaign waits for the server's start and
+# campaigns never use the meta device.
+META_SHAPES_MODULE = "torch._dynamo"
+
+
+def import_meta_shapes_in_background() -> threading.Thread:
+    """META_SHAPES_MODULE imported in a daemon thread. Call it after the process's last fork: a child forked
+    while the thread holds an import lock would inherit the lock held."""
+
+    def load() -> None:
+        try:
+            importlib.import_module(META_SHAPES_MODULE)
+        except Exception:
+            pass  # the meta run imports it again, and says what failed (SecondReferences._meta_error)
+
+    thread = threading.Thread(target=load, name="import of the meta device's shape rules", daemon=True)
+    thread.start()
+    return thread
 
 
 REUSE_FROM_BYTES = 64 * 2**20
@@ -330,7 +354,7 @@ class SecondReferences:
         try:
             if self._meta_model is None:
                 self._meta_model = copy.deepcopy(self._official).to("meta")
-            with torch.no_grad():
+            with torch.no_grad(), self.clock.timing("the official output's shape, on the meta device"):
                 like = self._meta_model(*[torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x
                                           for x in inputs])
         except Exception as error:  # data-dependent shapes, say: the route waits for the official output

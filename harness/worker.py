@@ -207,6 +207,10 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     imported, start_parts = _import_timed(file)
     backend = None
     if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
+        if backend_name == "cuda":  # as _gate_one does; this worker forks no helpers (a kept worker spawns them)
+            from harness.suite_safety import import_meta_shapes_in_background
+
+            import_meta_shapes_in_background()
         try:
             backend = _make_backend(backend_name, cache_dir)
         except BackendUnavailable:
@@ -227,6 +231,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     from harness.backends import BackendUnavailable
     from harness.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.problems import ProblemSearch
+    from harness.suite_safety import import_meta_shapes_in_background
     from harness.trial_inputs import TrialInputs
 
     path = Path(job.file)
@@ -253,6 +258,8 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         part_began = time.perf_counter()
         trial_inputs.start_early(entry, search)
         parts["T0's helpers started"] = time.perf_counter() - part_began
+        if job.backend == "cuda":  # only the device's float64 route foresees outputs on the meta device
+            import_meta_shapes_in_background()  # after the helpers' fork, beside the CUDA context's start
         part_began = time.perf_counter()
         try:
             backend = _make_backend(job.backend, job.cache_dir)

@@ -1,6 +1,7 @@
 """harness.bench_gate: the gate beside a KernelBench-style check, on the CPU backend, and its table."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -52,6 +53,10 @@ def test_silu_is_admitted_by_the_gate_and_passes_the_baseline(tmp_path, capsys):
     assert only["substrate"] == "example_silu" and only["file"] == str(SILU)
     assert only["gate_verdict"] == "admitted" and only["gate_reasons"] == []
     assert only["gate_wall_seconds"] >= only["gate_pipeline_seconds"] > 0
+    # The worker's start, before the pipeline, by part: what the wall time holds beside the pipeline's.
+    assert 0 < only["gate_start_seconds"] < only["gate_wall_seconds"]
+    assert {"candidate imported", "T0's helpers started", "backend"} <= set(only["gate_start_parts"])
+    assert re.search(r"^    gate worker's start \d+\.\d s", captured.out, re.M)
     assert only["gate_peak_reserved_bytes"] is None and only["memory_ratio"] is None
     baseline = only["baseline"]
     assert baseline["passed"] and baseline["trials_passed"] == baseline["trials_run"] == 5
@@ -104,7 +109,8 @@ def _baseline(**fields) -> BaselineResult:
 
 def test_the_table_gives_ratios_and_n_a():
     gpu = Row("on_gpu", "f.py", gate_verdict="admitted", gate_wall_seconds=12.0, gate_pipeline_seconds=5.0,
-              gate_peak_reserved_bytes=3 * GIB, gate_compile_from_cache=True,
+              gate_peak_reserved_bytes=3 * GIB, gate_compile_from_cache=True, gate_start_seconds=2.5,
+              gate_start_parts={"candidate imported": 0.01, "backend (its CUDA context)": 1.94},
               baseline=_baseline(peak_reserved_bytes=2 * GIB, compile_from_cache=False))
     cpu = Row("on_cpu", "f.py", gate_verdict="admitted", gate_wall_seconds=3.0, gate_pipeline_seconds=1.0,
               baseline=_baseline(check_seconds=0.5, wall_seconds=2.0))
@@ -130,6 +136,7 @@ def test_the_table_gives_ratios_and_n_a():
         "gate_only": ["gate_only", "admitted", "3.0", "1.0", "n/a", "-", "-", "-", "not run", "n/a", "n/a", "n/a"],
     }
     assert "    compile: baseline compiled, gate from the cache" in lines
+    assert "    gate worker's start 2.5 s, backend (its CUDA context) 1.9" in lines
     assert "    baseline: trial 0: output shape mismatch: expected (), got (1,)" in lines
     assert "    gate: output_matches: trial 0" in lines and "    gate: (and 1 more)" in lines
     # Every row's cells line up under the header's columns.
