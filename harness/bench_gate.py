@@ -558,8 +558,17 @@ def _check_usage(args) -> tuple[str, str]:
     return backend, why
 
 
-def _jobs(args) -> list[tuple[str, str]]:
-    """(file, name) pairs, in the order of the files and of their registration; raises UsageError."""
+@dataclass(frozen=True)
+class BenchJob:
+    file: str
+    name: str
+    # get_inputs()'s portable signature, as discovery found it: gate.py hands its workers the same (GateJob), so
+    # the gate measured here does not build get_inputs() on the meta device again (a second or two of imports)
+    official_inputs: tuple | None = None
+
+
+def _jobs(args) -> list[BenchJob]:
+    """The substrates, in the order of the files and of their registration; raises UsageError."""
     from harness.worker import discover
 
     files = list(dict.fromkeys(f.resolve() for f in args.files))
@@ -568,9 +577,10 @@ def _jobs(args) -> list[tuple[str, str]]:
     for file in map(str, files):
         if file in errors:
             _log(f"{file}: {errors[file]}")
-            jobs.append((file, Path(file).stem.removeprefix("candidate_")))  # both sides will say why it fails
+            jobs.append(BenchJob(file, Path(file).stem.removeprefix("candidate_")))  # both sides will say why it fails
             continue
-        jobs += [(file, s.name) for s in entries.get(file, []) if not args.name or s.name in args.name]
+        jobs += [BenchJob(file, s.name, s.official_inputs) for s in entries.get(file, [])
+                 if not args.name or s.name in args.name]
     known = {s.name for summaries in entries.values() for s in summaries}
     unknown = [n for n in args.name if n not in known]
     if unknown:
@@ -592,6 +602,7 @@ def _run(args) -> int:
 
     backend, why = _check_usage(args)
     jobs = _jobs(args)
+    signatures = {(job.file, job.name): job.official_inputs for job in jobs}
     kb_root = str(args.kb_root) if args.kb_root else None
     cache_dir = str(args.cache_dir) if args.cache_dir else None
     print(f"bench_gate: {len(jobs)} substrate(s) on backend {backend}{why}; order {args.order}; baseline "
@@ -631,6 +642,7 @@ def _run(args) -> int:
         started = time.perf_counter()
         try:
             report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=backend, cache_dir=cache_dir,
+                                          official_inputs=signatures[(row.file, row.substrate)],
                                           kb_root=kb_root), args.timeout, on_message)
         except BackendUnavailable as error:
             raise UsageError(f"backend {backend}: {error}")
@@ -661,7 +673,8 @@ def _run(args) -> int:
                 run["medians"] = [asdict(m) for m in medians]
             args.json.write_text(json.dumps(run, indent=2) + "\n")
 
-    for index, (file, name) in enumerate(jobs, 1):
+    for index, job in enumerate(jobs, 1):
+        file, name = job.file, job.name
         rounds = []
         for round_number in range(1, args.repeat + 1):
             row = Row(substrate=name, file=file, round=round_number)

@@ -173,3 +173,22 @@ def test_repeat_runs_the_baseline_and_the_gate_again_and_writes_the_medians(tmp_
     assert medians["rounds"] == 2 and medians["verdicts"] == ["admitted", "admitted"]
     assert medians["wall_ratio"] == pytest.approx(sum(r["wall_ratio"] for r in data["rows"]) / 2)
     assert "medians over the rounds" in captured.out
+
+
+def test_the_gate_gets_get_inputs_signature_from_discovery_as_gate_py_gives_it(tmp_path, capsys, monkeypatch):
+    # Without it the gate's worker builds get_inputs() on the meta device itself, whose first decomposition imports
+    # torch._dynamo: seconds gate.py never spends there, measured as the gate's.
+    import harness.worker
+
+    jobs = []
+    real = harness.worker.run_gate_job
+
+    def recording(job, *args, **kwargs):
+        jobs.append(job)
+        return real(job, *args, **kwargs)
+
+    monkeypatch.setattr(harness.worker, "run_gate_job", recording)
+    code = main(["--backend", "cpu", "--no-baseline", "--cache-dir", str(tmp_path / "cache"), str(SILU)])
+    assert code == 0, capsys.readouterr().out
+    (job,) = jobs
+    assert job.official_inputs == (("tensor", "float32", (16, 16384)),)
