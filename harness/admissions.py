@@ -42,16 +42,29 @@ def load_record(path: Path) -> dict:
     return record
 
 
+# What an entry says of the substrate; the rest ("device", "date") says where and when it was first said.
+VERDICT_KEYS = ("admitted", "source_sha256", "reasons")
+
+
 def with_result(record: dict, report: SubstrateReport, backend: str, device: str, when: str | None = None) -> dict:
-    """A copy of `record` holding this verdict for (substrate, backend)."""
+    """A copy of `record` holding this verdict for (substrate, backend).
+
+    The same verdict at the same source hash keeps the entry as it stands, with the device and date that first
+    gave it: a clone's records (committed beside the project's own substrates) stay as they are when a user's gate
+    only confirms them, and `git status` stays clean.
+    """
     updated = json.loads(json.dumps(record))
-    updated["substrates"].setdefault(report.name, {})[backend] = {
+    entry = {
         "admitted": report.admitted,
         "source_sha256": report.source_sha256,
         "device": device,
         "date": when or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "reasons": report.reasons(),
     }
+    per_backend = updated["substrates"].setdefault(report.name, {})
+    known = per_backend.get(backend)
+    if not (isinstance(known, dict) and all(known.get(key) == entry[key] for key in VERDICT_KEYS)):
+        per_backend[backend] = entry
     return updated
 
 
@@ -77,15 +90,18 @@ def _folder_locked(folder: Path):
 
 
 def update_record(path: Path, change) -> dict:
-    """Apply change(record) to the record as it is on disk now and save it; returns what was saved.
+    """Apply change(record) to the record as it is on disk now and save it if that changed it; returns the record.
 
     Two gates recording into one folder at once (two shells, or bench_gate's chains on several GPUs)
     each re-read the record under the lock, so neither overwrites the other's verdicts with a copy it
     read earlier.
     """
     with _folder_locked(path.parent):
-        record = change(load_record(path))
-        save_record(path, record)
+        before = load_record(path)
+        as_it_was = json.dumps(before, sort_keys=True)  # before `change`, which may change the dict it is given
+        record = change(before)
+        if json.dumps(record, sort_keys=True) != as_it_was or not path.is_file():  # unchanged: not written again
+            save_record(path, record)
     return record
 
 

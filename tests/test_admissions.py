@@ -261,3 +261,34 @@ def test_a_record_is_updated_under_a_lock_on_its_folder(tmp_path):
     os.close(held)
     writer.join(10)
     assert done.is_set() and list(load_record(path)["substrates"]) == ["relu"]
+
+
+# --- a verdict confirmed leaves the record as it is -------------------------------------------------
+
+def test_the_same_verdict_at_the_same_hash_keeps_the_first_device_and_date():
+    first = with_result(empty(), report(), "cpu", "CPU: AMD EPYC (2 cores)", when=WHEN)
+    again = with_result(first, report(), "cpu", "CPU: Intel Xeon (8 cores)", when="2027-01-01T00:00:00+00:00")
+    assert again == first
+
+
+@pytest.mark.parametrize("changed", [dict(admitted=False), dict(sha=OTHER_SHA)])
+def test_a_changed_verdict_or_source_replaces_the_entry_with_its_own_device_and_date(changed):
+    first = with_result(empty(), report(), "cpu", "CPU: AMD EPYC (2 cores)", when=WHEN)
+    later = "2027-01-01T00:00:00+00:00"
+    entry = with_result(first, report(**changed), "cpu", "CPU: Intel Xeon (8 cores)", when=later)["substrates"]["relu"]["cpu"]
+    assert (entry["device"], entry["date"]) == ("CPU: Intel Xeon (8 cores)", later)
+
+
+def test_a_gate_that_only_confirms_the_record_does_not_write_it(tmp_path):
+    # The README's first command on a fresh clone: the committed record must stay byte for byte (git status clean).
+    from harness.admissions import update_record
+
+    path = tmp_path / "admissions.json"
+    update_record(path, lambda record: with_result(record, report(), "cpu", "CPU: AMD EPYC (2 cores)", when=WHEN))
+    written = path.read_bytes()
+    path.write_bytes(written.replace(b"\n", b"\n", 1))  # the same bytes, a new modification time
+    stamp = path.stat().st_mtime_ns
+    update_record(path, lambda record: with_result(record, report(), "cpu", "CPU: Intel Xeon (8 cores)"))
+    assert path.read_bytes() == written and path.stat().st_mtime_ns == stamp
+    update_record(path, lambda record: with_result(record, report(admitted=False), "cpu", "CPU: Intel Xeon (8 cores)"))
+    assert json.loads(path.read_text())["substrates"]["relu"]["cpu"]["admitted"] is False
