@@ -22,6 +22,7 @@ from harness.backends import BACKEND_NAMES, BackendUnavailable, cpu_compiler, gp
 from harness.candidates import candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.cluster.item import ITEM_RETRIES
+from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, kill_descendants
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, JobQueue, MemoryBudget, auto_jobs,
@@ -237,6 +238,12 @@ class SanitizerStage:
             return report
         return report.with_checks(found)
 
+    def cut_short(self, report: SubstrateReport, why: str) -> SubstrateReport:
+        """`report` with the sanitizer checks an interrupt kept from finishing skipped, saying so."""
+        if self.why_not or self._future is None:
+            return self.judge(report)
+        return report.with_checks(sanitizer.skipped(self.tools, why))
+
     def summary(self) -> str:
         if self.why_not:
             return f"sanitizers: skipped ({self.why_not})"
@@ -365,11 +372,14 @@ def _make_progress(disabled: bool):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return _run(args)
-    except UsageError as error:
-        print(f"gate.py: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    # Read by discovery and the job slots (args travels through every stage of the run); set by Ctrl-C and SIGTERM.
+    args.interruption = Interruption()
+    with caught(args.interruption):
+        try:
+            return _run(args)
+        except UsageError as error:
+            print(f"gate.py: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
 
 
 def _run(args) -> int:
@@ -419,8 +429,13 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
 
     ahead = _workers_ahead(args, files)
     try:
-        return _gate_discovered(args, started, files, tools, records, timeline, early_sanitizers, ahead,
-                                *discover(files, args.timeout, args.kb_root, first_worker_spoke, args.cache_dir))
+        found = discover(files, args.timeout, args.kb_root, first_worker_spoke, args.cache_dir,
+                         stop=args.interruption.stopped)
+        if args.interruption.stopped():
+            print(f"interrupted by {args.interruption.signal_name} while discovery imported the candidates: nothing "
+                  f"was gated")
+            return EXIT_INTERRUPTED
+        return _gate_discovered(args, started, files, tools, records, timeline, early_sanitizers, ahead, *found)
     finally:
         if ahead is not None:
             ahead.close()
@@ -481,6 +496,24 @@ def _gate_discovered(args, started: float, files: list[Path], tools: tuple[str, 
                      ahead)
 
 
+def _interrupted(args, report: GateReport, jobs: list, results: dict, sanitizing: SanitizerStage) -> int:
+    """The end of a gate run Ctrl-C or SIGTERM stopped: what finished before it, printed and written to --json marked
+    incomplete, and not to the admission records (its sanitizers were cut short); one line says what did not run."""
+    kill_descendants()  # any worker a slot started as the signal came
+    interruption = args.interruption
+    cut = f"the gate was interrupted by {interruption.signal_name} before the sanitizers finished"
+    report.substrates = [sanitizing.cut_short(results[i], cut) for i in sorted(results)]
+    report.interrupted = interruption.signal_name
+    report.not_gated = [name for i, (_file, name) in enumerate(jobs) if i not in results]
+    if args.json:
+        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    if report.substrates:
+        print(format_summary(report, 0.0).rsplit("\n", 1)[0])  # the table, without its totals line
+    print(interruption.line(len(results), len(jobs), "substrates") + "; nothing was written to the admission records"
+          + (f"; {args.json} holds what finished, marked incomplete" if args.json else ""))
+    return EXIT_INTERRUPTED
+
+
 def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster,
               early_sanitizers: dict | None = None, ahead: WorkersAhead | None = None) -> int:
     """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
@@ -516,7 +549,9 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         drawn by helpers, nor an item of a cluster (a worker of its own there)."""
         return cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
 
-    def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport:
+    stopped = args.interruption.stopped
+
+    def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport | None:
         file, name = job
         if file in errors:
             return _import_failure(file, name, errors[file])
@@ -529,8 +564,11 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         if not reuses_worker(job):
             keeper.release()
         with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
-            result = run_gate_job(work, args.timeout, on_message(name), keeper if reuses_worker(job) else None)
+            result = run_gate_job(work, args.timeout, on_message(name), keeper if reuses_worker(job) else None,
+                                  stop=stopped)
             beside_others = shared()
+        if stopped():
+            return None  # the interrupt may have killed its worker: no verdict on what did not finish
         if beside_others and _ran_out_of_memory(result):
             # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone,
             # in a fresh worker.
@@ -553,6 +591,8 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
                     result = gate_one(job, keeper)
                 finally:
                     queue.done(job)
+                if result is None:
+                    continue
                 with written:
                     results[position] = result
                     report.substrates = [results[i] for i in sorted(results)]
@@ -567,12 +607,19 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
             jobs_started = time.perf_counter()
             sanitizing.start()
             # A job's key names the worker that can serve it: its file's, or one of its own.
-            queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job)
+            queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job, stopped=stopped)
             for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
                 running.result()
+            if stopped():
+                progress.close()
+                return _interrupted(args, report, jobs, results, sanitizing)
             jobs_ended = time.perf_counter()
             progress.set_description_str(sanitizing.waiting_note(), refresh=True)
-            report.substrates = [sanitizing.judge(results[i]) for i in sorted(results)]
+            judged = [sanitizing.judge(results[i]) for i in sorted(results)]
+            if stopped():  # while the sanitizers ran: they did not finish
+                progress.close()
+                return _interrupted(args, report, jobs, results, sanitizing)
+            report.substrates = judged
             timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
             timeline.work = sum(result.seconds for result in report.substrates)
             timeline.worker_starts, timeline.workers = sum(s for s, _ in worker_starts), len(worker_starts)

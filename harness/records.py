@@ -175,12 +175,17 @@ class GateReport:
     backend: str
     device: str
     substrates: list[SubstrateReport] = field(default_factory=list)
+    interrupted: str = ""  # the signal that stopped the run ("SIGINT"); the report then holds what finished before it
+    not_gated: list[str] = field(default_factory=list)  # with `interrupted`: the substrates that did not finish
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "backend": self.backend,
             "device": self.device,
             "admitted": sum(s.admitted for s in self.substrates),
             "rejected": sum(not s.admitted for s in self.substrates),
             "substrates": [s.to_json() for s in self.substrates],
         }
+        if self.interrupted:
+            data["incomplete"] = {"interrupted_by": self.interrupted, "not_gated": self.not_gated}
+        return data

@@ -157,9 +157,10 @@ class JobQueue:
     `key(job)` names the worker that can serve it: its candidate file, or a key of its own for a job that needs
     a fresh worker whatever ran before (a T0 drawn by helpers, `may_reuse_worker`)."""
 
-    def __init__(self, jobs: list[tuple[str, str]], key=lambda job: job[0]):
+    def __init__(self, jobs: list[tuple[str, str]], key=lambda job: job[0], stopped=lambda: False):
         self._pending = list(enumerate(jobs))  # (position in the run, (file, name))
         self._key = key
+        self._stopped = stopped  # true once the run is interrupted: no job is taken after it
         self._active: Counter = Counter()
         self._lock = threading.Lock()
 
@@ -167,7 +168,7 @@ class JobQueue:
         """The next job for a slot whose worker serves `slot_key` (None: it has none), or None when nothing is
         left for it; the slot is counted busy with the job's key until `done`."""
         with self._lock:
-            if not self._pending:
+            if not self._pending or self._stopped():
                 return None
             position = next_job([self._key(job) for _, job in self._pending], slot_key, self._active)
             if position is None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from harness.interrupt import die_quietly_on_interrupt
 from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 from harness.watch import watch_starter
 
@@ -159,6 +160,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     the worker gates. After each report the worker says ("ready",) and waits for the next GateJob, or None.
     """
     began = time.perf_counter()
+    die_quietly_on_interrupt()
     import torch  # imported before the first message: start-up, not the candidate's import
 
     conn.send(("step", "import"))
@@ -201,6 +203,7 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     It says nothing until its first job (the parent reads it only from then on, as a kept worker's). Where the
     import failed, or did CUDA work, no backend is made: its first job then reports that as a fresh worker would.
     """
+    die_quietly_on_interrupt()
     import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
     from harness.backends import BackendUnavailable
 
@@ -288,6 +291,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
 
 
 def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | None, conn) -> None:
+    die_quietly_on_interrupt()
     from harness.cache import signature_cached
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
     from harness.problems import ProblemSearch, load_problem_file
@@ -715,12 +719,12 @@ class WorkersAhead:
 
 
 def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_message=lambda m: None,
-                 keeper: FileWorker | None = None):
+                 keeper: FileWorker | None = None, stop=lambda: False):
     """Gate one substrate in a worker process. Returns a SubstrateReport, or raises BackendUnavailable.
 
     Without `keeper` the worker is a fresh one, stopped at the end. With it, the worker `keeper` holds for the
     substrate's file is used if there is one (else a fresh one), and a worker that ends ready for more is left
-    in `keeper`.
+    in `keeper`. Once stop() is true (an interrupt) a kept worker found dead is not replaced by a fresh one.
     """
     from harness.backends import BackendUnavailable
 
@@ -755,10 +759,10 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
     except WorkerLost as lost:
         if "report" in outcome:
             return outcome["report"]  # it ended (or stuck) after its report rather than wait for more: not kept
-        if first is not None and "heard" not in outcome:
+        if first is not None and "heard" not in outcome and not stop():
             # The kept worker was gone before it took this substrate (killed while it waited): nothing of the
             # substrate's ran, so a fresh worker gates it, and the death is no verdict on it.
-            return run_gate_job(job, step_timeout, on_message, keeper)
+            return run_gate_job(job, step_timeout, on_message, keeper, stop)
         death, said = classify_death(lost, kills_before, oom_kills())
         crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""
         why = f"{lost}{crash}{said}"
@@ -776,16 +780,16 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 
 
 def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None,
-             on_first_message=lambda: None, cache_dir: Path | None = None):
+             on_first_message=lambda: None, cache_dir: Path | None = None, stop=lambda: False):
     """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}). Each problem's
     get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.cache).
 
     on_first_message() is called when the first worker first speaks: the fork server started (the first worker
-    of a run starts it) and the worker forked."""
+    of a run starts it) and the worker forked. Once stop() is true (an interrupt) no fresh worker is started."""
     entries: dict[str, list[EntrySummary]] = {}
     errors: dict[str, str] = {}
     remaining = [str(f) for f in files]
-    while remaining:
+    while remaining and not stop():
         current = {"file": remaining[0]}
 
         def handle(message) -> bool:
@@ -805,6 +809,8 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_r
             _converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None,
                                             str(cache_dir) if cache_dir else None), step_timeout, handle)
         except WorkerLost as lost:
+            if stop():
+                break  # the interrupt ended the worker, not the file
             # The file being imported took the worker down; the others get a fresh worker.
             errors[current["file"]] = f"{current['file']}: importing it {lost}"
             remaining.remove(current["file"])

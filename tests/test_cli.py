@@ -230,7 +230,7 @@ def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys)
 
     told = []
 
-    def fake_gate_job(job, timeout, on_message, keeper=None):
+    def fake_gate_job(job, timeout, on_message, keeper=None, stop=lambda: False):
         told.append(job.jobs_at_once)
         return SubstrateReport(name=job.name, file=job.file)
 
@@ -258,7 +258,7 @@ def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
     import harness.cli as cli
 
     told = []
-    monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message, keeper=None: told.append(job.jobs_at_once)
+    monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message, keeper=None, stop=None: told.append(job.jobs_at_once)
                         or SubstrateReport(name=job.name, file=job.file))
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
     main(["pad_const_b1", "pad_const_b2", "pad_const_b4", "--backend", "cpu", "--no-record", "--no-progress"])

@@ -79,7 +79,7 @@ def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatc
     """
     running, calls, lock = [0], [], threading.Lock()
 
-    def fake_job(job, timeout, on_message, keeper=None):
+    def fake_job(job, timeout, on_message, keeper=None, stop=lambda: False):
         with lock:
             running[0] += 1
             crowded = running[0] > 1
@@ -106,7 +106,7 @@ def test_gate_jobs_whose_memory_does_not_fit_at_once_are_all_admitted(monkeypatc
 def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, capsys, tmp_path, memory, which):
     calls = []
 
-    def fake_job(job, timeout, on_message, keeper=None):
+    def fake_job(job, timeout, on_message, keeper=None, stop=lambda: False):
         calls.append(job.name)
         first_try = calls.count(job.name) == 1
         if job.name == "pad_const_b1":
@@ -128,7 +128,7 @@ def test_an_out_of_memory_beside_other_jobs_is_judged_again_alone(monkeypatch, c
 def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys):
     calls = []
 
-    def fake_job(job, timeout, on_message, keeper=None):
+    def fake_job(job, timeout, on_message, keeper=None, stop=lambda: False):
         calls.append(job.name)
         return _report(job.name, oom=True)
 

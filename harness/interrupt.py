@@ -1,0 +1,106 @@
+"""Ctrl-C and SIGTERM for the gate and the campaign: stop taking work, end every child process, say so once.
+
+Python's own KeyboardInterrupt reaches the main thread only, while the work runs in threads and in
+worker processes: the threads would go on taking jobs and start fresh workers for those the signal
+killed. Here the signal sets an event the job queues read, and every descendant process (workers,
+the fork server, T0 helpers, sanitizer processes) is killed at once; the command then reports what
+finished before the signal and exits EXIT_INTERRUPTED. A second signal while that happens ends the
+process at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command Ctrl-C ended
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Every process below `pid` (children, their children, ...), read from /proc; [] where there is no /proc."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after its last ')'. A zombie
+        # (ended, not yet reaped by its parent) holds nothing and is left out.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1].isdigit() and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, frontier = [], [pid]
+    while frontier:
+        below = children.get(frontier.pop(), [])
+        found += below
+        frontier += below
+    return found
+
+
+def kill_descendants(pid: int | None = None) -> int:
+    """SIGKILL every descendant of `pid` (this process by default); how many were signalled. Processes that
+    escape the scan (forked meanwhile) end on their own: each watches the process that started it (harness.watch)."""
+    killed = 0
+    for child in descendants(os.getpid() if pid is None else pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
+
+
+@dataclass
+class Interruption:
+    """Whether, and by which signal, the command was asked to stop. `stopped()` is what job queues read."""
+
+    signal_name: str = ""
+    event: threading.Event = field(default_factory=threading.Event)
+
+    def stopped(self) -> bool:
+        return self.event.is_set()
+
+    def handle(self, signum: int, _frame=None) -> None:
+        if self.event.is_set():  # a second Ctrl-C: the user will not wait for the report
+            kill_descendants()
+            os._exit(EXIT_INTERRUPTED)
+        self.signal_name = signal.Signals(signum).name
+        self.event.set()
+        kill_descendants()
+
+    def line(self, done: int, total: int, what: str) -> str:
+        """The one line a command prints when it was interrupted: `done` of `total` `what` (a plural noun)."""
+        return (f"interrupted by {self.signal_name}: {done} of {total} {what} finished before it (above); the other "
+                f"{total - done} did not run")
+
+
+@contextmanager
+def caught(interruption: Interruption):
+    """SIGINT and SIGTERM handled by `interruption` while the block runs (from the main thread only: signal handlers
+    cannot be set elsewhere, and there the block runs as it would without this)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield interruption
+        return
+    previous = {sig: signal.signal(sig, interruption.handle) for sig in SIGNALS}
+    try:
+        yield interruption
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def die_quietly_on_interrupt() -> None:
+    """In a worker process: a Ctrl-C at the terminal (sent to the whole process group) ends it at once, without the
+    KeyboardInterrupt traceback; its parent, which catches the signal, reports the interruption."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -1,0 +1,125 @@
+"""Ctrl-C and SIGTERM: the gate stops within seconds, says so once, keeps what finished and leaves no process."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, descendants
+from harness.scheduling import JobQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fake_proc(tmp_path: Path, table: list[tuple[int, str, str, int]]) -> Path:
+    """A /proc holding `stat` files for (pid, comm, state, ppid)."""
+    for pid, comm, state, ppid in table:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 0\n")
+    (tmp_path / "self").mkdir()  # not a process: skipped
+    return tmp_path
+
+
+def test_descendants_are_read_from_proc_through_every_generation_skipping_zombies(tmp_path):
+    proc = _fake_proc(tmp_path, [
+        (10, "python gate.py", "S", 1),
+        (11, "fork server", "S", 10),
+        (12, "worker (a) b)", "R", 11),  # a command name holding a space and parentheses
+        (13, "T0 helper", "S", 12),
+        (14, "sanitizer", "Z", 10),  # ended, not yet reaped
+        (20, "unrelated", "S", 1),
+    ])
+    assert sorted(descendants(10, proc)) == [11, 12, 13]
+    assert descendants(13, proc) == []
+    assert descendants(10, tmp_path / "missing") == []
+
+
+def test_a_stopped_queue_gives_no_further_job():
+    stop = threading.Event()
+    queue = JobQueue([("a.py", "x"), ("a.py", "y")], stopped=stop.is_set)
+    assert queue.take(None) == (0, ("a.py", "x"))
+    stop.set()
+    assert queue.take("a.py") is None
+
+
+def test_a_caught_signal_sets_the_interruption_and_the_handlers_are_restored_after():
+    before = signal.getsignal(signal.SIGTERM)
+    interruption = Interruption()
+    with caught(interruption):
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not interruption.stopped() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert interruption.stopped() and interruption.signal_name == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert interruption.line(3, 28, "substrates") == ("interrupted by SIGTERM: 3 of 28 substrates finished before it "
+                                                      "(above); the other 25 did not run")
+
+
+def _processes_in_group(pgid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if fields[0] != "Z" and int(fields[3]) == pgid:
+                found.append(int(entry.name))
+    return found
+
+
+def _gate_until_one_substrate_is_done(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+    report, record = tmp_path / "gate.json", tmp_path / "admissions.json"
+    gate = subprocess.Popen([sys.executable, "gate.py", "--backend", "cpu", "--jobs", "2", "--no-progress",
+                             "--json", str(report), "--record", str(record)], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and gate.poll() is None:
+        # The JSON is written after each substrate: the first one is done once it holds one.
+        if report.is_file() and report.stat().st_size and json.loads(report.read_text() or "{}").get("substrates"):
+            return gate, report, record
+        time.sleep(0.2)
+    gate.kill()
+    pytest.fail(f"the gate finished no substrate in time: {gate.communicate()}")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+@pytest.mark.parametrize("to_group", [True, False], ids=["SIGINT to the process group", "SIGTERM to the gate alone"])
+def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leaves_no_process(tmp_path, to_group):
+    gate, report, record = _gate_until_one_substrate_is_done(tmp_path)
+    sent = time.monotonic()
+    if to_group:  # Ctrl-C at a terminal: every process of the foreground group gets SIGINT
+        os.killpg(gate.pid, signal.SIGINT)
+    else:  # a batch system's stop, sent to the gate's own process
+        os.kill(gate.pid, signal.SIGTERM)
+    out, err = gate.communicate(timeout=30)
+    took = time.monotonic() - sent
+    name = "SIGINT" if to_group else "SIGTERM"
+
+    assert gate.returncode == EXIT_INTERRUPTED, out + err
+    assert took < 10
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted by {name}: ") and "of 28 substrates finished before it (above)" in last
+    assert last.endswith(f"nothing was written to the admission records; {report} holds what finished, "
+                         f"marked incomplete")
+    data = json.loads(report.read_text())
+    finished = [s["name"] for s in data["substrates"]]
+    assert data["incomplete"]["interrupted_by"] == name
+    assert finished and len(finished) + len(data["incomplete"]["not_gated"]) == 28
+    assert not set(finished) & set(data["incomplete"]["not_gated"])
+    for name_ in finished:  # each finished verdict is in the table above the line
+        assert any(line.startswith(name_ + " ") for line in out.splitlines())
+    assert not record.exists()  # a record claims a whole gate, sanitizers included
+    deadline = time.monotonic() + 5  # a worker forked as the signal came ends once it sees the gate gone
+    while _processes_in_group(gate.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in_group(gate.pid) == []
