@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import admissions
+from harness import admissions, preflight
 from harness.backends import BACKEND_NAMES, BackendUnavailable, cpu_compiler, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gate.py",
         description="Run every suite of each substrate against its official PyTorch reference and admit it as a "
                     "mutation target only if it is right everywhere.",
-        epilog="Exit status: 0 all admitted, 1 any rejected, 2 bad usage.",
+        epilog="Exit status: 0 all admitted, 1 any rejected (with --list: a candidate did not import), 2 bad usage "
+               "(checked before any work: the packages installed, every path to be written), 130 interrupted.",
     )
     parser.add_argument("targets", nargs="*", metavar="NAME_OR_FILE",
                         help="registered substrate names, or paths to candidate_<name>.py files (default: every "
@@ -372,6 +373,9 @@ def _make_progress(disabled: bool):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if problem := preflight.packages_problem():
+        print(f"gate.py: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     # Read by discovery and the job slots (args travels through every stage of the run); set by Ctrl-C and SIGTERM.
     args.interruption = Interruption()
     with caught(args.interruption):
@@ -382,12 +386,44 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
 
 
+def _expand_folders(targets: list[str]) -> list[str]:
+    """The targets with each folder replaced by the candidate files in it; raises UsageError for one holding none."""
+    expanded = []
+    for target in targets:
+        if Path(target).is_dir():
+            found = candidate_files(Path(target))
+            if not found:
+                raise UsageError(f"{target}: a folder with no candidate_*.py file in it")
+            expanded += [str(f) for f in found]
+        else:
+            expanded.append(target)
+    return expanded
+
+
+def _output_problems(args, explicit_files: list[Path]) -> list[str]:
+    """Every path the run will write that cannot be written, checked before any work."""
+    if args.list:
+        return []
+    paths = [(args.json, "--json")] if args.json else []
+    if not args.no_record:
+        gates_family = not explicit_files or any(not t.endswith(".py") for t in args.targets)  # names are its
+        folders = sorted({f.resolve().parent for f in explicit_files})
+        records = [args.record] if args.record else (
+            [admissions.DEFAULT_RECORD] if gates_family else []) + [folder / admissions.RECORD_NAME for folder in folders]
+        paths += [(path, "admission record" if args.record is None else "--record") for path in records]
+    return [problem for path, option in paths if (problem := preflight.unwritable(path, option))]
+
+
 def _run(args) -> int:
     started = time.perf_counter()
+    args.targets = _expand_folders(args.targets)
     explicit_files = [Path(t) for t in args.targets if t.endswith(".py")]
     for file in explicit_files:
         if not file.is_file():
             raise UsageError(f"cannot read candidate file {file}")
+    if problems := _output_problems(args, explicit_files):
+        raise UsageError("; ".join(problems) + (" (--no-record gates without writing the admission records)"
+                                                if any(p.startswith("admission record") for p in problems) else ""))
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     if problem := sanitizer.processes_problem(args.sanitize_processes):
@@ -460,6 +496,9 @@ def _gate_discovered(args, started: float, files: list[Path], tools: tuple[str, 
     timeline.discovery = time.perf_counter() - started
     if args.list:
         print(_list(entries, errors, records))
+        if errors:  # a candidate that does not import would be rejected: the listing says so, and so does its exit
+            print(f"{len(errors)} of {len(errors) + len(entries)} candidate file(s) did not import", file=sys.stderr)
+            return EXIT_REJECTED
         return EXIT_ADMITTED
     # Discovery names files by their resolved path; targets given on the command line are matched the same way.
     targets = [str(Path(t).resolve()) if t.endswith(".py") else t for t in args.targets]
