@@ -261,6 +261,11 @@ def need_times(lengths: list[int], slots: int) -> list[float]:
     return starts
 
 
+# A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold);
+# a GPU worker's waits for its GPU sleep (harness.backends.cuda: CudaBackend's blocking_sync).
+CAMPAIGN_BACKEND_SETTINGS = {"cpu": {"ptxas": False}, "cuda": {"blocking_sync": True}}
+
+
 def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_dir,
                   address_checked: bool = False, lowered: int = 0, slots: int | None = None,
                   schemata: bool = False, pool: CompilePool | None = None) -> CompilePool:
@@ -272,7 +277,6 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     already with those, given the batches instead of a new one."""
     from harness.backends import address_check, gpu_arch
     from harness.cache import default_cache_dir
-    from harness.engine.worker import CAMPAIGN_BACKEND_SETTINGS
     from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
 
     pool = pool or CompilePool(processes, lowered)

@@ -21,10 +21,16 @@ batch is compiled before the mutants of this one run); ("mutant", id) as each mu
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.backends import KernelFault
+from harness.engine.compile import CAMPAIGN_BACKEND_SETTINGS
+from harness.engine.report import MutantStatus
+from harness.nvrtc import CompileError
 
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
@@ -132,8 +138,6 @@ def _unswitched_cubins(compiled: dict, batch: tuple[str, ...], switches: dict) -
 def code_status(digests: dict[str, str | None], digest: str, mutant_id: str):
     """Equivalent or Duplicate when `digest` is known (None stands for the unmutated source), else
     None, and the mutant's code is recorded as `mutant_id`'s for those that come after it."""
-    from harness.engine.report import MutantStatus
-
     if digest not in digests:
         digests[digest] = mutant_id
         return None
@@ -242,9 +246,6 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False, process
     return True
 
 
-# A campaign's backends, by name: the CPU backend's NVRTC stops at PTX (ptxas's GPU limits are the gate's to hold);
-# a GPU worker's waits for its GPU sleep (harness.backends.cuda: CudaBackend's blocking_sync).
-CAMPAIGN_BACKEND_SETTINGS = {"cpu": {"ptxas": False}, "cuda": {"blocking_sync": True}}
 # Where a worker's time goes, in the order the campaign prints them.
 PHASES = ("start-up", "trials and references", "unmutated runs", "compiling", "mutants")
 # The parts of the mutants' time (loading each, and run_kernel's phases), reported beside PHASES under this
@@ -317,138 +318,210 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
                       processor_since: float):
     """The job (run_campaign_job); returns its backend where every mutant was judged and no fault ended the job,
     else None."""
-    from harness.backends import KernelFault, create_backend
-    from harness.cache import address_checked_cubin, compile_cached, compile_program_cached
-    from harness.batches import ptx_digest
-    from harness.engine.compile import compile_variants, group_by_batch, to_load
-    from harness.engine.mutants import generate
-    from harness.engine.report import MutantStatus
-    from harness.engine.schema import schema, switch_symbol
-    from harness.guards import GuardedBuffers
-    from harness.nvrtc import CompileError
-    from harness.pipeline import run_kernel
-    from harness.problems import ProblemSearch, load_problem, model_state
+    run = _SubstrateRun(job, conn, phases, mutant_parts, setup_parts, processor_since)
+    run.start_up()
+    run.compile_original()
+    if wait_for_job:
+        run.take_job()
+    run.plan_mutants()
+    if not run.run_baseline():
+        return None
+    return run.backend if run.run_mutants() else None
 
-    # What a worker started after a fault pays again, in parts: where to look to make that cheaper.
-    with _Phase(phases, "start-up"):
-        with setup_parts.timing("start-up: candidate imported"):
-            entry = _load_entry(job)
-        with setup_parts.timing("start-up: backend"):
-            settings = backend_settings(job.backend, job.cache_dir, job.check_addresses)
-            backend = _made_ahead.pop((job.backend, settings), None) or create_backend(job.backend, **dict(settings))
-        with setup_parts.timing("start-up: official model"):
-            search = ProblemSearch.for_candidate(entry.file, Path(job.kb_root) if job.kb_root else None)
-            official = load_problem(entry.kb_file, search).build_model(backend.device)
-            state = model_state(official, entry.model_state)
-    conn.send(("step", "building the trials"))
-    with _Phase(phases, "trials and references"):
-        trials = prepare_trials(entry, official, backend.device, setup_parts, tuple(state))
-    program = f"{entry.name}.cu"
-    cache_dir = Path(job.cache_dir) if job.cache_dir else None
-    def compile_batch_ptx(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What judging one mutant on the trials found (_SubstrateRun.judge)."""
+
+    status: MutantStatus | None  # None: a kill on a trial the run damaged, which the worker must end to confirm
+    detail: str
+    end_worker: bool = False
+    memory_fault: bool = False  # a memory fault the CPU shim caught
+    foreseen: bool = False  # a GPU fault the address check foresaw
+
+
+class _SubstrateRun:
+    """One job's substrate in this worker: the trials and references built once, the unmutated source compiled once,
+    then the mutants a chunk at a time. The steps are methods that _run_campaign_job calls in order; what one step
+    makes, the later ones read from the instance."""
+
+    def __init__(self, job: CampaignJob, conn, phases: Counter, mutant_parts, setup_parts, processor_since: float):
+        self.job, self.conn, self.phases = job, conn, phases
+        self.mutant_parts, self.setup_parts, self.processor_since = mutant_parts, setup_parts, processor_since
+        self.loaded: dict = {}  # "kernel": the unmutated source's, "schema": the schema's (None where it failed)
+
+    def start_up(self) -> None:
+        """The candidate's entry, the backend, the official model and the trials: what a worker started after a
+        fault pays again, timed in parts (where to look to make that cheaper)."""
+        from harness.backends import create_backend
+        from harness.problems import ProblemSearch, load_problem, model_state
+
+        job, setup_parts = self.job, self.setup_parts
+        with _Phase(self.phases, "start-up"):
+            with setup_parts.timing("start-up: candidate imported"):
+                self.entry = _load_entry(job)
+            with setup_parts.timing("start-up: backend"):
+                settings = backend_settings(job.backend, job.cache_dir, job.check_addresses)
+                self.backend = (_made_ahead.pop((job.backend, settings), None)
+                                or create_backend(job.backend, **dict(settings)))
+            with setup_parts.timing("start-up: official model"):
+                search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
+                official = load_problem(self.entry.kb_file, search).build_model(self.backend.device)
+                state = model_state(official, self.entry.model_state)
+        self.conn.send(("step", "building the trials"))
+        with _Phase(self.phases, "trials and references"):
+            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, tuple(state))
+        self.program = f"{self.entry.name}.cu"
+        self.cache_dir = Path(job.cache_dir) if job.cache_dir else None
+
+    def compile_batch_ptx(self, source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
         """Through the cache, which holds what the pool compiled ahead. Alone where a schema runs some of the batch:
         the checked cubin of the rest is assembled (or found, the pool's) as they load (checked_cubin_ptx)."""
-        with setup_parts.timing("compiling: NVRTC, or the cache"):
-            return compile_program_cached(source, name_expressions, arch, program_name, cache_dir)
+        from harness.cache import compile_program_cached
 
-    def compile_batch(source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
+        with self.setup_parts.timing("compiling: NVRTC, or the cache"):
+            return compile_program_cached(source, name_expressions, arch, program_name, self.cache_dir)
+
+    def compile_batch(self, source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
         """compile_batch_ptx; checked, with the batch's checked cubin too, so that a batch ptxas refuses fails here
         (and is split) rather than as it loads."""
-        compiled = compile_batch_ptx(source, name_expressions, arch, program_name)
-        if job.check_addresses:
-            with setup_parts.timing("compiling: the address-checked cubin, assembled or from the cache"):
-                address_checked_cubin(compiled.ptx, arch, cache_dir)
+        from harness.cache import address_checked_cubin
+
+        compiled = self.compile_batch_ptx(source, name_expressions, arch, program_name)
+        if self.job.check_addresses:
+            with self.setup_parts.timing("compiling: the address-checked cubin, assembled or from the cache"):
+                address_checked_cubin(compiled.ptx, arch, self.cache_dir)
         return compiled
 
-    def compile_digest(source: str) -> str:
+    def compile_digest(self, source: str) -> str:
+        from harness.batches import ptx_digest
+        from harness.cache import compile_cached
+
         # For the backend's own architecture: its load() then finds this compile in the cache.
-        compiled, _ = compile_cached(source, entry.kernel_name, backend.nvrtc_arch, cache_dir, program)
+        compiled, _ = compile_cached(source, self.entry.kernel_name, self.backend.nvrtc_arch, self.cache_dir,
+                                     self.program)
         return ptx_digest(compiled.ptx)
 
-    loaded = {}
-
-    def original():
-        if "kernel" not in loaded:
-            conn.send(("step", "compiling the unmutated source"))
+    def original(self):
+        """The unmutated source's kernel, loaded once."""
+        if "kernel" not in self.loaded:
+            self.conn.send(("step", "compiling the unmutated source"))
             # Batch form when the worker batches: the digest's compile is the one that runs.
-            loaded["kernel"] = backend.load(entry.cuda, entry.kernel_name, program,
-                                            compiled=original_variant.kernel if original_variant else None)
-        return loaded["kernel"]
+            self.loaded["kernel"] = self.backend.load(
+                self.entry.cuda, self.entry.kernel_name, self.program,
+                compiled=self.original_variant.kernel if self.original_variant else None)
+        return self.loaded["kernel"]
 
-    # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
-    conn.send(("step", "compiling the unmutated source"))
-    with _Phase(phases, "compiling"):
-        original_variant = compile_variants([entry.cuda], entry, backend.nvrtc_arch, program, compile_batch)[0] \
-            if job.batch_size > 1 else None
-        batching = original_variant is not None
-        original_digest = ((original_variant.digest if batching else compile_digest(entry.cuda))
-                           if job.check_equivalence else None)
+    def compile_original(self) -> None:
+        """The unmutated source's compile and digest, and each trial's cost and byte sums."""
+        from harness.engine.compile import compile_variants
 
-    costs = [trial_bytes(trial) for trial in trials]
-    checksums = trial_checksums(trials)
-    sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(trials, checksums)]
+        entry = self.entry
+        # Digests of batch-compiled code and of code compiled alone differ; a worker uses one form throughout.
+        self.conn.send(("step", "compiling the unmutated source"))
+        with _Phase(self.phases, "compiling"):
+            self.original_variant = (compile_variants([entry.cuda], entry, self.backend.nvrtc_arch, self.program,
+                                                      self.compile_batch)[0]
+                                     if self.job.batch_size > 1 else None)
+            self.batching = self.original_variant is not None
+            self.original_digest = ((self.original_variant.digest if self.batching else self.compile_digest(entry.cuda))
+                                    if self.job.check_equivalence else None)
+        self.costs = [trial_bytes(trial) for trial in self.trials]
+        self.checksums = trial_checksums(self.trials)
+        self.sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(self.trials, self.checksums)]
 
-    if wait_for_job:
-        conn.send(("step", "warmed ahead, waiting for its job"))
-        _target, (given,) = conn.recv()
+    def take_job(self) -> None:
+        """A spare warmed ahead: the job itself, read from `conn` as the fork server's worker reads one."""
+        job = self.job
+        self.conn.send(("step", "warmed ahead, waiting for its job"))
+        _target, (given,) = self.conn.recv()
         # What was built ahead is for this substrate, compiled this way; the parent keys its spares so.
         same = ("file", "name", "backend", "batch_size", "check_equivalence", "cache_dir", "kb_root", "check_addresses",
                 "schemata")
         if any(getattr(given, field) != getattr(job, field) for field in same):
             raise ValueError(f"a worker warmed for {job.name} ({job.file}, batch size {job.batch_size}) was given a "
                              f"job for {given.name} ({given.file}, batch size {given.batch_size})")
-        job = given
-    digests = {}
-    if job.check_equivalence:
-        digests.update(dict(job.known_digests))
-        digests[original_digest] = None
+        self.job = given
 
-    # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial, and what
-    # launch returns is recorded then and reused (harness.pipeline.LaunchRecord).
-    initialised: dict[int, bool] = {}
-    launches: dict = {}  # trial -> LaunchRecord
-    buffers = GuardedBuffers()  # one trial's guarded copies and output, kept from run to run
+    def plan_mutants(self) -> None:
+        """The job's mutants in chunks to compile, the schema that switches most of them, and what the runs share;
+        on a backend that builds beside the worker (g++), the schema and the first chunk's build started."""
+        from harness.engine.compile import group_by_batch
+        from harness.engine.mutants import generate
+        from harness.engine.schema import schema
+        from harness.guards import GuardedBuffers
 
-    def run_trial(kernel, i: int, runs: int = 2, clock=None) -> str:
-        run = run_kernel(entry, kernel, backend, trials[i].inputs, trials[i].expected, initialised=initialised.get(i),
-                         input_sums=sums_of_inputs[i], runs=runs, clock=clock,
-                         expected_poison=trials[i].expected_poison, buffers=buffers, launched=launches.get(i),
-                         record_launch=i not in launches)
+        job = self.job
+        self.digests: dict = {}
+        if job.check_equivalence:
+            self.digests.update(dict(job.known_digests))
+            self.digests[self.original_digest] = None
+        # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial, and
+        # what launch returns is recorded then and reused (harness.pipeline.LaunchRecord).
+        self.initialised: dict[int, bool] = {}
+        self.launches: dict = {}  # trial -> LaunchRecord
+        self.buffers = GuardedBuffers()  # one trial's guarded copies and output, kept from run to run
+        self.mutants = {m.id: m for m in generate(self.entry.cuda, self.entry.name)}
+        # Of every mutant of the substrate, not only this job's: the same schema, compiled once, in every worker and
+        # pool.
+        self.made_schema = (schema(self.entry.cuda, list(self.mutants.values()))
+                            if job.schemata and self.batching and self.backend.switches_schemata else None)
+        self.switches = self.made_schema.switches if self.made_schema else {}
+        if self.batching and job.batches:  # the plan's batches, the same in every worker: compiled ahead, in the cache
+            self.chunks = group_by_batch(job.mutant_ids, job.batches)
+        else:
+            per_compile = job.batch_size if self.batching else 1
+            self.chunks = [(chunk, chunk) for chunk in (job.mutant_ids[first:first + per_compile]
+                                                        for first in range(0, len(job.mutant_ids), per_compile))]
+        # Where the backend builds beside this worker (g++), the schema and the first batch are started before the
+        # unmutated source runs and each next batch before the mutants of the one before; elsewhere the compile is in
+        # this thread, and a batch is compiled when its mutants come, which leaves the compile pool the time to have
+        # made it.
+        self.ahead = self.backend.builds_beside
+        if self.ahead and self.switches and any(mutant_id in self.switches for mutant_id in job.mutant_ids):
+            self.backend.compile_ahead([self.made_schema.source()], self.entry.kernel_name, self.program)
+        self.prepared = self.prepare(self.chunks[0]) if self.chunks and self.ahead else None
+        # Where nvJitLink does not load, the driver assembles each checked module as it loads it: named apart.
+        self.loading = ("loading (nvJitLink not loadable in the worker)"
+                        if getattr(self.backend, "assembles_checked_ptx", False) else "loading")
+        self.kills = Counter()
+        # Mutants this worker has started: trials damaged after the first may be an earlier one's doing.
+        self.started_here = 0
+
+    def run_trial(self, kernel, i: int, runs: int = 2, clock=None) -> str:
+        from harness.pipeline import run_kernel
+
+        trial = self.trials[i]
+        run = run_kernel(self.entry, kernel, self.backend, trial.inputs, trial.expected,
+                         initialised=self.initialised.get(i), input_sums=self.sums_of_inputs[i], runs=runs,
+                         clock=clock, expected_poison=trial.expected_poison, buffers=self.buffers,
+                         launched=self.launches.get(i), record_launch=i not in self.launches)
         if not run.argument_problems:
-            initialised.setdefault(i, run.initialised_by_launch)
+            self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
-            launches[i] = run.launch
-        return first_failure(run, trials[i].expected, entry)
+            self.launches[i] = run.launch
+        return first_failure(run, trial.expected, self.entry)
 
-    mutants = {m.id: m for m in generate(entry.cuda, entry.name)}
-    # Of every mutant of the substrate, not only this job's: the same schema, compiled once, in every worker and pool.
-    made_schema = (schema(entry.cuda, list(mutants.values()))
-                   if job.schemata and batching and backend.switches_schemata else None)
-    switches = made_schema.switches if made_schema else {}
-
-    def schema_kernel():
+    def schema_kernel(self):
         """The schema's kernel, loaded once (None where it does not compile or load: its mutants then load alone)."""
-        if "schema" not in loaded:
-            conn.send(("step", "compiling the schema"))
-            loaded["schema"] = None
-            with _Phase(phases, "compiling"):
-                (variant,) = compile_variants([made_schema.source()], entry, backend.nvrtc_arch, program, compile_batch)
+        from harness.engine.compile import compile_variants
+
+        if "schema" not in self.loaded:
+            self.conn.send(("step", "compiling the schema"))
+            self.loaded["schema"] = None
+            with _Phase(self.phases, "compiling"):
+                (variant,) = compile_variants([self.made_schema.source()], self.entry, self.backend.nvrtc_arch,
+                                              self.program, self.compile_batch)
             if variant is not None:
                 try:
-                    with mutant_parts.timing(loading):
-                        loaded["schema"] = backend.load(made_schema.source(), entry.kernel_name, program,
-                                                        compiled=variant.kernel)
+                    with self.mutant_parts.timing(self.loading):
+                        self.loaded["schema"] = self.backend.load(self.made_schema.source(), self.entry.kernel_name,
+                                                                  self.program, compiled=variant.kernel)
                 except CompileError:
                     pass
-        return loaded["schema"]
-    if batching and job.batches:  # the plan's batches, the same in every worker: compiled ahead, in the cache
-        chunks = group_by_batch(job.mutant_ids, job.batches)
-    else:
-        per_compile = job.batch_size if batching else 1
-        chunks = [(chunk, chunk) for chunk in
-                  (job.mutant_ids[first:first + per_compile] for first in range(0, len(job.mutant_ids), per_compile))]
+        return self.loaded["schema"]
 
-    def prepare(chunk) -> tuple[list[str], list]:
+    def prepare(self, chunk) -> tuple[list[str], list]:
         """The sources and NVRTC variants of a chunk's mutants, their g++ build (on the CPU backend) started
         beside what follows. The whole batch is compiled, as the plan made it, so that it is the program
         compiled ahead; a worker after a fault may have only part of it to run.
@@ -456,205 +529,236 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         NVRTC runs here, in this thread, between the ("batch", ...) and ("compiled",) messages:
         a compiler that crashes the worker is then seen as the batch's doing, not a mutant's.
         """
+        from harness.engine.compile import compile_variants, to_load
+
+        entry, switches = self.entry, self.switches
         batch, members = chunk
-        batch_sources = {mutant_id: mutants[mutant_id].apply(entry.cuda) for mutant_id in batch}
+        batch_sources = {mutant_id: self.mutants[mutant_id].apply(entry.cuda) for mutant_id in batch}
         sources = [batch_sources[mutant_id] for mutant_id in members]
         variants = [None] * len(members)
-        if batching:
-            conn.send(("batch", members))
-            conn.send(("step", f"compiling {len(batch)} mutants as one program"))
-            with _Phase(phases, "compiling"):
-                compiled = dict(zip(batch, compile_variants(list(batch_sources.values()), entry, backend.nvrtc_arch,
-                                                            program, compile_batch_ptx if switches else compile_batch)))
-                if switches and job.check_addresses:
+        if self.batching:
+            self.conn.send(("batch", members))
+            self.conn.send(("step", f"compiling {len(batch)} mutants as one program"))
+            with _Phase(self.phases, "compiling"):
+                compiled = dict(zip(batch, compile_variants(
+                    list(batch_sources.values()), entry, self.backend.nvrtc_arch, self.program,
+                    self.compile_batch_ptx if switches else self.compile_batch)))
+                if switches and self.job.check_addresses:
                     compiled = _unswitched_cubins(compiled, batch, switches)
                 variants = [compiled[mutant_id] for mutant_id in members]
                 unswitched = [i for i, mutant_id in enumerate(members) if mutant_id not in switches]
-                backend.compile_ahead(to_load([sources[i] for i in unswitched], [variants[i] for i in unswitched],
-                                              digests if job.check_equivalence else None),
-                                      entry.kernel_name, program)
-            conn.send(("compiled",))
+                self.backend.compile_ahead(to_load([sources[i] for i in unswitched], [variants[i] for i in unswitched],
+                                                   self.digests if self.job.check_equivalence else None),
+                                           entry.kernel_name, self.program)
+            self.conn.send(("compiled",))
         return sources, variants
 
-    # Where the backend builds beside this worker (g++), the schema and the first batch are started before the
-    # unmutated source runs and each next batch before the mutants of the one before; elsewhere the compile is in this
-    # thread, and a batch is compiled when its mutants come, which leaves the compile pool the time to have made it.
-    ahead = backend.builds_beside
-    if ahead and switches and any(mutant_id in switches for mutant_id in job.mutant_ids):
-        backend.compile_ahead([made_schema.source()], entry.kernel_name, program)
-    prepared = prepare(chunks[0]) if chunks and ahead else None
+    def run_baseline(self) -> bool:
+        """The unmutated source through every trial, once each (the gate admitted it with both runs on these trials;
+        one run still shows the campaign's copy of the trials intact and times a mutant's step, two runs), and the
+        step timeout sent; False where it failed a trial (said in a ("baseline", False, ...) message)."""
+        conn, job = self.conn, self.job
+        slowest = 0.0
+        if job.run_baseline:
+            started = time.perf_counter()
+            with _Phase(self.phases, "unmutated runs"):
+                for i, trial in enumerate(self.trials):
+                    conn.send(("step", f"unmutated {trial.where}"))
+                    began = time.perf_counter()
+                    try:
+                        failure = self.run_trial(self.original(), i, runs=1)
+                    except KernelFault as fault:
+                        if not fault.foreseen:
+                            raise
+                        conn.send(("baseline", False, f"{BASELINE_STOPPED_BY_CHECK} on {trial.where}: {fault}",
+                                   time.perf_counter() - started))
+                        return False
+                    slowest = max(slowest, 2 * (time.perf_counter() - began))
+                    if failure:
+                        conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
+                                   time.perf_counter() - started))
+                        return False
+            conn.send(("baseline", True, "", time.perf_counter() - started))
+            self.send_timings()
+        conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
+        return True
 
-    # The unmutated source goes through the same trials and must survive every one. One run each: the
-    # gate admitted it (plans() takes only admitted substrates) with both runs on these trials; one run
-    # still shows the campaign's copy of the trials intact and times a mutant's step (two runs).
-    slowest = 0.0
-    if job.run_baseline:
-        started = time.perf_counter()
-        with _Phase(phases, "unmutated runs"):
-            for i, trial in enumerate(trials):
-                conn.send(("step", f"unmutated {trial.where}"))
-                began = time.perf_counter()
-                try:
-                    failure = run_trial(original(), i, runs=1)
-                except KernelFault as fault:
-                    if not fault.foreseen:
-                        raise
-                    conn.send(("baseline", False, f"{BASELINE_STOPPED_BY_CHECK} on {trial.where}: {fault}",
-                               time.perf_counter() - started))
-                    return
-                slowest = max(slowest, 2 * (time.perf_counter() - began))
-                if failure:
-                    conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
-                               time.perf_counter() - started))
-                    return
-        conn.send(("baseline", True, "", time.perf_counter() - started))
-        conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
-    conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
+    def send_timings(self) -> None:
+        self.conn.send(("timings", timings(self.phases, self.mutant_parts, self.setup_parts, self.processor_since)))
 
-    def trials_damaged() -> bool:
+    def trials_damaged(self) -> bool:
         """Whether any of the worker's trials differs from what it was built as (a stray write's doing)."""
-        return trial_checksums(trials) != checksums
+        return trial_checksums(self.trials) != self.checksums
 
-    def judge(kernel, mutant_id: str) -> tuple[MutantStatus | None, str, bool, bool, bool]:
-        """Run the trials, those that kill soonest first, until one fails: (status, detail, end the worker,
-        a memory fault the CPU shim caught, a GPU fault the address check foresaw).
+    def judge(self, kernel, mutant_id: str) -> _Verdict:
+        """Run the trials, those that kill soonest first, until one fails.
 
         A kill stands only if the worker's copy of the trial is intact (its byte sums are those it was
         built with; a stray write of this or an earlier mutant may have changed it: status None, the
         worker must end), and, for an atomic kernel, which may sum in another order, only if the
         unmutated kernel passes the trial again (else the trial is skipped).
         """
-        for i in trial_order(kills, costs):
-            trial = trials[i]
-            conn.send(("step", f"{mutant_id} {trial.where}"))
+        for i in trial_order(self.kills, self.costs):
+            trial = self.trials[i]
+            self.conn.send(("step", f"{mutant_id} {trial.where}"))
             try:
-                failure = run_trial(kernel, i, clock=mutant_parts)
+                failure = self.run_trial(kernel, i, clock=self.mutant_parts)
                 if failure:
-                    with mutant_parts.timing("the trial's checksum after a kill"):
-                        damaged = trial_checksum(trial) != checksums[i]
+                    with self.mutant_parts.timing("the trial's checksum after a kill"):
+                        damaged = trial_checksum(trial) != self.checksums[i]
                     if damaged:
-                        return None, f"{trial.where}: {failure}", True, False, False
-                if failure and entry.accumulates:
-                    conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
-                    if run_trial(original(), i, clock=mutant_parts):
+                        return _Verdict(None, f"{trial.where}: {failure}", end_worker=True)
+                if failure and self.entry.accumulates:
+                    self.conn.send(("step", f"{mutant_id} {trial.where}: the unmutated kernel again"))
+                    if self.run_trial(self.original(), i, clock=self.mutant_parts):
                         continue
             except KernelFault as fault:
-                end = fault.poisons_context
-                if fault.foreseen:
-                    # The GPU would have ended this worker, and with it whatever the kernel wrote before the
-                    # access the check stopped. Writes into the worker's trials end it still.
-                    with mutant_parts.timing("the trials' checksums after a foreseen fault"):
-                        end = trials_damaged()
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault, fault.foreseen
+                return self.fault_verdict(fault, trial)
             except RuntimeError as error:  # torch meeting a context the mutant broke
                 if "CUDA" not in str(error):
                     raise
-                return MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", True, False, False
+                return _Verdict(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", end_worker=True)
             if failure:
-                kills[i] += 1
-                return MutantStatus.KILLED, f"{trial.where}: {failure}", False, False, False
-        return MutantStatus.SURVIVED, f"passed all {len(trials)} trials", False, False, False
+                self.kills[i] += 1
+                return _Verdict(MutantStatus.KILLED, f"{trial.where}: {failure}")
+        return _Verdict(MutantStatus.SURVIVED, f"passed all {len(self.trials)} trials")
 
-    # Where nvJitLink does not load, the driver assembles each checked module as it loads it: named apart.
-    loading = "loading (nvJitLink not loadable in the worker)" if getattr(backend, "assembles_checked_ptx", False) \
-        else "loading"
-    kills = Counter()
-    started_here = 0  # mutants this worker has started: trials damaged after the first may be an earlier one's doing
-    for index, (_batch, members) in enumerate(chunks):
-        sources, variants = prepared if prepared is not None else prepare(chunks[index])
-        prepared = prepare(chunks[index + 1]) if ahead and index + 1 < len(chunks) else None
-        for mutant_id, source, variant in zip(members, sources, variants):
-            started = time.perf_counter()
-            started_here += 1
-            conn.send(("mutant", mutant_id))
+    def fault_verdict(self, fault: KernelFault, trial: Trial) -> _Verdict:
+        end = fault.poisons_context
+        if fault.foreseen:
+            # The GPU would have ended this worker, and with it whatever the kernel wrote before the
+            # access the check stopped. Writes into the worker's trials end it still.
+            with self.mutant_parts.timing("the trials' checksums after a foreseen fault"):
+                end = self.trials_damaged()
+        return _Verdict(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {fault}", end, fault.memory_fault,
+                        fault.foreseen)
 
-            def report(status: MutantStatus, detail: str = "", digest: str = "") -> None:
-                seconds = time.perf_counter() - started
-                phases["mutants"] += seconds
-                conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
-                                      "seconds": round(seconds, 4), "ptx_sha256": digest,
-                                      **({"schema": True} if from_schema else {})}))
-                # So far: a worker that dies later has said this much.
-                conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
-
-            digest = ""
-            from_schema = False  # run from the substrate's schema, its switch set to this mutant
+    def load_mutant(self, mutant_id: str, source: str, variant):
+        """The mutant's kernel, and whether it runs from the schema (its switch set); raises CompileError or
+        KernelFault as loading does."""
+        switches = self.switches
+        kernel = self.schema_kernel() if mutant_id in switches else None
+        with self.mutant_parts.timing(self.loading):
+            if kernel is not None:
+                self.backend.set_switch(kernel, _switch_symbol(), switches[mutant_id])
+                return kernel, True
+            # A switched mutant is in no checked cubin of its batch: alone, as one that failed to batch.
+            batched = variant.kernel if variant is not None and mutant_id not in switches else None
             try:
-                # Code compared first: an equivalent or duplicate mutant is never loaded (nor, on the CPU,
-                # built by g++). A mutant that compiles alone but not in a batch is run without comparison.
-                if job.check_equivalence and (variant or not batching):
-                    if not batching:
-                        conn.send(("step", f"compiling {mutant_id}"))
-                    digest = variant.digest if variant else compile_digest(source)
-                    same_code = code_status(digests, digest, mutant_id)
-                    if same_code is not None:
-                        twin = digests[digest]
-                        report(same_code, "compiled code identical to the unmutated source's" if twin is None
-                               else f"compiled code identical to {twin}'s", digest)
-                        continue
-                conn.send(("step", f"loading {mutant_id}"))
-                kernel = schema_kernel() if mutant_id in switches else None
-                with mutant_parts.timing(loading):
-                    if kernel is not None:
-                        backend.set_switch(kernel, switch_symbol(), switches[mutant_id])
-                        from_schema = True
-                    else:
-                        # A switched mutant is in no checked cubin of its batch: alone, as one that failed to batch.
-                        batched = variant.kernel if variant is not None and mutant_id not in switches else None
-                        try:
-                            kernel = backend.load(source, entry.kernel_name, program, compiled=batched)
-                        except CompileError:
-                            if batched is None or not switches:
-                                raise
-                            # ptxas refused the batch's pruned cubin (one of its mutants' doing): this one alone says.
-                            kernel = backend.load(source, entry.kernel_name, program)
-            except CompileError as error:
-                report(MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
-                continue
-            except KernelFault as fault:
-                report(MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
-                if fault.poisons_context:
-                    return
-                continue
-            status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
-            if from_schema and status is MutantStatus.RUNTIME_ERROR and not (foreseen or memory_fault or end_worker):
-                # The schema's kernel, not the mutant's, may be what failed (a block that fits the mutant's registers
-                # and not the schema's): the mutant compiled alone says. A memory fault (the CPU shim's) is the
-                # mutant's own code faulting, which the schema runs as it is.
-                conn.send(("step", f"{mutant_id}: judged again, compiled alone"))
-                try:
-                    with mutant_parts.timing(loading):
-                        alone = backend.load(source, entry.kernel_name, program)
-                except (CompileError, KernelFault):
-                    alone = None  # the schema's verdict stands
-                if alone is not None:
-                    from_schema = False
-                    status, detail, end_worker, memory_fault, foreseen = judge(alone, mutant_id)
-                    detail += " (judged again compiled alone: it failed to run from the schema)"
-            if memory_fault and started_here > 1:
-                # Such a fault used to end the process, and a death is a mutant's own only when it is the
-                # first mutant of a fresh worker (an earlier one may have damaged the process). With the
-                # trials intact, this worker becomes that: its trial order forgotten, the mutant judged again.
-                if trials_damaged():
-                    conn.send(("retry", mutant_id, f"{detail}; a trial changed before it: judged in a fresh worker"))
-                    return
-                kills.clear()
-                started_here = 1
-                status, detail, end_worker, memory_fault, foreseen = judge(kernel, mutant_id)
-                detail += " (judged again as the first mutant of a fresh worker)"
-            if status is None and started_here > 1:
-                # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
-                conn.send(("retry", mutant_id, f"{detail}; the worker's copy of that trial has changed"))
-                return
-            if status is None:
-                status, detail = MutantStatus.KILLED, (
-                    f"{detail} (and its stray writes changed the worker's copy of the trial)")
-            report(status, detail, digest)
-            if end_worker:
-                return  # the parent starts a fresh worker for the rest
-            if foreseen:
-                # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
-                # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
-                kills.clear()
-                started_here = 0
-    return backend
+                return self.backend.load(source, self.entry.kernel_name, self.program, compiled=batched), False
+            except CompileError:
+                if batched is None or not switches:
+                    raise
+                # ptxas refused the batch's pruned cubin (one of its mutants' doing): this one alone says.
+                return self.backend.load(source, self.entry.kernel_name, self.program), False
+
+    def run_mutants(self) -> bool:
+        """Every chunk's mutants in turn; False where one ended the worker (the parent starts a fresh one for the
+        rest)."""
+        for index, (_batch, members) in enumerate(self.chunks):
+            sources, variants = self.prepared if self.prepared is not None else self.prepare(self.chunks[index])
+            self.prepared = (self.prepare(self.chunks[index + 1]) if self.ahead and index + 1 < len(self.chunks)
+                             else None)
+            for mutant_id, source, variant in zip(members, sources, variants):
+                if not self.run_mutant(mutant_id, source, variant):
+                    return False
+        return True
+
+    def report(self, mutant_id: str, started: float, from_schema: bool, status: MutantStatus, detail: str = "",
+               digest: str = "") -> None:
+        seconds = time.perf_counter() - started
+        self.phases["mutants"] += seconds
+        self.conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
+                                   "seconds": round(seconds, 4), "ptx_sha256": digest,
+                                   **({"schema": True} if from_schema else {})}))
+        # So far: a worker that dies later has said this much.
+        self.send_timings()
+
+    def run_mutant(self, mutant_id: str, source: str, variant) -> bool:
+        """One mutant: its code compared, loaded, judged and reported; False where it ends the worker."""
+        started = time.perf_counter()
+        self.started_here += 1
+        self.conn.send(("mutant", mutant_id))
+        digest = ""
+        try:
+            # Code compared first: an equivalent or duplicate mutant is never loaded (nor, on the CPU,
+            # built by g++). A mutant that compiles alone but not in a batch is run without comparison.
+            if self.job.check_equivalence and (variant or not self.batching):
+                if not self.batching:
+                    self.conn.send(("step", f"compiling {mutant_id}"))
+                digest = variant.digest if variant else self.compile_digest(source)
+                same_code = code_status(self.digests, digest, mutant_id)
+                if same_code is not None:
+                    twin = self.digests[digest]
+                    self.report(mutant_id, started, False, same_code,
+                                "compiled code identical to the unmutated source's" if twin is None
+                                else f"compiled code identical to {twin}'s", digest)
+                    return True
+            self.conn.send(("step", f"loading {mutant_id}"))
+            kernel, from_schema = self.load_mutant(mutant_id, source, variant)
+        except CompileError as error:
+            self.report(mutant_id, started, False, MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
+            return True
+        except KernelFault as fault:
+            self.report(mutant_id, started, False, MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
+            return not fault.poisons_context
+        verdict, from_schema = self.judge_loaded(kernel, mutant_id, source, from_schema)
+        if verdict is None:
+            return False
+        self.report(mutant_id, started, from_schema, verdict.status, verdict.detail, digest)
+        if verdict.end_worker:
+            return False  # the parent starts a fresh worker for the rest
+        if verdict.foreseen:
+            # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
+            # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
+            self.kills.clear()
+            self.started_here = 0
+        return True
+
+    def judge_loaded(self, kernel, mutant_id: str, source: str, from_schema: bool):
+        """judge(), then judged again where its verdict may not be the mutant's own: (the verdict, whether it ran
+        from the schema), or (None, _) where the mutant was handed back ("retry") for a fresh worker to judge."""
+        verdict = self.judge(kernel, mutant_id)
+        if from_schema and verdict.status is MutantStatus.RUNTIME_ERROR and not (
+                verdict.foreseen or verdict.memory_fault or verdict.end_worker):
+            # The schema's kernel, not the mutant's, may be what failed (a block that fits the mutant's registers
+            # and not the schema's): the mutant compiled alone says. A memory fault (the CPU shim's) is the
+            # mutant's own code faulting, which the schema runs as it is.
+            self.conn.send(("step", f"{mutant_id}: judged again, compiled alone"))
+            try:
+                with self.mutant_parts.timing(self.loading):
+                    alone = self.backend.load(source, self.entry.kernel_name, self.program)
+            except (CompileError, KernelFault):
+                alone = None  # the schema's verdict stands
+            if alone is not None:
+                from_schema = False
+                verdict = self.judge(alone, mutant_id)
+                verdict = dataclasses.replace(
+                    verdict, detail=verdict.detail + " (judged again compiled alone: it failed to run from the schema)")
+        if verdict.memory_fault and self.started_here > 1:
+            # Such a fault used to end the process, and a death is a mutant's own only when it is the
+            # first mutant of a fresh worker (an earlier one may have damaged the process). With the
+            # trials intact, this worker becomes that: its trial order forgotten, the mutant judged again.
+            if self.trials_damaged():
+                self.conn.send(("retry", mutant_id,
+                                f"{verdict.detail}; a trial changed before it: judged in a fresh worker"))
+                return None, from_schema
+            self.kills.clear()
+            self.started_here = 1
+            verdict = self.judge(kernel, mutant_id)
+            verdict = dataclasses.replace(verdict,
+                                          detail=verdict.detail + " (judged again as the first mutant of a fresh worker)")
+        if verdict.status is None and self.started_here > 1:
+            # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
+            self.conn.send(("retry", mutant_id, f"{verdict.detail}; the worker's copy of that trial has changed"))
+            return None, from_schema
+        if verdict.status is None:
+            verdict = dataclasses.replace(verdict, status=MutantStatus.KILLED, detail=(
+                f"{verdict.detail} (and its stray writes changed the worker's copy of the trial)"))
+        return verdict, from_schema
+
+
+def _switch_symbol() -> str:
+    from harness.engine.schema import switch_symbol
+
+    return switch_symbol()
