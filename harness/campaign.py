@@ -30,8 +30,8 @@ from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.plan import Plan, UsageError, plans as make_plans
-from harness.engine.report import (SubstrateCampaign, describe_schemata, format_survivors, format_table, outcomes,
-                                   report_html, report_json)
+from harness.engine.report import (NOT_VALID, SubstrateCampaign, describe_schemata, format_survivors, format_table,
+                                   outcomes, report_html, report_json)
 from harness.cluster.campaign import run_on_cluster
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
@@ -118,6 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
     sanitizer_tools.add_processes_argument(parser)
+    parser.add_argument("--matrix", action="store_true",
+                        help="the full kill matrix: every mutant on every trial of every suite, past its first failure "
+                             "(a fault or a timeout ends its row); prints and stores what each suite and trial kills, "
+                             "minimal sets of suites and trials and the subsuming mutants (slower: every trial runs)")
+    parser.add_argument("--checker", action="append", metavar="NAME",
+                        help="judge every mutant again with a correctness checker and report which of the mutants the "
+                             "suites detect it accepts (repeatable): kernelbench (KernelBench's own check, 1e-4), "
+                             "kernelbench-v0 (1e-2), t0 (the substrate's T0_original alone), or a function(problem, "
+                             "kernel, device) -> bool as path/to/file.py:FUNCTION or MODULE:FUNCTION")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
                              "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
@@ -176,6 +185,7 @@ def _run(args) -> int:
         raise UsageError(kb_root_error)
     if args.compilers is not None and args.compilers < 0:
         raise UsageError("--compilers must be 0 or more")
+    check_judging_usage(args)
     args.store.parent.mkdir(parents=True, exist_ok=True)  # the workers' log is beside the store
     # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
     # 2 s for 12 on the H200) is made while the substrates are imported and their mutants generated.
@@ -196,6 +206,36 @@ def _run(args) -> int:
         compile_pool.close()  # where the run did not (nothing to run, an error)
         for worker in first_workers:
             worker.stop()  # those no slot took (fewer workers fit, nothing to run, an error); the rest are done
+
+
+def check_judging_usage(args) -> None:
+    """--matrix and --checker: on this host, not naive, and every checker one that resolves (the workers resolve
+    them again, each for its substrate)."""
+    if not (args.matrix or args.checker):
+        return
+    if args.scheduler or args.naive:
+        raise UsageError(f"--matrix and --checker run on this host's workers: leave out "
+                         f"{'--scheduler' if args.scheduler else '--naive'}")
+    from harness.checkers import CheckerError, resolve
+
+    for spec in args.checker or ():
+        try:
+            resolve(spec)
+        except CheckerError as error:
+            raise UsageError(str(error))
+    if len(set(args.checker or ())) != len(args.checker or ()):
+        raise UsageError(f"--checker: a checker named twice: {', '.join(args.checker)}")
+
+
+def needs_run(record: dict | None, args) -> bool:
+    """Whether a mutant runs again: none stored, or (under --matrix or --checker) a valid mutant stored without its
+    cells or without a verdict of a checker asked for."""
+    if record is None:
+        return True
+    if record.get("status") in {s.value for s in NOT_VALID}:
+        return False
+    return bool(args.matrix and "cells" not in record
+                or any(spec not in record.get("checkers", {}) for spec in args.checker or ()))
 
 
 def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
@@ -232,8 +272,12 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     store = ResultStore(args.store)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
-        plan.to_run = [m.id for m in plan.mutants
-                       if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
+        if args.matrix or args.checker:
+            plan.to_run = [m.id for m in plan.mutants if needs_run(store.get(ResultKey(plan.source_sha256, backend,
+                                                                                       m.id)), args)]
+        else:
+            plan.to_run = [m.id for m in plan.mutants
+                           if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
@@ -295,7 +339,8 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         print(judged, flush=True)
     campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
                                    device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
-    print(format_table(campaigns))
+    judged = judged_view(plans, campaigns, store, backend, args) if args.matrix or args.checker else None
+    print(format_table(campaigns, judged.columns if judged else None))
     survivors = format_survivors(plans, campaigns)
     if survivors:
         print("survivors:\n" + survivors)
@@ -305,7 +350,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     if worker_log(args).is_file() and worker_log(args).stat().st_size > log_size:
         print(f"the workers' own messages (tracebacks of those that died) are in {worker_log(args)}")
     if args.json or args.html:
-        report = report_json(campaigns)
+        report = report_json(campaigns, tests=judged.view if judged else None)
         if args.json:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
@@ -321,7 +366,29 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
     print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
           flush=True)
+    if judged:  # last: what a --matrix or --checker campaign is run for
+        print(format_judged(judged), flush=True)
     return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
+
+
+def judged_view(plans, campaigns, store, backend: str, args):
+    """What --matrix and --checker add to the report and the terminal (harness.engine.tests_view)."""
+    from harness.engine import tests_view
+    from harness.engine.run import checker_key
+
+    substrates = [tests_view.substrate_records(plan, campaign, store, backend, checker_key)
+                  for plan, campaign in zip(plans, campaigns)]
+    return tests_view.judged(substrates, args.matrix, tuple(args.checker or ()))
+
+
+def format_judged(judged) -> str:
+    """The matrix's analyses, then a line per checker and one per error of a checker's own."""
+    from harness.engine.matrix import format_matrix
+
+    lines = [format_matrix(judged.matrix)] if judged.matrix else []
+    lines += [f"checker {verdicts.headline()}" for verdicts in judged.checkers]
+    lines += [f"checker error: {error}" for error in judged.errors]
+    return "\n".join(lines)
 
 
 def _run_here(plans, args, backend, store, progress, worker_time, naive_results, workers, gpus,

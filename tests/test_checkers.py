@@ -57,6 +57,23 @@ def test_a_kernel_that_returns_its_first_calls_buffer_is_rejected_by_the_second_
     assert not verdict.accepted and verdict.why == "trial 1: output mismatch beyond atol = rtol = 0.0001"
 
 
+def test_a_kernel_that_returns_a_stale_torch_empty_buffer_is_rejected_on_the_first_trial_it_holds_no_reference():
+    # What torch.empty hands out is what the allocator last freed there: KernelBench's order keeps each trial's
+    # reference alive while the kernel runs, so the buffer holds it only by a copy left from an earlier check in this
+    # process. The verdict must follow what the buffer held, trial by trial.
+    held = []
+
+    def stale(x):
+        out = torch.empty_like(x)
+        held.append(torch.allclose(out, torch.relu(x), atol=1e-4, rtol=1e-4))
+        return out
+
+    verdict = judge(RANDN, stale, "cpu")
+    assert verdict.accepted == all(held)
+    if not verdict.accepted:
+        assert verdict.why == f"trial {held.index(False)}: output mismatch beyond atol = rtol = 0.0001"
+
+
 def test_a_fault_or_a_wrong_shape_rejects_at_once_and_the_tolerance_decides_near_misses():
     def faults(x):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")

@@ -75,12 +75,16 @@ class CheckerVerdicts:
     sound: bool  # it accepts every unmutated substrate: otherwise its rejections say nothing of the mutants
     accepted: tuple[str, ...]  # mutant ids the suites detect that it accepts, in id order
     rejected: tuple[str, ...]
+    unsound_on: tuple[str, ...] = ()  # "<substrate> (why)" for each substrate whose unmutated kernel it rejects
+    unjudged: tuple[str, ...] = ()  # detected mutants it gave no verdict on (its error, or the mutant ended a worker)
 
     def headline(self) -> str:
         detected = len(self.accepted) + len(self.rejected)
         if not self.sound:
-            return f"{self.name}: unsound (it rejects a correct substrate); its verdicts are not counted"
-        return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect"
+            which = f": {'; '.join(self.unsound_on)}" if self.unsound_on else ""
+            return f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts are not counted"
+        unjudged = f" ({len(self.unjudged)} more not judged)" if self.unjudged else ""
+        return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect{unjudged}"
 
 
 def checker_verdicts(name: str, sound: bool, accepts: dict[str, bool], detected: set[str]) -> CheckerVerdicts:

@@ -171,8 +171,21 @@ def status_reason(outcome: MutantOutcome) -> str:
     return outcome.detail
 
 
-def mutant_json(outcome: MutantOutcome) -> dict:
-    """One entry of a file's `mutants` in the schema."""
+@dataclass
+class TestView:
+    """Tests beside the mutants (harness.engine.tests_view: --matrix's trials, --checker's checkers): the schema's
+    `testFiles`, and per substrate and mutant the ids of the tests that ran it and of those that killed it; `own`
+    goes under the report's OWN_KEY beside ours."""
+
+    test_files: dict[str, dict]
+    covered: dict[str, dict[str, list[str]]]
+    killed: dict[str, dict[str, list[str]]]
+    own: dict = field(default_factory=dict)
+
+
+def mutant_json(outcome: MutantOutcome, covered: list[str] | None = None, killed: list[str] = ()) -> dict:
+    """One entry of a file's `mutants` in the schema; `covered` and `killed` (a TestView's) its coveredBy and
+    killedBy, the oracle that killed it among the killers."""
     end_line, end_column = outcome.end()
     entry = {
         "id": outcome.mutant_id,
@@ -189,11 +202,22 @@ def mutant_json(outcome: MutantOutcome) -> dict:
         entry["statusReason"] = reason
     if outcome.oracle:
         entry["killedBy"] = [outcome.oracle]  # the schema's test ids: here the oracle that killed it
+    if covered is not None:
+        entry["coveredBy"] = list(covered) + ([outcome.oracle] if outcome.oracle else [])
+        entry["killedBy"] = list(killed) + ([outcome.oracle] if outcome.oracle else [])
     return entry
 
 
-def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] | None = None) -> dict:
-    """The mutation-testing-report-schema report of a campaign (see the module docstring).
+def _oracle_tests(substrates: list[SubstrateCampaign]) -> dict[str, dict]:
+    """testFiles for the oracles that killed a mutant, which a TestView's killedBy names beside its tests."""
+    oracles = sorted({o.oracle for c in substrates for o in c.outcomes if o.oracle})
+    return {"oracles": {"tests": [{"id": o, "name": f"oracle {o}"} for o in oracles]}} if oracles else {}
+
+
+def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] | None = None,
+                tests: TestView | None = None) -> dict:
+    """The mutation-testing-report-schema report of a campaign (see the module docstring); with `tests`, its
+    testFiles and each mutant's coveredBy and killedBy.
 
     Raises ValueError when two substrates share a name or a mutant's `original` is not what its source holds
     at its line and column (the report would then mark the wrong text).
@@ -208,8 +232,11 @@ def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] 
             raise ValueError(f"{campaign.name}: mutant ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
         for outcome in campaign.outcomes:
             _check_span(campaign.source, outcome)
+        covered = tests.covered.get(campaign.name, {}) if tests else {}
+        killed = tests.killed.get(campaign.name, {}) if tests else {}
         files[key] = {"language": "cpp", "source": campaign.source,
-                      "mutants": [mutant_json(o) for o in campaign.outcomes]}
+                      "mutants": [mutant_json(o, covered.get(o.mutant_id, []) if tests else None,
+                                              killed.get(o.mutant_id, [])) for o in campaign.outcomes]}
         own[campaign.name] = {
             "file": key,
             "sourceSha256": campaign.source_sha256,
@@ -229,6 +256,7 @@ def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] 
         "thresholds": dict(thresholds or THRESHOLDS),
         "framework": {"name": FRAMEWORK_NAME},
         "files": files,
+        **({"testFiles": {**tests.test_files, **_oracle_tests(substrates)}} if tests else {}),
         OWN_KEY: {
             "scoreDefinition": "100 * (killed + timeout + runtime_error) / "
                                "(mutants - equivalent - duplicate - compile_error)",
@@ -238,6 +266,7 @@ def report_json(substrates: list[SubstrateCampaign], thresholds: dict[str, int] 
             "valueScore": _score(_by_values(every)),
             "counts": {s.value: n for s, n in _counts(every).items()},
             "substrates": own,
+            **(tests.own if tests else {}),
         },
     }
 
@@ -321,15 +350,18 @@ TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIV
                   MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR)
 
 
-def format_table(campaigns: list[SubstrateCampaign]) -> str:
+def format_table(campaigns: list[SubstrateCampaign], columns: dict[str, dict[str, str]] | None = None) -> str:
+    """A row per substrate; `columns` adds one per name (a checker's: what it accepts of the detected mutants)."""
+    columns = columns or {}
     heads = ["substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
-             "compile", "by oracles", "value score", "score"]
+             "compile", "by oracles", "value score", "score", *columns]
     rows = []
     percent = lambda score: "-" if score is None else f"{score:.1f}%"
     for c in campaigns:
         counts = c.counts()
         rows.append([c.name, str(len(c.outcomes))] + [str(counts.get(s, 0)) for s in TABLE_STATUSES]
-                    + [str(sum(1 for o in c.outcomes if o.oracle)), percent(c.value_score()), percent(c.score())])
+                    + [str(sum(1 for o in c.outcomes if o.oracle)), percent(c.value_score()), percent(c.score())]
+                    + [column.get(c.name, "-") for column in columns.values()])
     widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
     line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
     return "\n".join([line(heads)] + [line(r) for r in rows])

@@ -241,12 +241,15 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     plan_batches = batches([m.id for m in plan.mutants], batch_size)  # as the compile pool compiled them
     # Every judged mutant's code, so a restarted worker (or a resumed campaign) still finds duplicates.
     known_digests = {}
+    judging = bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
+    # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
+    again = set(remaining) if judging else set()
     for mutant in plan.mutants:
         record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
-        if record is not None:
+        if record is not None and mutant.id not in again:
             _remember_digest(known_digests, record)
     while remaining:
-        state = {"current": None, "compiling_batch": False, "started": 0}
+        state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None}
 
         def handle(message) -> bool:
             kind = message[0]
@@ -259,6 +262,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             elif kind == "mutant":
                 state["current"], state["compiling_batch"] = message[1], False
                 state["started"] += 1
+                if judging:
+                    state["cells"], state["trial"] = [], None
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:
@@ -269,7 +274,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                     return True
             elif kind == "result":
                 result = message[1]
-                store.put(ResultKey(plan.source_sha256, backend, result["mutant_id"]), result)
+                key = ResultKey(plan.source_sha256, backend, result["mutant_id"])
+                store.put(key, merged_result(store.get(key), result) if judging else result)
                 _remember_digest(known_digests, result)
                 remaining.remove(result["mutant_id"])
                 progress.done(result["status"])
@@ -279,6 +285,16 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 state["current"] = None
             elif kind == "step_timeout":
                 plan.step_timeout = float(message[1])
+            elif kind == "row":  # --matrix: the row so far, kept for a worker that dies (lost_row)
+                state["cells"], state["trial"] = [], None
+            elif kind == "trial":
+                state["trial"] = message[1:]
+            elif kind == "cell":  # the trial is over: a loss after it is none of the row's
+                state["cells"].append(message[1])
+                state["trial"] = None
+            elif kind == "checkers_unmutated":
+                key = checker_key(plan.source_sha256, backend)
+                store.put(key, merged_result(store.get(key), {"checkers": message[1]}))
             elif kind == "done":
                 return True
             return False
@@ -290,7 +306,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                           known_digests=tuple(known_digests.items()),
                           stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                           kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
-                          schemata=uses_schemata(args, backend))
+                          schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
+                          checkers=tuple(getattr(args, "checker", None) or ()))
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -315,9 +332,10 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 baseline_needed = False
                 continue
             detail = str(lost) + (" (the first mutant of a fresh worker)" if state["started"] == 1 else "")
-            store.put(ResultKey(plan.source_sha256, backend, current),
-                      {"mutant_id": current, "status": status.value, "detail": detail, "seconds": 0.0,
-                       "ptx_sha256": ""})
+            lost_result = {"mutant_id": current, "status": status.value, "detail": detail, "seconds": 0.0,
+                           "ptx_sha256": ""}
+            key = ResultKey(plan.source_sha256, backend, current)
+            store.put(key, merged_result(store.get(key), lost_row(lost_result, state, job)) if judging else lost_result)
             remaining.remove(current)
             progress.done(status.value)
         if plan.failure:
@@ -329,6 +347,45 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             check = False
             continue
         baseline_needed = False
+
+
+def checker_key(source_sha256: str, backend: str) -> ResultKey:
+    """Where the checkers' verdicts on a substrate's unmutated kernel are stored."""
+    return ResultKey(source_sha256, backend, "|unmutated|checkers")
+
+
+def merged_result(stored: dict | None, result: dict) -> dict:
+    """A mutant's new result over its stored one: the cells and checker verdicts this run did not make are kept (a
+    mutant run again for one checker keeps the others' verdicts)."""
+    if stored is None:
+        return result
+    merged = {**result, "checkers": {**stored.get("checkers", {}), **result.get("checkers", {})}}
+    if "cells" not in result and "cells" in stored:
+        merged["cells"] = stored["cells"]
+    if not merged["checkers"]:
+        del merged["checkers"]
+    return merged
+
+
+def lost_row(result: dict, state: dict, job: CampaignJob) -> dict:
+    """The result of a mutant whose worker was lost, under --matrix and --checker: its row so far ended by a cell of
+    the loss on the trial it was running (its status then the row's: matrix.row_verdict), no checker's verdict."""
+    from harness.checkers.under_test import CheckerVerdict
+    from harness.engine.matrix import Cell, CellStatus, row_verdict
+
+    result = dict(result)
+    if job.checkers:
+        why = f"not judged: its worker was lost ({result['detail']})"
+        result["checkers"] = {spec: CheckerVerdict(None, why).to_json() for spec in job.checkers}
+    if job.matrix:
+        cells = [Cell.from_json(cell) for cell in state["cells"]]
+        if state.get("trial"):
+            suite, trial = state["trial"]
+            lost = CellStatus.TIMEOUT if result["status"] == MutantStatus.TIMEOUT.value else CellStatus.FAULT
+            cells.append(Cell(suite, trial, lost, "", result["detail"]))
+        result["status"], result["detail"] = row_verdict(cells) if cells else (result["status"], result["detail"])
+        result["cells"] = [cell.to_json() for cell in cells]
+    return result
 
 
 def checks_addresses(args, backend: str) -> bool:

@@ -70,6 +70,11 @@ class CampaignJob:
     # On a backend that switches schemata: the mutants the substrate's schema switches (harness.engine.schema) run
     # from it, their batches' checked cubins (cuda) or shared objects (the CPU's g++) holding only the others.
     schemata: bool = False
+    # --matrix: every trial of every suite, past the first failure (harness.engine.matrix); each result holds its cells.
+    matrix: bool = False
+    # --checker specs (harness.checkers.resolve): each judges the unmutated kernel with the baseline, then every
+    # mutant that ran; each result holds their verdicts.
+    checkers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -338,6 +343,7 @@ class _Verdict:
     end_worker: bool = False
     memory_fault: bool = False  # a memory fault the CPU shim caught
     foreseen: bool = False  # a GPU fault the address check foresaw
+    cells: tuple = ()  # under --matrix: the row's cells (harness.engine.matrix.Cell), in the suites' order
 
 
 class _SubstrateRun:
@@ -366,11 +372,12 @@ class _SubstrateRun:
                                 or create_backend(job.backend, **dict(settings)))
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
-                official = load_problem(self.entry.kb_file, search).build_model(self.backend.device)
-                state = model_state(official, self.entry.model_state)
+                self.problem = load_problem(self.entry.kb_file, search)
+                official = self.problem.build_model(self.backend.device)
+                self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
         with _Phase(self.phases, "trials and references"):
-            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, tuple(state))
+            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state)
         self.program = f"{self.entry.name}.cu"
         self.cache_dir = Path(job.cache_dir) if job.cache_dir else None
 
@@ -487,8 +494,17 @@ class _SubstrateRun:
         self.kills = Counter()
         # Mutants this worker has started: trials damaged after the first may be an earlier one's doing.
         self.started_here = 0
+        self.checkers = {}
+        if job.checkers:
+            from harness.checkers import resolve
+
+            self.checkers = {spec: resolve(spec)(self.entry) for spec in job.checkers}
 
     def run_trial(self, kernel, i: int, runs: int = 2, clock=None) -> str:
+        return first_failure(self.run_kernel(kernel, i, runs, clock), self.trials[i].expected, self.entry)
+
+    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None):
+        """The kernel on trial i (harness.pipeline.run_kernel), launch's findings kept for the next kernels."""
         from harness.pipeline import run_kernel
 
         trial = self.trials[i]
@@ -500,7 +516,7 @@ class _SubstrateRun:
             self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
             self.launches[i] = run.launch
-        return first_failure(run, trial.expected, self.entry)
+        return run
 
     def schema_kernel(self):
         """The schema's kernel, loaded once (None where it does not compile or load: its mutants then load alone)."""
@@ -579,6 +595,9 @@ class _SubstrateRun:
                                    time.perf_counter() - started))
                         return False
             conn.send(("baseline", True, "", time.perf_counter() - started))
+            if self.checkers:
+                verdicts, _end = self.run_checkers(self.original(), "the unmutated kernel")
+                conn.send(("checkers_unmutated", verdicts))
             self.send_timings()
         conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
         return True
@@ -591,13 +610,15 @@ class _SubstrateRun:
         return trial_checksums(self.trials) != self.checksums
 
     def judge(self, kernel, mutant_id: str) -> _Verdict:
-        """Run the trials, those that kill soonest first, until one fails.
+        """Run the trials, those that kill soonest first, until one fails (under --matrix, judge_row).
 
         A kill stands only if the worker's copy of the trial is intact (its byte sums are those it was
         built with; a stray write of this or an earlier mutant may have changed it: status None, the
         worker must end), and, for an atomic kernel, which may sum in another order, only if the
         unmutated kernel passes the trial again (else the trial is skipped).
         """
+        if self.job.matrix:
+            return self.judge_row(kernel, mutant_id)
         for i in trial_order(self.kills, self.costs):
             trial = self.trials[i]
             self.conn.send(("step", f"{mutant_id} {trial.where}"))
@@ -622,6 +643,60 @@ class _SubstrateRun:
                 self.kills[i] += 1
                 return _Verdict(MutantStatus.KILLED, f"{trial.where}: {failure}")
         return _Verdict(MutantStatus.SURVIVED, f"passed all {len(self.trials)} trials")
+
+    def judge_row(self, kernel, mutant_id: str) -> _Verdict:
+        """Every trial in the suites' order, past failures, a cell each (sent as it is made, so that the parent
+        keeps the row of a worker that dies); a fault ends the row, and a kill on a trial the run damaged ends it
+        as judge() ends its search. The first cell that is no pass decides the status (matrix.row_verdict)."""
+        from harness.engine.matrix import Cell, CellStatus, failed_cell, row_verdict
+
+        self.conn.send(("row", mutant_id))
+        cells = []
+        for i, trial in enumerate(self.trials):
+            self.conn.send(("step", f"{mutant_id} {trial.where}"))
+            self.conn.send(("trial", trial.suite, trial.t))
+            try:
+                run = self.run_kernel(kernel, i, clock=self.mutant_parts)
+                failure = first_failure(run, trial.expected, self.entry)
+                errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
+                cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \
+                    Cell(trial.suite, trial.t, CellStatus.PASSED, "", "", *errors)
+                if failure and trial_checksum(trial) != self.checksums[i]:
+                    cells.append(cell)
+                    return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))
+                if failure and self.entry.accumulates and self.run_trial(self.original(), i, clock=self.mutant_parts):
+                    cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
+                                "the unmutated kernel fails it too (an accumulation's order)")
+            except (KernelFault, RuntimeError) as error:
+                if isinstance(error, RuntimeError) and "CUDA" not in str(error):
+                    raise
+                verdict = (self.fault_verdict(error, trial) if isinstance(error, KernelFault)
+                           else _Verdict(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", end_worker=True))
+                cells.append(Cell(trial.suite, trial.t, CellStatus.FAULT, "", str(error)))
+                self.conn.send(("cell", cells[-1].to_json()))
+                status, detail = row_verdict(cells)
+                return dataclasses.replace(verdict, status=MutantStatus(status), detail=detail, cells=tuple(cells))
+            cells.append(cell)
+            self.conn.send(("cell", cell.to_json()))
+        status, detail = row_verdict(cells)
+        return _Verdict(MutantStatus(status), detail, cells=tuple(cells))
+
+    def run_checkers(self, kernel, what: str) -> tuple[dict, bool]:
+        """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}), and whether the worker must end: a
+        fault that poisoned the context, or a kernel whose runs changed the worker's trials."""
+        from harness.checkers.under_test import KernelCall, judge_with
+
+        verdicts, end = {}, False
+        for spec, checker in self.checkers.items():
+            self.conn.send(("step", f"checker {spec} on {what}"))
+            call = KernelCall(self.entry, self.backend, kernel, self.state)
+            with self.mutant_parts.timing("checkers"):
+                verdict = judge_with(spec, checker, self.problem, call, self.backend.device)
+            verdicts[spec] = verdict.to_json()
+            if call.poisoned:
+                return verdicts, True  # the device is gone: the checkers after it say nothing more
+            end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
+        return verdicts, end
 
     def fault_verdict(self, fault: KernelFault, trial: Trial) -> _Verdict:
         end = fault.poisons_context
@@ -665,12 +740,13 @@ class _SubstrateRun:
         return True
 
     def report(self, mutant_id: str, started: float, from_schema: bool, status: MutantStatus, detail: str = "",
-               digest: str = "") -> None:
+               digest: str = "", judged: dict | None = None) -> None:
+        """The mutant's result; `judged` (--matrix's cells, --checker's verdicts) goes into it as it is."""
         seconds = time.perf_counter() - started
         self.phases["mutants"] += seconds
         self.conn.send(("result", {"mutant_id": mutant_id, "status": status.value, "detail": detail,
                                    "seconds": round(seconds, 4), "ptx_sha256": digest,
-                                   **({"schema": True} if from_schema else {})}))
+                                   **({"schema": True} if from_schema else {}), **(judged or {})}))
         # So far: a worker that dies later has said this much.
         self.send_timings()
 
@@ -700,13 +776,15 @@ class _SubstrateRun:
             self.report(mutant_id, started, False, MutantStatus.COMPILE_ERROR, str(error).splitlines()[0])
             return True
         except KernelFault as fault:
-            self.report(mutant_id, started, False, MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}")
+            self.report(mutant_id, started, False, MutantStatus.RUNTIME_ERROR, f"loading the mutant: {fault}",
+                        judged=self.unjudged(f"it faulted as it loaded: {fault}"))
             return not fault.poisons_context
-        verdict, from_schema = self.judge_loaded(kernel, mutant_id, source, from_schema)
+        verdict, from_schema, kernel = self.judge_loaded(kernel, mutant_id, source, from_schema)
         if verdict is None:
             return False
-        self.report(mutant_id, started, from_schema, verdict.status, verdict.detail, digest)
-        if verdict.end_worker:
+        judged, end_worker = self.judged(verdict, kernel, mutant_id)
+        self.report(mutant_id, started, from_schema, verdict.status, verdict.detail, digest, judged)
+        if end_worker:
             return False  # the parent starts a fresh worker for the rest
         if verdict.foreseen:
             # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
@@ -715,12 +793,34 @@ class _SubstrateRun:
             self.started_here = 0
         return True
 
+    def unjudged(self, why: str) -> dict:
+        """What a result holds under --matrix and --checker for a mutant that ran no trial: no cells, no verdicts."""
+        from harness.checkers.under_test import CheckerVerdict
+
+        return {**({"cells": []} if self.job.matrix else {}),
+                **({"checkers": {spec: CheckerVerdict(None, f"not judged: {why}").to_json() for spec in self.checkers}}
+                   if self.checkers else {})}
+
+    def judged(self, verdict: _Verdict, kernel, mutant_id: str) -> tuple[dict, bool]:
+        """What --matrix and --checker add to the mutant's result, and whether the worker ends after it."""
+        judged = {}
+        if self.job.matrix:
+            judged["cells"] = [cell.to_json() for cell in verdict.cells]
+        if not self.checkers:
+            return judged, verdict.end_worker
+        if verdict.end_worker:
+            return {**judged, "checkers": self.unjudged("its fault on the suites ended its worker")["checkers"]}, True
+        judged["checkers"], end = self.run_checkers(kernel, mutant_id)
+        return judged, end
+
     def judge_loaded(self, kernel, mutant_id: str, source: str, from_schema: bool):
         """judge(), then judged again where its verdict may not be the mutant's own: (the verdict, whether it ran
-        from the schema), or (None, _) where the mutant was handed back ("retry") for a fresh worker to judge."""
+        from the schema, the kernel judged), or (None, ...) where the mutant was handed back ("retry") for a fresh
+        worker to judge."""
         verdict = self.judge(kernel, mutant_id)
-        if from_schema and verdict.status is MutantStatus.RUNTIME_ERROR and not (
-                verdict.foreseen or verdict.memory_fault or verdict.end_worker):
+        faulted = verdict.status is MutantStatus.RUNTIME_ERROR or any(
+            cell.status.value == "fault" for cell in verdict.cells)
+        if from_schema and faulted and not (verdict.foreseen or verdict.memory_fault or verdict.end_worker):
             # The schema's kernel, not the mutant's, may be what failed (a block that fits the mutant's registers
             # and not the schema's): the mutant compiled alone says. A memory fault (the CPU shim's) is the
             # mutant's own code faulting, which the schema runs as it is.
@@ -731,7 +831,7 @@ class _SubstrateRun:
             except (CompileError, KernelFault):
                 alone = None  # the schema's verdict stands
             if alone is not None:
-                from_schema = False
+                from_schema, kernel = False, alone
                 verdict = self.judge(alone, mutant_id)
                 verdict = dataclasses.replace(
                     verdict, detail=verdict.detail + " (judged again compiled alone: it failed to run from the schema)")
@@ -742,7 +842,7 @@ class _SubstrateRun:
             if self.trials_damaged():
                 self.conn.send(("retry", mutant_id,
                                 f"{verdict.detail}; a trial changed before it: judged in a fresh worker"))
-                return None, from_schema
+                return None, from_schema, kernel
             self.kills.clear()
             self.started_here = 1
             verdict = self.judge(kernel, mutant_id)
@@ -751,11 +851,11 @@ class _SubstrateRun:
         if verdict.status is None and self.started_here > 1:
             # The damage may be an earlier mutant's: judge this one again, first in a fresh worker.
             self.conn.send(("retry", mutant_id, f"{verdict.detail}; the worker's copy of that trial has changed"))
-            return None, from_schema
+            return None, from_schema, kernel
         if verdict.status is None:
             verdict = dataclasses.replace(verdict, status=MutantStatus.KILLED, detail=(
                 f"{verdict.detail} (and its stray writes changed the worker's copy of the trial)"))
-        return verdict, from_schema
+        return verdict, from_schema, kernel
 
 
 def _switch_symbol() -> str:

@@ -1,0 +1,88 @@
+"""A checker judging one kernel inside a campaign worker: the `kernel` callable it is given, and its verdict.
+
+`kernel(*inputs)` runs the kernel as the substrate's `launch` says (its model_state tensors appended, as the
+gate appends them), waits for it and returns the output; a fault raises. An exception out of the checker is the
+kernel's where the kernel raised it (a rejection, as KernelBench's own check counts any exception), and the
+checker's own error otherwise: no verdict, and a message naming the checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CheckerVerdict:
+    accepted: bool | None  # None: not judged (the checker failed, or the mutant ended its worker first)
+    why: str = ""
+    error: bool = False  # the checker itself raised or returned no bool: `why` says so
+
+    def to_json(self) -> dict:
+        return {"accepted": self.accepted, "why": self.why, **({"error": True} if self.error else {})}
+
+    @staticmethod
+    def from_json(record: dict) -> "CheckerVerdict":
+        return CheckerVerdict(record.get("accepted"), record.get("why", ""), bool(record.get("error")))
+
+
+class KernelCall:
+    """`kernel(*inputs)` for a checker; remembers what it raised, and whether a fault left the device unusable.
+
+    The kernel writes a guarded copy of launch's `out` (harness.guards), copied back into `out` after it ran: a
+    mutant writing past out's ends then hits the bands, not the worker's heap (on the CPU backend that corrupts the
+    worker, which dies later and takes the mutant's verdicts with it); what the checker gets is what the kernel wrote
+    into out, and out's contents where it wrote nothing, as without the copy.
+    """
+
+    def __init__(self, entry, backend, kernel, state: tuple = ()):
+        self.entry, self.backend, self.kernel, self.state = entry, backend, kernel, tuple(state)
+        self.raised: list[BaseException] = []
+        self.poisoned = False  # a fault that poisons the CUDA context: the worker must end
+
+    def __call__(self, *inputs):
+        import torch
+
+        from harness import signature
+        from harness.backends import KernelFault
+
+        from harness.guards import GuardedTensor
+        from harness.pipeline import _redirect_pointers
+
+        try:
+            views = [*inputs, *self.state]
+            out, grid, block, args = self.entry.launch(views, torch)
+            guarded = GuardedTensor.copy_of(out, out.device)
+            args, problems = _redirect_pointers(list(args), out, guarded.tensor, views)
+            problems += signature.check_arguments(self.kernel.params, args)
+            if problems:
+                raise ValueError(f"launch's arguments: {problems[0]}")
+            self.backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
+            self.backend.synchronize()
+            out.copy_(guarded.tensor)
+        except Exception as error:
+            self.raised.append(error)
+            if isinstance(error, KernelFault) and error.poisons_context:
+                self.poisoned = True
+            raise
+        return out
+
+
+def judge_with(spec: str, checker, problem, call: KernelCall, device) -> CheckerVerdict:
+    """`checker`'s verdict (named `spec`, as --checker gave it) on the kernel `call` runs."""
+    try:
+        result = checker(problem, call, device)
+    except Exception as error:
+        if any(error is raised for raised in call.raised):
+            return CheckerVerdict(False, f"the kernel raised {type(error).__name__}: {_first_line(error)}")
+        return CheckerVerdict(None, f"checker {spec} raised {type(error).__name__}: {_first_line(error)}", error=True)
+    if not isinstance(result, bool):
+        return CheckerVerdict(None, f"checker {spec} returned {type(result).__name__}, not True or False", error=True)
+    if result:
+        return CheckerVerdict(True)
+    why = f"the kernel raised {type(call.raised[-1]).__name__}: {_first_line(call.raised[-1])}" if call.raised else ""
+    return CheckerVerdict(False, why or "it returned False")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""

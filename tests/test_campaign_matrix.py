@@ -1,0 +1,194 @@
+"""`--matrix` and `--checker` campaigns end to end on the CPU backend, over the compliant template substrate.
+
+Its guard `if (i >= n) return;` and index make the mutants: those past the guard write into out's guard band on
+the misaligned suite's shapes only, and the two `long long` narrowings survive every suite.
+"""
+
+import json
+
+import pytest
+
+from harness.campaign import main
+from harness.cli import main as gate_main
+from tests import rule_candidates
+
+NAME = "rule_compliant"
+
+
+@pytest.fixture(scope="module")
+def admitted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("matrix")
+    rule_candidates.write_candidates(root, [])
+    assert gate_main([str(root / "substrates" / f"candidate_{NAME}.py"), "--backend", "cpu", "--no-progress",
+                      "--timeout", "60"]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def matrix_run(admitted, tmp_path_factory):
+    """One --matrix campaign with every built-in checker: (its report, its store's records by mutant id, its output)."""
+    out = tmp_path_factory.mktemp("matrix_run")
+    capture = pytest.MonkeyPatch()
+    lines = []
+    capture.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+    try:
+        assert _campaign(admitted, out, "--matrix", "--checker", "kernelbench", "--checker", "kernelbench-v0",
+                         "--checker", "t0") == 0
+    finally:
+        capture.undo()
+    records = {}
+    for line in (out / "r.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        records[record["mutant_id"]] = record
+    return json.loads((out / "report.json").read_text()), records, "\n".join(lines)
+
+
+def _campaign(root, out, *extra):
+    return main([NAME, "--backend", "cpu", "--substrates-dir", str(root / "substrates"), "--store",
+                 str(out / "r.jsonl"), "--no-progress", "--json", str(out / "report.json"), *extra])
+
+
+def _alone(admitted):
+    """Each trial's checks of each mutant, run here, alone, on trials built here: {mutant id: [(suite, trial,
+    status, first check failed)]}, a row ending at a fault."""
+    import torch
+
+    from harness.backends import KernelFault, create_backend
+    from harness.engine.mutants import generate
+    from harness.engine.worker import CampaignJob, _load_entry, backend_settings, first_failure, prepare_trials
+    from harness.phases import PhaseClock
+    from harness.pipeline import run_kernel
+    from harness.problems import ProblemSearch, load_problem
+
+    file = admitted / "substrates" / f"candidate_{NAME}.py"
+    entry = _load_entry(CampaignJob(file=str(file), name=NAME, backend="cpu", mutant_ids=()))
+    backend = create_backend("cpu", **dict(backend_settings("cpu", None, False)))
+    official = load_problem(entry.kb_file, ProblemSearch.for_candidate(file)).build_model(torch.device("cpu"))
+    trials = prepare_trials(entry, official, backend.device, PhaseClock())
+    rows = {}
+    for mutant in generate(entry.cuda, entry.name):
+        kernel = backend.load(mutant.apply(entry.cuda), entry.kernel_name, f"{NAME}.cu")
+        rows[mutant.id] = []
+        for trial in trials:
+            try:
+                failure = first_failure(run_kernel(entry, kernel, backend, trial.inputs, trial.expected),
+                                        trial.expected, entry)
+            except KernelFault:
+                rows[mutant.id].append((trial.suite, trial.t, "fault", ""))
+                break
+            rows[mutant.id].append((trial.suite, trial.t, "failed" if failure else "passed",
+                                    failure.partition(": ")[0]))
+    return rows
+
+
+def test_every_cell_of_the_matrix_is_what_its_mutant_run_alone_on_that_trial_gives(admitted, matrix_run):
+    report, records, _out = matrix_run
+    alone = _alone(admitted)
+    assert set(alone) == {m for m in records if not m.startswith("|")}
+    for mutant_id, expected in alone.items():
+        cells = [(c["suite"], c["trial"], c["status"], c.get("check", "")) for c in records[mutant_id]["cells"]]
+        assert cells == expected, mutant_id
+    # The report: each trial a test, each mutant covered by every trial it ran and killed by each that failed.
+    trials = [test["id"] for file, tests in report["testFiles"].items() if file != "checkers" for test in tests["tests"]]
+    assert trials == [f"{NAME}/T0_original/{t}" for t in range(5)] + [f"{NAME}/misaligned/{t}" for t in range(3)] \
+        + [f"{NAME}/signed_large/{t}" for t in range(3)]
+    for mutant in report["files"][f"{NAME}.cu"]["mutants"]:
+        expected = alone[mutant["id"]]
+        assert [t for t in mutant["coveredBy"] if not t.startswith("checker:")] == sorted(
+            f"{NAME}/{suite}/{t}" for suite, t, _status, _check in expected)
+        assert [t for t in mutant["killedBy"] if not t.startswith("checker:")] == sorted(
+            f"{NAME}/{suite}/{t}" for suite, t, status, _check in expected if status != "passed")
+
+
+def test_a_matrix_prints_and_stores_its_analyses_and_each_checkers_line_last(matrix_run):
+    report, _records, out = matrix_run
+    own = report["substrateHarness"]
+    assert own["matrix"]["total"]["perSuite"] == [{"suite": "T0_original", "killed": 11, "alone": 0},
+                                                  {"suite": "misaligned", "killed": 13, "alone": 2},
+                                                  {"suite": "signed_large", "killed": 11, "alone": 0}]
+    assert own["matrix"]["total"]["minimalSuites"] == ["misaligned"]
+    assert out.splitlines()[-11:] == [
+        "kill matrix: 15 mutants over 11 trials; score 86.7% with every suite, 73.3% with T0_original alone; 2 "
+        "subsuming mutants of 13 killed, score over them 100.0%",
+        "suite         killed  alone",
+        "T0_original       11      0",
+        "misaligned        13      2",
+        "signed_large      11      0",
+        "minimal suites: 1 of 3 kill all the suites kill: misaligned",
+        "minimal trials: 1 of 11; idle trials: 0",
+        f"  {NAME}: score 86.7%, T0_original alone 73.3%; minimal suites 1 of 3 (misaligned); minimal trials 1 of 11; "
+        "idle trials 0; subsuming 2 of 13 killed (score 100.0%)",
+        # The boundary mutant and the deleted guard write past out only where a block is part full: never on
+        # KernelBench's own inputs, nor on T0's.
+        "checker kernelbench: accepts 2 of the 13 mutants the suites detect",
+        "checker kernelbench-v0: accepts 2 of the 13 mutants the suites detect",
+        "checker t0: accepts 2 of the 13 mutants the suites detect"]
+    checkers = own["checkers"]
+    assert checkers["kernelbench"]["accepted"] == [f"{NAME}:L5C11:relational_boundary:0", f"{NAME}:L5C5:guard_deletion:0"]
+    assert checkers["kernelbench"]["sound"] and len(checkers["kernelbench"]["rejected"]) == 11
+    table = next(line for line in out.splitlines() if line.startswith("substrate "))
+    assert table.split()[-3:] == ["kernelbench", "kernelbench-v0", "t0"]
+
+
+def test_a_matrix_resumes_from_its_store_and_a_campaign_without_it_runs_as_before(admitted, tmp_path, capsys):
+    assert _campaign(admitted, tmp_path, "--operator", "guard_deletion") == 0
+    plain = json.loads((tmp_path / "report.json").read_text())
+    assert "testFiles" not in plain and "coveredBy" not in plain["files"][f"{NAME}.cu"]["mutants"][0]
+    assert "kill matrix" not in capsys.readouterr().out
+    # Stored without cells: run again under --matrix, then stored with them.
+    assert _campaign(admitted, tmp_path, "--operator", "guard_deletion", "--matrix") == 0
+    assert "1 mutants, 1 to run" in capsys.readouterr().out
+    assert _campaign(admitted, tmp_path, "--operator", "guard_deletion", "--matrix") == 0
+    out = capsys.readouterr().out
+    assert "1 mutants, 0 to run (1 stored)" in out and "kill matrix: 1 mutants over 11 trials" in out
+
+
+def test_a_user_checker_gets_the_problem_and_a_kernel_and_one_that_accepts_all_accepts_every_detected_mutant(
+        admitted, tmp_path, capsys, matrix_run):
+    checks = tmp_path / "my_checks.py"
+    checks.write_text(
+        "import torch\n\n"
+        "def accepts_all(problem, kernel, device):\n"
+        "    return True\n\n"
+        "def rejects_all(problem, kernel, device):\n"
+        "    return False\n\n"
+        "def same_as_model(problem, kernel, device):\n"
+        "    torch.manual_seed(0)\n"
+        "    inputs = [x.to(device) for x in problem.get_inputs()]\n"
+        "    expected = problem.Model(*problem.get_init_inputs())(*inputs)\n"
+        "    return bool(torch.allclose(kernel(*inputs), expected, atol=1e-4, rtol=1e-4))\n")
+    assert _campaign(admitted, tmp_path, "--checker", f"{checks}:accepts_all", "--checker", f"{checks}:rejects_all",
+                     "--checker", f"{checks}:same_as_model") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3:] == [
+        f"checker {checks}:accepts_all: accepts 13 of the 13 mutants the suites detect",
+        f"checker {checks}:rejects_all: unsound (it rejects a correct substrate: {NAME} (it returned False)); its "
+        "verdicts are not counted",
+        f"checker {checks}:same_as_model: accepts 2 of the 13 mutants the suites detect"]
+    checkers = json.loads((tmp_path / "report.json").read_text())["substrateHarness"]["checkers"]
+    assert checkers[f"{checks}:same_as_model"]["accepted"] == matrix_run[0]["substrateHarness"]["checkers"][
+        "kernelbench"]["accepted"]
+    assert checkers[f"{checks}:rejects_all"]["sound"] is False
+    assert checkers[f"{checks}:accepts_all"]["rejected"] == [] and checkers[f"{checks}:accepts_all"]["sound"]
+    table = next(line for line in lines if line.startswith(f"{NAME} "))
+    assert table.split()[-3:] == ["13/13", "unsound", "2/13"]
+
+
+def test_a_checker_that_raises_is_a_line_naming_it_and_a_bad_one_is_a_usage_error(admitted, tmp_path, capsys):
+    checks = tmp_path / "broken_checks.py"
+    checks.write_text("def divides(problem, kernel, device):\n    return 1 / 0 > 0\n")
+    assert _campaign(admitted, tmp_path, "--operator", "guard_deletion", "--checker", f"{checks}:divides") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3:] == [
+        f"checker {checks}:divides: unsound (it rejects a correct substrate: {NAME} (checker {checks}:divides raised "
+        "ZeroDivisionError: division by zero)); its verdicts are not counted",
+        f"checker error: checker {checks}:divides raised ZeroDivisionError: division by zero, judging {NAME}'s "
+        "unmutated kernel",
+        f"checker error: checker {checks}:divides raised ZeroDivisionError: division by zero, judging "
+        f"{NAME}:L5C5:guard_deletion:0"]
+    assert _campaign(admitted, tmp_path, "--checker", f"{checks}:missing") == 2
+    assert capsys.readouterr().err == (f"campaign: error: --checker '{checks}:missing': {checks} has no function "
+                                       f"'missing' (it defines: divides)\n")
+    assert _campaign(admitted, tmp_path, "--matrix", "--naive") == 2
+    assert capsys.readouterr().err == "campaign: error: --matrix and --checker run on this host's workers: leave out " \
+                                      "--naive\n"
