@@ -340,6 +340,25 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
                                    device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
     judged = judged_view(plans, campaigns, store, backend, args) if args.matrix or args.checker else None
+    _print_and_write_report(args, plans, campaigns, judged, log_size)
+    if uses_schemata(args, backend):
+        print(describe_schemata(plans, store, backend))
+    if worker_time.workers:
+        print(worker_time.describe())
+    if said := start_times.describe(workers):
+        print(said)
+    if said := start_times.describe_end(workers):
+        print(said)
+    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
+    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
+          flush=True)
+    if judged:  # last: what a --matrix or --checker campaign is run for
+        print(format_judged(judged), flush=True)
+    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
+
+
+def _print_and_write_report(args, plans, campaigns, judged, log_size: int) -> None:
+    """The table (a column per checker), the survivors, what did not run, and the JSON and HTML reports."""
     print(format_table(campaigns, judged.columns if judged else None))
     survivors = format_survivors(plans, campaigns)
     if survivors:
@@ -355,20 +374,6 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
             args.html.write_text(report_html(report))
-    if uses_schemata(args, backend):
-        print(describe_schemata(plans, store, backend))
-    if worker_time.workers:
-        print(worker_time.describe())
-    if said := start_times.describe(workers):
-        print(said)
-    if said := start_times.describe_end(workers):
-        print(said)
-    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
-    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
-          flush=True)
-    if judged:  # last: what a --matrix or --checker campaign is run for
-        print(format_judged(judged), flush=True)
-    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
 
 
 def judged_view(plans, campaigns, store, backend: str, args):

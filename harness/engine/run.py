@@ -239,15 +239,9 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     check = checks_addresses(args, backend)
     batch_size = args.batch_size
     plan_batches = batches([m.id for m in plan.mutants], batch_size)  # as the compile pool compiled them
-    # Every judged mutant's code, so a restarted worker (or a resumed campaign) still finds duplicates.
-    known_digests = {}
     judging = bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
-    again = set(remaining) if judging else set()
-    for mutant in plan.mutants:
-        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
-        if record is not None and mutant.id not in again:
-            _remember_digest(known_digests, record)
+    known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
     while remaining:
         state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None}
 
@@ -285,29 +279,14 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 state["current"] = None
             elif kind == "step_timeout":
                 plan.step_timeout = float(message[1])
-            elif kind == "row":  # --matrix: the row so far, kept for a worker that dies (lost_row)
-                state["cells"], state["trial"] = [], None
-            elif kind == "trial":
-                state["trial"] = message[1:]
-            elif kind == "cell":  # the trial is over: a loss after it is none of the row's
-                state["cells"].append(message[1])
-                state["trial"] = None
-            elif kind == "checkers_unmutated":
-                key = checker_key(plan.source_sha256, backend)
-                store.put(key, merged_result(store.get(key), {"checkers": message[1]}))
+            elif kind in JUDGING_MESSAGES:
+                _judging_message(message, state, checker_key(plan.source_sha256, backend), store)
             elif kind == "done":
                 return True
             return False
 
-        waiting = set(remaining)
-        job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
-                          batches=tuple(b for b in plan_batches if waiting & set(b)) if batch_size > 1 else (),
-                          run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
-                          known_digests=tuple(known_digests.items()),
-                          stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                          kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
-                          schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
-                          checkers=tuple(getattr(args, "checker", None) or ()))
+        job = _plan_job(plan, args, backend, remaining, plan_batches, batch_size, baseline_needed, known_digests,
+                        check)
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -347,6 +326,50 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             check = False
             continue
         baseline_needed = False
+
+
+def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]) -> dict[str, str]:
+    """Every judged mutant's code but those of `again` (run again), so a restarted worker (or a resumed campaign)
+    still finds duplicates."""
+    known = {}
+    for mutant in plan.mutants:
+        record = store.get(ResultKey(plan.source_sha256, backend, mutant.id))
+        if record is not None and mutant.id not in again:
+            _remember_digest(known, record)
+    return known
+
+
+def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
+              baseline_needed: bool, known_digests: dict, check: bool) -> CampaignJob:
+    """The job for a worker of the plan, as run_plan's state now says."""
+    waiting = set(remaining)
+    return CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
+                       batches=tuple(b for b in plan_batches if waiting & set(b)) if batch_size > 1 else (),
+                       run_baseline=baseline_needed, step_timeout=plan.step_timeout, batch_size=batch_size,
+                       known_digests=tuple(known_digests.items()),
+                       stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                       kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
+                       schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
+                       checkers=tuple(getattr(args, "checker", None) or ()))
+
+
+# What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).
+JUDGING_MESSAGES = frozenset({"row", "trial", "cell", "checkers_unmutated"})
+
+
+def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, store: ResultStore) -> None:
+    """The row so far (--matrix), kept in `state` for a worker that dies (lost_row); the checkers' verdicts on the
+    unmutated kernel, stored under `unmutated_key`."""
+    kind = message[0]
+    if kind == "row":
+        state["cells"], state["trial"] = [], None
+    elif kind == "trial":
+        state["trial"] = message[1:]
+    elif kind == "cell":  # the trial is over: a loss after it is none of the row's
+        state["cells"].append(message[1])
+        state["trial"] = None
+    elif kind == "checkers_unmutated":
+        store.put(unmutated_key, merged_result(store.get(unmutated_key), {"checkers": message[1]}))
 
 
 def checker_key(source_sha256: str, backend: str) -> ResultKey:
