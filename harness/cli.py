@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -176,7 +178,7 @@ class SanitizerStage:
     """compute-sanitizer's tools over the run's substrates, beside the gate jobs; their checks join each report."""
 
     def __init__(self, args, backend: str, tools: tuple[str, ...], jobs: list, entries: dict, errors: dict,
-                 cluster=None, prestarted: dict | None = None):
+                 cluster=None, prestarted: dict | None = None, records: "RecordBook | None" = None):
         self.tools, self.backend, self.cluster = tools, backend, cluster
         self.prestarted = prestarted or {}  # sanitizer.prestart()'s processes, started beside discovery
         # On a cluster of other hosts the tools are found where they run, not here.
@@ -190,6 +192,17 @@ class SanitizerStage:
         self.targets = [sanitizer.SanitizerTarget(file, name, s.kernel_name, s.t0_bytes, s.cuda, kb_root=kb_root)
                         for file, name in jobs if file not in errors and (s := summaries.get((file, name)))
                         and s.kernel_name]
+        # Where the verdicts can be shared with the tools' programs (this host), a substrate not admitted before at
+        # its present source waits for the gate's verdict, and runs under the tools only if admitted: the others
+        # (admitted before, likely again) run beside their jobs, first, as they always did.
+        self.verdicts: Path | None = None
+        if records is not None and not (cluster is not None and cluster.remote):
+            for target in self.targets:
+                source = summaries[(target.file, target.name)].source_sha256
+                target.awaits_verdict = not admissions.is_admitted(records.record_for(Path(target.file)),
+                                                                   target.name, source, backend)
+            self.targets.sort(key=lambda target: target.awaits_verdict)  # stable: the jobs' order within each
+        self._undecided = {t.key for t in self.targets if t.awaits_verdict}
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None
         self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
         self.stall = max(args.timeout, sanitizer.MIN_STALL)  # no case done for so long: a hung kernel
@@ -203,13 +216,18 @@ class SanitizerStage:
         if self.why_not or not self.targets:
             return
         started = time.perf_counter()
+        if self._undecided:
+            self.verdicts = Path(tempfile.mkdtemp(prefix="gate-verdicts-"))
 
         def run():
             try:
                 return sanitizer.sanitize(self.targets, self.tools, self.path, self.backend, self.cache_dir,
-                                          self.timeout, self.stall, self.processes, self._timings, self.prestarted)
+                                          self.timeout, self.stall, self.processes, self._timings, self.prestarted,
+                                          verdicts=self.verdicts)
             finally:
                 self._seconds = time.perf_counter() - started
+                if self.verdicts is not None:
+                    shutil.rmtree(self.verdicts, ignore_errors=True)
 
         if self.cluster is not None and self.cluster.remote:  # an item of its own, on a GPU of the cluster
             self._future = self.cluster.client.submit(
@@ -219,6 +237,23 @@ class SanitizerStage:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitizers")
         self._future = pool.submit(run)
         pool.shutdown(wait=False)  # the thread ends with its one task
+
+    def decided(self, report: SubstrateReport) -> None:
+        """The gate's verdict on a substrate, told to the tools' programs if they wait for it: an admitted one runs
+        under them, a rejected one does not (its checks say why)."""
+        if report.name in self._undecided and self.verdicts is not None:
+            self._undecided.discard(report.name)
+            why = ("" if report.admitted else "the gate rejected it before it ran under the tool, and no finding "
+                                              "could change that verdict")
+            sanitizer.write_verdict(self.verdicts, report.name, why)
+
+    def undecided_left(self) -> None:
+        """Every target still awaiting a verdict (its job ended without a report: an interrupt, a harness fault)
+        told not to run, so no tool's program waits for ever."""
+        for name in list(self._undecided):
+            self._undecided.discard(name)
+            if self.verdicts is not None:
+                sanitizer.write_verdict(self.verdicts, name, "its gate job ended without a verdict")
 
     def waiting_note(self) -> str:
         return f"compute-sanitizer ({', '.join(self.tools)})" if self._future is not None else ""
@@ -632,6 +667,7 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
                     queue.done(job)
                 if result is None:
                     continue
+                sanitizing.decided(result)
                 with written:
                     results[position] = result
                     report.substrates = [results[i] for i in sorted(results)]
@@ -640,15 +676,18 @@ def _gate_all(args, backend, jobs, entries, errors, records, tools, started, tim
         finally:
             keeper.close()
 
-    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers)
+    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers, records)
     try:
         with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
             jobs_started = time.perf_counter()
             sanitizing.start()
             # A job's key names the worker that can serve it: its file's, or one of its own.
             queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job, stopped=stopped)
-            for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
-                running.result()
+            try:
+                for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
+                    running.result()
+            finally:
+                sanitizing.undecided_left()
             if stopped():
                 progress.close()
                 return _interrupted(args, report, jobs, results, sanitizing)

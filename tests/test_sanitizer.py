@@ -375,3 +375,52 @@ def test_an_oracles_program_gets_sleeping_openmp_threads_unless_the_user_chose(m
     assert program_env()["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert program_env()["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def _awaiting(name: str) -> SanitizerTarget:
+    target = _target(name)
+    target.awaits_verdict = True
+    return target
+
+
+def test_a_target_awaiting_the_gates_verdict_runs_once_admitted_however_long_the_gate_takes(fake_sanitizer,
+                                                                                           tmp_path):
+    # The gate's own work on a new candidate may take minutes at real size: waiting for it is neither a stall nor
+    # the process's time, and the substrate then runs as one that never waited.
+    import threading
+
+    from harness.oracles.sanitizer import write_verdict
+
+    verdicts = tmp_path / "verdicts"
+    verdicts.mkdir()
+    admitted_late = threading.Timer(12.0, write_verdict, (verdicts, "forms_row_sum"))  # past both limits below
+    admitted_late.start()
+    started = time.monotonic()
+    checks = sanitize([_awaiting("forms_row_sum")], ("memcheck",), fake_sanitizer, backend="cpu", stall=8,
+                      timeout=10, verdicts=verdicts)
+    admitted_late.join()
+    assert time.monotonic() - started >= 12
+    assert checks == sanitize([_target("forms_row_sum")], ("memcheck",), fake_sanitizer, backend="cpu")
+    ((check,),) = checks.values()
+    assert check.status is CheckStatus.PASSED
+
+
+def test_a_target_the_gate_rejected_is_not_run_and_says_why_while_the_others_run(fake_sanitizer, tmp_path,
+                                                                               monkeypatch):
+    from harness.oracles.sanitizer import write_verdict
+
+    # Were it run, memcheck would report on it (and a faulting kernel would cost the tool a new process).
+    monkeypatch.setenv("FAKE_SANITIZER_MEMCHECK", "Invalid __global__ write of size 4 bytes|    at x in "
+                                                  "forms_wrong_distribution.cu:3")
+    monkeypatch.setenv("FAKE_SANITIZER_WHEN", "never in a plan")
+    verdicts = tmp_path / "verdicts"
+    verdicts.mkdir()
+    write_verdict(verdicts, "forms_wrong_distribution", "the gate rejected it (suite_rules); no finding of a "
+                                                        "sanitizer could change that verdict")
+    checks = sanitize([_awaiting("forms_wrong_distribution"), _target("forms_row_sum")], ("memcheck", "racecheck"),
+                      fake_sanitizer, backend="cpu", verdicts=verdicts)
+    for check in checks["forms_wrong_distribution"]:
+        assert check.status is CheckStatus.SKIPPED
+        assert check.detail == ("skipped: the gate rejected it (suite_rules); no finding of a sanitizer could "
+                                "change that verdict")
+    assert [c.status for c in checks["forms_row_sum"]][0] is CheckStatus.PASSED

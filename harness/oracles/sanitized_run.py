@@ -130,6 +130,18 @@ def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
     return True
 
 
+def wait_for_verdict(verdicts: Path, target: dict, events) -> str:
+    """The gate's verdict on a target that awaits it ("go", or "skip: why"), once written; meanwhile the
+    `waiting` event tells the parent that this is the gate's time, not a stalled kernel's."""
+    from harness.oracles.sanitizer import read_verdict
+
+    name = target.get("label") or target["name"]
+    _write(events, event="waiting", substrate=name)
+    while (verdict := read_verdict(verdicts, name)) is None:
+        time.sleep(PLAN_POLL_SECONDS)
+    return verdict
+
+
 def wait_for_plan(path: Path) -> dict:
     """The plan, once the parent has renamed it into place (so it is whole when it exists)."""
     while not path.exists():
@@ -154,6 +166,12 @@ def main(argv: list[str]) -> int:
         if started_ahead:
             plan = wait_for_plan(Path(argv[0]))
         for target in plan["targets"]:
+            if target.get("await"):
+                verdict = wait_for_verdict(Path(plan["verdicts"]), target, events)
+                if verdict.startswith("skip: "):
+                    _write(events, event="done", substrate=target.get("label") or target["name"], cases=[],
+                           notes=[], skipped=verdict.removeprefix("skip: "))
+                    continue
             if not run_substrate(target, backend, events, torch, plan.get("tool", "")):
                 return LOST_EXIT
     return 0

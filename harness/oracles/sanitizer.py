@@ -13,6 +13,7 @@ with what the log says of it, and a new process takes the substrates after it.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -162,10 +163,35 @@ class SanitizerTarget:
     label: str = ""  # the program's name and the key of its results, when not `name` (a mutant's)
     replaces_cuda: bool = False  # run `cuda` instead of the registered source
     kb_root: str = ""  # where the official problem lives, for an entry that reads the Model's state (model_state)
+    # Run only once the gate's own verdict on it is known, and only if it admitted it (write_verdict): a gate of
+    # new candidates, most of them broken, spends no tool's time (nor, on a kernel that faults, the tool's start
+    # again) on a substrate already rejected, whose verdict no finding could change.
+    awaits_verdict: bool = False
 
     @property
     def key(self) -> str:
         return self.label or self.name
+
+
+def _verdict_file(verdicts: Path, key: str) -> Path:
+    return verdicts / hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def write_verdict(verdicts: Path, key: str, skip_why: str = "") -> None:
+    """Tell the sanitized programs what the gate decided of an awaited target: run it (no `skip_why`), or not,
+    and why. Written whole, by rename: a program polling for it reads it the moment it exists."""
+    path = _verdict_file(verdicts, key)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(f"skip: {skip_why}" if skip_why else "go")
+    os.replace(partial, path)
+
+
+def read_verdict(verdicts: Path, key: str) -> str | None:
+    """"go", "skip: why", or None while the gate has not decided."""
+    try:
+        return _verdict_file(verdicts, key).read_text()
+    except FileNotFoundError:
+        return None
 
 
 @dataclass
@@ -267,22 +293,44 @@ def _spawn(command: list[str], env: dict, output: Path) -> subprocess.Popen:
         return subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
 
 
+def _last_event(events: Path, seen: int) -> tuple[int, str | None]:
+    """(the events file's size, the kind of the last whole event written past `seen` bytes, or None)."""
+    try:
+        with open(events, "rb") as stream:
+            stream.seek(seen)
+            added = stream.read()
+    except FileNotFoundError:
+        return seen, None
+    last = None
+    for line in added.decode(errors="replace").splitlines():
+        try:
+            last = json.loads(line).get("event", last)
+        except json.JSONDecodeError:
+            pass
+    return seen + len(added), last
+
+
 def watch(process: subprocess.Popen, events: Path, timeout: float, stall: float) -> tuple[int | None, str]:
     """Wait for a sanitized program until it exits (its status, ""), or end it with everything it started
     (None, why): past `timeout` in all, or `stall` seconds without a new event in `events` (a hung kernel
-    is found after `stall` s, not the process's `timeout`). The tool stays in the gate's process group,
-    so Ctrl-C still reaches it and its program."""
-    began = progressed = time.monotonic()
-    seen = 0
+    is found after `stall` s, not the process's `timeout`). Time the program spends waiting for the gate's
+    verdict on a target (its last event `waiting`) counts towards neither. The tool stays in the gate's process
+    group, so Ctrl-C still reaches it and its program."""
+    began = progressed = tick = time.monotonic()
+    seen, waiting = 0, False
     while True:
         try:
             return process.wait(timeout=0.25), ""
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
-        size = events.stat().st_size if events.exists() else 0
+        if waiting:  # the gate's own work, not the tool's: the clocks stand still
+            began, progressed = began + (now - tick), now
+        tick = now
+        size, last = _last_event(events, seen)
         if size != seen:
             seen, progressed = size, now
+            waiting = last == "waiting" if last is not None else waiting
         why = (f"after {timeout:g} s" if now - began > timeout else
                f"with no case done for {stall:g} s" if now - progressed > stall else "")
         if why:  # the tool's program too: killed with the tool alone, a hung kernel would hold the GPU
@@ -355,9 +403,10 @@ def discard(prestarted: dict[str, list[Prestarted]]) -> None:
 
 def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend: str = "cuda",
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT, work_dir: Path | None = None,
-             stall: float = STALL_TIMEOUT, prestarted: Prestarted | None = None) -> ToolRun:
+             stall: float = STALL_TIMEOUT, prestarted: Prestarted | None = None,
+             verdicts: Path | None = None) -> ToolRun:
     """Every target under one tool, in as few processes as the kernels allow; the first is `prestarted` when
-    given."""
+    given. A target that awaits its verdict waits for it in `verdicts` (write_verdict)."""
     started = time.perf_counter()
     result = ToolRun(tool, started_ahead=prestarted is not None)
     remaining = list(targets)
@@ -367,11 +416,13 @@ def run_tool(tool: str, targets: list[SanitizerTarget], sanitizer: Path, backend
         attempt += 1
         plan, events, log, printed = _attempt_files(work, attempt)
         listed = [{"file": t.file, "name": t.name, "label": t.key, "cuda": t.cuda if t.replaces_cuda else None,
-                   "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES, "kb_root": t.kb_root} for t in remaining]
+                   "t0_bytes": t.t0_bytes, "max_bytes": MAX_CASE_BYTES, "kb_root": t.kb_root,
+                   "await": bool(t.awaits_verdict and verdicts)} for t in remaining]
         # Written whole and renamed: a program started ahead reads it the moment it exists.
         unrenamed = plan.with_suffix(".tmp")
         unrenamed.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid(),
-                                         "tool": tool, "targets": listed}))
+                                         "tool": tool, "targets": listed,
+                                         "verdicts": str(verdicts) if verdicts else None}))
         os.replace(unrenamed, plan)
         if attempt == 1 and prestarted:
             process, launched = prestarted.process, prestarted.launched
@@ -481,11 +532,14 @@ def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: 
              cache_dir: str | None = None, timeout: float = PROCESS_TIMEOUT,
              stall: float = STALL_TIMEOUT, processes: int = 1,
              timings: list[str] | None = None,
-             prestarted: dict[str, list[Prestarted]] | None = None) -> dict[str, list[CheckResult]]:
+             prestarted: dict[str, list[Prestarted]] | None = None,
+             verdicts: Path | None = None) -> dict[str, list[CheckResult]]:
     """Every tool over every target, the tools side by side, each over `processes` processes that share the
     targets out (a process pays the tool's start-up, and runs its targets one after another): per substrate,
     one check per tool. `timings`, when given, gets each tool's ToolRun.timing(). `prestarted` (from prestart(),
-    with the same backend and cache): each share's first process, where there is one; those left are discarded."""
+    with the same backend and cache): each share's first process, where there is one; those left are discarded.
+    `verdicts`: where the gate writes its verdicts on the targets that await them (write_verdict); a target the
+    gate rejected is not run, and its checks say so (skipped)."""
     parts = shares(targets, processes)
     waiting = prestarted or {}
 
@@ -496,7 +550,7 @@ def sanitize(targets: list[SanitizerTarget], tools: tuple[str, ...], sanitizer: 
     try:
         with ThreadPoolExecutor(max_workers=len(tools) * len(parts) or 1) as pool:
             pending = {tool: [pool.submit(run_tool, tool, part, sanitizer, backend, cache_dir, timeout, stall=stall,
-                                          prestarted=first_process(tool, i))
+                                          prestarted=first_process(tool, i), verdicts=verdicts)
                               for i, part in enumerate(parts)] for tool in tools}
             runs = [merged(tool, [f.result() for f in futures]) for tool, futures in pending.items()]
     finally:

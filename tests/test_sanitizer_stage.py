@@ -1,0 +1,57 @@
+"""The gate's sanitizer stage: which substrates wait for the gate's verdict before the tools run them."""
+
+import argparse
+import json
+from pathlib import Path
+
+from harness import admissions
+from harness.cli import RecordBook, SanitizerStage
+from harness.oracles.sanitizer import read_verdict
+from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.worker import EntrySummary
+
+SHA, CHANGED = "a" * 64, "b" * 64
+
+
+def _stage(tmp_path: Path, recorded: dict) -> SanitizerStage:
+    """A stage over three substrates of one file; `recorded`: the record's entries (name -> (admitted, sha))."""
+    file = str(tmp_path / "candidate_x.py")
+    record = {"schema": admissions.SCHEMA, "substrates": {
+        name: {"cuda": {"admitted": admitted, "source_sha256": sha, "device": "H200", "date": "", "reasons": []}}
+        for name, (admitted, sha) in recorded.items()}}
+    (tmp_path / "admissions.json").write_text(json.dumps(record))
+    names = ["known", "changed", "new"]
+    entries = {file: [EntrySummary(name=n, file=file, kernel_name="k", source_sha256=SHA, cuda="//") for n in names]}
+    args = argparse.Namespace(sanitizer=tmp_path / "compute-sanitizer", no_sanitize=False, kb_root=None,
+                              cache_dir=None, timeout=120.0, sanitize_processes=1)
+    return SanitizerStage(args, "cuda", ("memcheck",), [(file, n) for n in names], entries, {},
+                          records=RecordBook(None))
+
+
+def test_only_substrates_admitted_before_at_their_source_run_beside_their_jobs_and_first(tmp_path):
+    stage = _stage(tmp_path, {"known": (True, SHA), "changed": (True, CHANGED), "new": (False, SHA)})
+    assert [(t.name, t.awaits_verdict) for t in stage.targets] == [("known", False), ("changed", True),
+                                                                   ("new", True)]
+
+
+def test_the_gates_verdicts_are_told_to_the_waiting_tools_and_the_rest_released_at_the_end(tmp_path):
+    stage = _stage(tmp_path, {"known": (True, SHA)})
+    stage.verdicts = tmp_path / "verdicts"
+    stage.verdicts.mkdir()
+    admitted = SubstrateReport(name="changed", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.PASSED)])
+    rejected = SubstrateReport(name="known", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.FAILED)])
+    stage.decided(admitted)
+    stage.decided(rejected)  # not awaited: ran beside its job; nothing to tell
+    assert read_verdict(stage.verdicts, "changed") == "go"
+    assert read_verdict(stage.verdicts, "known") is None and read_verdict(stage.verdicts, "new") is None
+    stage.undecided_left()
+    assert read_verdict(stage.verdicts, "new") == "skip: its gate job ended without a verdict"
+
+
+def test_a_rejected_substrate_is_told_not_to_run_and_why(tmp_path):
+    stage = _stage(tmp_path, {})
+    stage.verdicts = tmp_path / "verdicts"
+    stage.verdicts.mkdir()
+    stage.decided(SubstrateReport(name="new", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.FAILED)]))
+    assert read_verdict(stage.verdicts, "new") == ("skip: the gate rejected it before it ran under the tool, and no "
+                                                   "finding could change that verdict")
