@@ -69,6 +69,12 @@
 #                  leave the main thread free to draw on the CPU (1 and 8 processes at once)?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
+#   MATRIX=1       the full kill matrix (--matrix) over every admitted substrate, value suites only: first alone
+#                  (campaign matrix-values: its time is the issue's 60 s figure), then again with each of
+#                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
+#                  per-suite table, the minimal sets and the checkers' lines printed last
+#   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at their stand-in sizes (KB_ROOT
+#                  unset): gated first, so that their admissions at those sizes are recorded (campaign matrix-kb)
 set -uo pipefail
 # The device tool brings back at most 8 files from $OUT: everything is written to a work folder,
 # and after each step the folder is packed into $OUT/session.tar.gz, so a run cut off by its time
@@ -470,6 +476,20 @@ print('nvJitLink after torch and a context:', a())"
     done
   done
 fi
+# --checker NAME for each of MATRIX_CHECKERS
+matrix_checkers=()
+for c in ${MATRIX_CHECKERS-kernelbench kernelbench-v0 t0}; do matrix_checkers+=(--checker "$c"); done
+if [ "${MATRIX:-0}" = 1 ]; then
+  campaign matrix-values --workers $((per_gpu * gpus)) --oracles values --matrix
+  campaign matrix --workers $((per_gpu * gpus)) --oracles values --matrix "${matrix_checkers[@]}"
+fi
+if [ "${MATRIX_KB:-0}" = 1 ]; then
+  KB_ROOT='' python3 gate.py --no-progress --json "$out/kernelbench-standin.json" examples/kernelbench/candidate_*.py \
+    2>&1 | tail -n 3
+  cp examples/kernelbench/admissions.json "$out/kernelbench-standin-admissions.json" 2>/dev/null
+  KB_ROOT='' campaign matrix-kb --workers $((per_gpu * gpus)) --oracles values --substrates-dir examples/kernelbench \
+    --matrix "${matrix_checkers[@]}"
+fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
   CUDA_VISIBLE_DEVICES=0 campaign one-gpu --workers "$per_gpu"
@@ -481,5 +501,13 @@ fi
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
 for log in $(ls -tr "$out"/campaign-*.log 2>/dev/null); do  # every campaign of the call, in the order they ended
   echo "$(basename "$log" .log | sed 's/^campaign-//'): $(tail -n 1 "$log")"
+done
+# Last: each matrix campaign's table (a column per checker), analyses and checker lines, which the campaign prints last.
+for name in matrix-values matrix matrix-kb; do
+  log="$out/campaign-$name.log"
+  [ -f "$log" ] || continue
+  echo "== $name"
+  awk '/^substrate /{table=1} table && !/^substrate / && !/^[^ ]+ +[0-9]+ /{table=0} table' "$log"
+  sed -n '/^kill matrix: /,$p' "$log"
 done
 true
