@@ -62,6 +62,14 @@ def test_suites_are_pooled_by_name_over_substrates_and_the_analyses_say_what_kil
         "subsuming": ["a:2", "b:1"], "subsumingScore": 100.0}
 
 
+def test_where_nothing_is_killed_no_mutant_subsumes_and_the_subsuming_score_is_none():
+    found = analyses([MutantRow("a:1", frozenset({"a/T0_original/0"}))])
+    assert (found["subsuming"], found["subsumingScore"], found["idleTrials"]) == ([], None, ["a/T0_original/0"])
+    assert format_matrix(matrix_json({"a": [MutantRow("a:1", frozenset({"a/T0_original/0"}))]})).splitlines()[-1] == (
+        "  a: score 0.0%, T0_original alone 0.0%; minimal suites 0 of 1 (); minimal trials 0 of 1; idle trials 1; "
+        "subsuming 0 of 0 killed (score -)")
+
+
 def test_the_matrix_report_has_each_substrates_analyses_and_the_total_and_prints_them():
     report = matrix_json({"a": _rows()[:3], "b": _rows()[3:]})
     assert report["total"] == analyses(_rows()) and report["substrates"]["b"]["minimalSuites"] == ["T0_original"]

@@ -133,6 +133,47 @@ def test_report_validates_against_the_published_schema():
     assert len(list(validator.iter_errors(report))) == 2
 
 
+def _with_tests() -> dict:
+    """report_json of campaigns() with a tests view: each mutant covered by two trial tests and a checker, the
+    killed ones killed by the first trial."""
+    from harness.engine.report import TestView
+
+    files = {"pad_const/T0_original": {"tests": [{"id": "pad_const/T0_original/0", "name": "T0_original trial 0"},
+                                                 {"id": "pad_const/T0_original/1", "name": "T0_original trial 1"}]},
+             "checkers": {"tests": [{"id": "checker:kernelbench", "name": "checker kernelbench"}]}}
+    covered = {c.name: {o.mutant_id: ["pad_const/T0_original/0", "pad_const/T0_original/1", "checker:kernelbench"]
+                        for o in c.outcomes} for c in campaigns()}
+    killed = {c.name: {o.mutant_id: ["pad_const/T0_original/0"] for o in c.outcomes
+                       if o.status is MutantStatus.KILLED and not o.oracle} for c in campaigns()}
+    return report_json(campaigns(), tests=TestView(files, covered, killed, {"checkers": {"kernelbench": {}}}))
+
+
+def test_a_report_with_tests_validates_against_the_published_schema():
+    schema_file = _local_file(SCHEMA_VAR, SCHEMA_FIXTURE, SCHEMA_NPM)
+    jsonschema = pytest.importorskip("jsonschema", reason="needs jsonschema (the test extra)")
+    validator = jsonschema.Draft7Validator(json.loads(schema_file.read_text(encoding="utf-8")))
+    report = json.loads(json.dumps(_with_tests()))
+    assert [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(report)] == []
+
+
+def test_a_report_with_tests_lists_them_and_each_mutants_killers_the_oracles_among_them_and_the_page_holds_it():
+    report = _with_tests()
+    oracles = sorted({o.oracle for c in campaigns() for o in c.outcomes if o.oracle})
+    assert report["testFiles"]["oracles"] == {"tests": [{"id": o, "name": f"oracle {o}"} for o in oracles]}
+    assert report["testFiles"]["checkers"]["tests"] == [{"id": "checker:kernelbench", "name": "checker kernelbench"}]
+    for campaign in campaigns():
+        for outcome, mutant in zip(campaign.outcomes, report["files"][f"{campaign.name}.cu"]["mutants"]):
+            oracle = [outcome.oracle] if outcome.oracle else []
+            assert mutant["coveredBy"] == ["pad_const/T0_original/0", "pad_const/T0_original/1",
+                                           "checker:kernelbench", *oracle]
+            assert mutant["killedBy"] == (["pad_const/T0_original/0"] if outcome.status is MutantStatus.KILLED
+                                          and not oracle else oracle)
+    assert report["substrateHarness"]["checkers"] == {"kernelbench": {}}
+    embedded = re.search(r"app\.report = (.*);\n", report_html(report)).group(1)
+    assert json.loads(embedded) == json.loads(json.dumps(report))  # the page's test view is the report's
+    assert "testFiles" not in report_json(campaigns())  # without tests, as before
+
+
 def test_report_shape():
     report = report_json(campaigns())
     assert report["schemaVersion"] == "2"

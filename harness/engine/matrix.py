@@ -130,7 +130,8 @@ def analyses(rows: list[MutantRow]) -> dict:
         "minimalTrials": kill_matrix.greedy_cover(rows, group=lambda test: test),
         "idleTrials": kill_matrix.idle_tests(rows),
         "subsuming": subsuming,
-        "subsumingScore": _percent(kill_matrix.subsuming_score(rows)),
+        # None where nothing was killed: no mutant subsumes, and a score over none says nothing
+        "subsumingScore": _percent(kill_matrix.subsuming_score(rows)) if subsuming else None,
     }
 
 
@@ -154,13 +155,17 @@ def matrix_json(rows_by_substrate: dict[str, list[MutantRow]]) -> dict:
     }
 
 
+def _shown(percent: float | None) -> str:
+    return "-" if percent is None else f"{percent:.1f}%"
+
+
 def format_matrix(report: dict) -> str:
     """The terminal's account of `matrix_json`'s report: totals, the per-suite table, the minimal sets, then a line
     per substrate."""
     total = report["total"]
     lines = [f"kill matrix: {total['mutants']} mutants over {total['trials']} trials; score {total['score']:.1f}% "
              f"with every suite, {total['t0Score']:.1f}% with {T0_SUITE} alone; {len(total['subsuming'])} subsuming "
-             f"mutants of {total['killed']} killed, score over them {total['subsumingScore']:.1f}%"]
+             f"mutants of {total['killed']} killed, score over them {_shown(total['subsumingScore'])}"]
     heads = ["suite", "killed", "alone"]
     rows = [[s["suite"], str(s["killed"]), str(s["alone"])] for s in total["perSuite"]]
     widths = [max(len(r[i]) for r in rows + [heads]) for i in range(3)]
@@ -175,5 +180,5 @@ def format_matrix(report: dict) -> str:
                      f"{len(own['minimalSuites'])} of {own['suites']} ({', '.join(own['minimalSuites'])}); minimal "
                      f"trials {len(own['minimalTrials'])} of {own['trials']}; idle trials {len(own['idleTrials'])}; "
                      f"subsuming {len(own['subsuming'])} of {own['killed']} killed "
-                     f"(score {own['subsumingScore']:.1f}%)")
+                     f"(score {_shown(own['subsumingScore'])})")
     return "\n".join(lines)
