@@ -192,3 +192,27 @@ def test_a_checker_that_raises_is_a_line_naming_it_and_a_bad_one_is_a_usage_erro
     assert _campaign(admitted, tmp_path, "--matrix", "--naive") == 2
     assert capsys.readouterr().err == "campaign: error: --matrix and --checker run on this host's workers: leave out " \
                                       "--naive\n"
+
+
+def test_a_lost_workers_row_ends_with_a_cell_of_the_loss_and_a_loss_in_a_checker_keeps_the_suites_verdict():
+    from harness.engine.run import lost_row
+    from harness.engine.worker import CampaignJob
+
+    job = CampaignJob(file="f.py", name=NAME, backend="cpu", mutant_ids=("m",), matrix=True, checkers=("t0",))
+    lost = {"mutant_id": "m", "status": "timeout", "detail": "silent for 3 s", "seconds": 0.0, "ptx_sha256": ""}
+    passed = {"suite": "T0_original", "trial": 0, "status": "passed"}
+    failed = {"suite": "T0_original", "trial": 1, "status": "failed", "check": "output_matches", "detail": "x"}
+    state = {"cells": [passed], "trial": ("misaligned", 2), "verdict": None}
+    assert lost_row(lost, state, job) == {
+        **lost, "detail": "misaligned trial 2: silent for 3 s",
+        "cells": [passed, {"suite": "misaligned", "trial": 2, "status": "timeout", "detail": "silent for 3 s"}],
+        "checkers": {"t0": {"accepted": None, "why": "not judged: its worker was lost on the suites (silent for 3 s)"}}}
+    # A failure before the loss decides, as the first failing trial does.
+    state = {"cells": [passed, failed], "trial": ("misaligned", 0), "verdict": None}
+    assert lost_row(lost, state, job)["status"] == "killed"
+    # Lost while a checker ran: every trial's cell, and the suites' verdict the worker sent before the checkers.
+    state = {"cells": [passed, failed], "trial": None, "verdict": ("killed", "T0_original trial 1: output_matches: x")}
+    row = lost_row(lost, state, job)
+    assert (row["status"], row["detail"], row["cells"]) == ("killed", "T0_original trial 1: output_matches: x",
+                                                            [passed, failed])
+    assert row["checkers"]["t0"]["why"] == "not judged: its worker was lost while a checker ran it (silent for 3 s)"

@@ -243,7 +243,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
     known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
     while remaining:
-        state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None}
+        state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None, "verdict": None}
 
         def handle(message) -> bool:
             kind = message[0]
@@ -257,7 +257,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 state["current"], state["compiling_batch"] = message[1], False
                 state["started"] += 1
                 if judging:
-                    state["cells"], state["trial"] = [], None
+                    state.update(cells=[], trial=None, verdict=None)
             elif kind == "baseline":
                 _ok, why, _seconds = message[1:]
                 if not _ok:
@@ -354,7 +354,7 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).
-JUDGING_MESSAGES = frozenset({"row", "trial", "cell", "checkers_unmutated"})
+JUDGING_MESSAGES = frozenset({"row", "trial", "cell", "suites_verdict", "checkers_unmutated"})
 
 
 def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, store: ResultStore) -> None:
@@ -368,6 +368,8 @@ def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, stor
     elif kind == "cell":  # the trial is over: a loss after it is none of the row's
         state["cells"].append(message[1])
         state["trial"] = None
+    elif kind == "suites_verdict":  # the checkers run next: a loss now is theirs, the suites' verdict stands
+        state["verdict"] = message[1:]
     elif kind == "checkers_unmutated":
         store.put(unmutated_key, merged_result(store.get(unmutated_key), {"checkers": message[1]}))
 
@@ -392,13 +394,15 @@ def merged_result(stored: dict | None, result: dict) -> dict:
 
 def lost_row(result: dict, state: dict, job: CampaignJob) -> dict:
     """The result of a mutant whose worker was lost, under --matrix and --checker: its row so far ended by a cell of
-    the loss on the trial it was running (its status then the row's: matrix.row_verdict), no checker's verdict."""
+    the loss on the trial it was running (its status then the row's: matrix.row_verdict), no checker's verdict; lost
+    while a checker ran, the suites' verdict, which the worker had sent."""
     from harness.checkers.under_test import CheckerVerdict
     from harness.engine.matrix import Cell, CellStatus, row_verdict
 
     result = dict(result)
     if job.checkers:
-        why = f"not judged: its worker was lost ({result['detail']})"
+        what = "while a checker ran it" if state.get("verdict") else "on the suites"
+        why = f"not judged: its worker was lost {what} ({result['detail']})"
         result["checkers"] = {spec: CheckerVerdict(None, why).to_json() for spec in job.checkers}
     if job.matrix:
         cells = [Cell.from_json(cell) for cell in state["cells"]]
@@ -406,8 +410,11 @@ def lost_row(result: dict, state: dict, job: CampaignJob) -> dict:
             suite, trial = state["trial"]
             lost = CellStatus.TIMEOUT if result["status"] == MutantStatus.TIMEOUT.value else CellStatus.FAULT
             cells.append(Cell(suite, trial, lost, "", result["detail"]))
-        result["status"], result["detail"] = row_verdict(cells) if cells else (result["status"], result["detail"])
+        if cells:
+            result["status"], result["detail"] = row_verdict(cells)
         result["cells"] = [cell.to_json() for cell in cells]
+    if state.get("verdict"):
+        result["status"], result["detail"] = state["verdict"]
     return result
 
 

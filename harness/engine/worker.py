@@ -810,6 +810,8 @@ class _SubstrateRun:
             return judged, verdict.end_worker
         if verdict.end_worker:
             return {**judged, "checkers": self.unjudged("its fault on the suites ended its worker")["checkers"]}, True
+        # The suites' verdict stands if a checker's run then ends the worker (a hang, a crash): run.lost_row keeps it.
+        self.conn.send(("suites_verdict", verdict.status.value, verdict.detail))
         judged["checkers"], end = self.run_checkers(kernel, mutant_id)
         return judged, end
 
