@@ -158,3 +158,15 @@ def test_the_t0_checker_rejects_where_the_builder_or_the_kernel_raises():
         "T0_original trial 1: its builder raised ValueError: no trial 1")
     assert judge_t0(_entry_with_t0(builder), RANDN, lambda x: 1 / 0, "cpu").why == (
         "T0_original trial 0: the kernel raised ZeroDivisionError: division by zero")
+
+
+def test_a_checker_gets_the_workers_model_built_once_and_a_fresh_one_for_another_device():
+    from harness.checkers.under_test import BuiltProblem
+
+    built = RANDN.build_model("cpu")
+    problem = BuiltProblem(RANDN, built, torch.device("cpu"))
+    assert problem.build_model("cpu") is built and problem.build_model(torch.device("cpu")) is built
+    assert (problem.Model, problem.get_inputs, problem.get_init_inputs) == (RANDN.Model, RANDN.get_inputs,
+                                                                           RANDN.get_init_inputs)
+    assert kernelbench(problem, torch.relu, "cpu") and not kernelbench(problem, lambda x: x.clone(), "cpu")
+    assert problem.build_model("meta") is not built

@@ -11,6 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+class BuiltProblem:
+    """The substrate's Problem as a checker gets it, its official Model built once per worker: `build_model(device)`
+    on the worker's device is the Model the worker built (as KernelBench builds it, seed 42), not a second one per
+    mutant and checker. Its outputs are a fresh Model's: nothing a kernel runs can change its weights (the kernel
+    gets copies of the tensors model_state names), and the mode is the one a Model starts in."""
+
+    def __init__(self, problem, model, device):
+        self.problem, self.model, self.device = problem, model, device
+        self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
+
+    def build_model(self, device):
+        import torch
+
+        return self.model if torch.device(device) == torch.device(self.device) else self.problem.build_model(device)
+
+
 @dataclass(frozen=True)
 class CheckerVerdict:
     accepted: bool | None  # None: not judged (the checker failed, or the mutant ended its worker first)
@@ -49,7 +65,8 @@ class KernelCall:
         from harness.pipeline import _redirect_pointers
 
         try:
-            views = [*inputs, *self.state]
+            # Copies of the Model's own tensors: a mutant that writes its inputs must not change the worker's Model.
+            views = [*inputs, *(tensor.clone() for tensor in self.state)]
             out, grid, block, args = self.entry.launch(views, torch)
             guarded = GuardedTensor.copy_of(out, out.device)
             args, problems = _redirect_pointers(list(args), out, guarded.tensor, views)

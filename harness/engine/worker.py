@@ -373,7 +373,7 @@ class _SubstrateRun:
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
                 self.problem = load_problem(self.entry.kb_file, search)
-                official = self.problem.build_model(self.backend.device)
+                self.official = official = self.problem.build_model(self.backend.device)
                 self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
         with _Phase(self.phases, "trials and references"):
@@ -684,14 +684,15 @@ class _SubstrateRun:
     def run_checkers(self, kernel, what: str) -> tuple[dict, bool]:
         """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}), and whether the worker must end: a
         fault that poisoned the context, or a kernel whose runs changed the worker's trials."""
-        from harness.checkers.under_test import KernelCall, judge_with
+        from harness.checkers.under_test import BuiltProblem, KernelCall, judge_with
 
+        problem = BuiltProblem(self.problem, self.official, self.backend.device)
         verdicts, end = {}, False
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
             call = KernelCall(self.entry, self.backend, kernel, self.state)
             with self.mutant_parts.timing("checkers"):
-                verdict = judge_with(spec, checker, self.problem, call, self.backend.device)
+                verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
             if call.poisoned:
                 return verdicts, True  # the device is gone: the checkers after it say nothing more
