@@ -588,134 +588,163 @@ def _interrupted(args, report: GateReport, jobs: list, results: dict, sanitizing
     return EXIT_INTERRUPTED
 
 
-def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster,
-              early_sanitizers: dict | None = None, ahead: WorkersAhead | None = None) -> int:
-    """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
+@dataclass
+class _GateRun:
+    """One gate run's jobs: what its slots (threads) share, and how each gates a job."""
 
-    report = GateReport(backend=backend, device="")
-    progress = _make_progress(args.no_progress)
+    args: argparse.Namespace
+    backend: str
+    entries: dict
+    errors: dict
+    cluster: object  # ClusterGate, or None: here
+    ahead: WorkersAhead | None
+    at_once: int
+    sanitizing: SanitizerStage
+    report: GateReport
+    progress: object  # tqdm
+    budget: MemoryBudget
+    results: dict = field(default_factory=dict)  # position in the run -> SubstrateReport
+    worker_starts: list = field(default_factory=list)  # each worker's start: its seconds, and by part
+    written: threading.Lock = field(default_factory=threading.Lock)
 
-    worker_starts: list[tuple[float, dict]] = []  # each worker's start: its seconds, and by part
+    def __post_init__(self):
+        summaries = [(file, s) for file, found in self.entries.items() for s in found]
+        self.t0_sizes = {(file, s.name): s.t0_bytes for file, s in summaries}
+        self.signatures = {(file, s.name): s.official_inputs for file, s in summaries}
 
-    def on_message(name):
+    def stopped(self) -> bool:
+        return self.args.interruption.stopped()
+
+    def on_message(self, name: str):
         def handle(message):
             kind = message[0]
-            if kind == "device":
-                if message[3]:  # a worker started for this job
-                    worker_starts.append((message[2], message[4]))  # from the jobs' threads: append is atomic
+            if kind == "device" and message[3]:  # a worker started for this job
+                self.worker_starts.append((message[2], message[4]))  # from the jobs' threads: append is atomic
             if kind == "plan":
-                progress.total += message[1]
-                progress.refresh()
+                self.progress.total += message[1]
+                self.progress.refresh()
             elif kind == "step" and message[1] != "import":
-                progress.set_description_str(f"{name}: {message[1]}", refresh=False)
-                progress.update(1)
-            elif kind == "device" and not report.device:
-                report.device = message[1]
+                self.progress.set_description_str(f"{name}: {message[1]}", refresh=False)
+                self.progress.update(1)
+            elif kind == "device" and not self.report.device:
+                self.report.device = message[1]
         return handle
 
-    budget = MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 and cluster is None else None)
-    at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
-    t0_sizes = {(file, s.name): s.t0_bytes for file, summaries in entries.items() for s in summaries}
-    signatures = {(file, s.name): s.official_inputs for file, summaries in entries.items() for s in summaries}
-
-    def reuses_worker(job: tuple[str, str]) -> bool:
+    def reuses_worker(self, job: tuple[str, str]) -> bool:
         """Whether the job may be gated by its file's worker, kept from an earlier substrate: not one whose T0 is
         drawn by helpers, nor an item of a cluster (a worker of its own there)."""
-        return cluster is None and may_reuse_worker(t0_sizes.get(job, 0))
+        return self.cluster is None and may_reuse_worker(self.t0_sizes.get(job, 0))
 
-    stopped = args.interruption.stopped
-
-    def gate_one(job: tuple[str, str], keeper: FileWorker) -> SubstrateReport | None:
+    def gate_one(self, job: tuple[str, str], keeper: FileWorker) -> SubstrateReport | None:
+        """The job's report; None where an interrupt came first (no verdict on what did not finish)."""
         file, name = job
-        if file in errors:
-            return _import_failure(file, name, errors[file])
-        work = GateJob(file=file, name=name, backend=backend,
+        if file in self.errors:
+            return _import_failure(file, name, self.errors[file])
+        args = self.args
+        work = GateJob(file=file, name=name, backend=self.backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
-                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=at_once,
-                       official_inputs=signatures.get(job))
-        if cluster is not None:
-            return cluster.gate(work, report, progress)
-        if not reuses_worker(job):
+                       kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=self.at_once,
+                       official_inputs=self.signatures.get(job))
+        if self.cluster is not None:
+            return self.cluster.gate(work, self.report, self.progress)
+        if not self.reuses_worker(job):
             keeper.release()
-        with budget.reserve(estimate_bytes(t0_sizes.get(job, 0))) as shared:
-            result = run_gate_job(work, args.timeout, on_message(name), keeper if reuses_worker(job) else None,
-                                  stop=stopped)
+        with self.budget.reserve(estimate_bytes(self.t0_sizes.get(job, 0))) as shared:
+            result = run_gate_job(work, args.timeout, self.on_message(name),
+                                  keeper if self.reuses_worker(job) else None, stop=self.stopped)
             beside_others = shared()
-        if stopped():
-            return None  # the interrupt may have killed its worker: no verdict on what did not finish
+        if self.stopped():
+            return None  # the interrupt may have killed its worker
         if beside_others and _ran_out_of_memory(result):
             # Other jobs held part of the memory (the device's, or the host's): the candidate is judged alone,
             # in a fresh worker.
             keeper.release()
-            with budget.alone():
-                first, result = result, run_gate_job(work, args.timeout, on_message(name))
+            with self.budget.alone():
+                first, result = result, run_gate_job(work, args.timeout, self.on_message(name))
             _note_rerun(result, first)
         return result
 
-    results: dict[int, SubstrateReport] = {}
-    written = threading.Lock()
-
-    def slot(queue: JobQueue) -> None:
+    def slot(self, queue: JobQueue) -> None:
         """One job slot: takes jobs until none is left, keeping its worker for the next substrate of its file."""
-        keeper = FileWorker(ahead)
+        keeper = FileWorker(self.ahead)
         try:
             while (taken := queue.take(keeper.file)) is not None:
                 position, job = taken
                 try:
-                    result = gate_one(job, keeper)
+                    result = self.gate_one(job, keeper)
                 finally:
                     queue.done(job)
-                if result is None:
-                    continue
-                sanitizing.decided(result)
-                with written:
-                    results[position] = result
-                    report.substrates = [results[i] for i in sorted(results)]
-                    if args.json:
-                        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+                if result is not None:
+                    self.sanitizing.decided(result)
+                    self._keep(position, result)
         finally:
             keeper.close()
 
-    sanitizing = SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers, records)
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
+    def _keep(self, position: int, result: SubstrateReport) -> None:
+        with self.written:
+            self.results[position] = result
+            self.report.substrates = [self.results[i] for i in sorted(self.results)]
+            if self.args.json:
+                self.args.json.write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
+
+    def gate(self, jobs: list, timeline: Timeline) -> int | None:
+        """Every job through the slots, beside the sanitizer stage, the reports judged with its checks; the exit
+        status of an interrupted run, or None."""
+        with ThreadPoolExecutor(max_workers=max(1, self.at_once)) as pool:
             jobs_started = time.perf_counter()
-            sanitizing.start()
+            self.sanitizing.start()
             # A job's key names the worker that can serve it: its file's, or one of its own.
-            queue = JobQueue(jobs, key=lambda job: job[0] if reuses_worker(job) else job, stopped=stopped)
+            queue = JobQueue(jobs, key=lambda job: job[0] if self.reuses_worker(job) else job, stopped=self.stopped)
             try:
-                for running in [pool.submit(slot, queue) for _ in range(max(1, at_once))]:
+                for running in [pool.submit(self.slot, queue) for _ in range(max(1, self.at_once))]:
                     running.result()
             finally:
-                sanitizing.undecided_left()
-            if stopped():
-                progress.close()
-                return _interrupted(args, report, jobs, results, sanitizing)
+                self.sanitizing.undecided_left()
             jobs_ended = time.perf_counter()
-            progress.set_description_str(sanitizing.waiting_note(), refresh=True)
-            judged = [sanitizing.judge(results[i]) for i in sorted(results)]
-            if stopped():  # while the sanitizers ran: they did not finish
-                progress.close()
-                return _interrupted(args, report, jobs, results, sanitizing)
-            report.substrates = judged
-            timeline.jobs, timeline.sanitizer_wait = jobs_ended - jobs_started, time.perf_counter() - jobs_ended
-            timeline.work = sum(result.seconds for result in report.substrates)
-            timeline.worker_starts, timeline.workers = sum(s for s, _ in worker_starts), len(worker_starts)
-            if ahead is not None:
-                timeline.ahead, timeline.ahead_used = ahead.started, ahead.used
-            for _seconds, parts in worker_starts:
-                for part, seconds in parts.items():
-                    timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds
+            if not self.stopped():
+                self.progress.set_description_str(self.sanitizing.waiting_note(), refresh=True)
+                judged = [self.sanitizing.judge(self.results[i]) for i in sorted(self.results)]
+            if self.stopped():  # before or while the sanitizers ran: they did not finish
+                self.progress.close()
+                return _interrupted(self.args, self.report, jobs, self.results, self.sanitizing)
+        self.report.substrates = judged
+        self._fill(timeline, jobs_ended - jobs_started, time.perf_counter() - jobs_ended)
+        return None
+
+    def _fill(self, timeline: Timeline, jobs_seconds: float, sanitizer_wait: float) -> None:
+        timeline.jobs, timeline.sanitizer_wait = jobs_seconds, sanitizer_wait
+        timeline.work = sum(result.seconds for result in self.report.substrates)
+        timeline.worker_starts, timeline.workers = sum(s for s, _ in self.worker_starts), len(self.worker_starts)
+        if self.ahead is not None:
+            timeline.ahead, timeline.ahead_used = self.ahead.started, self.ahead.used
+        for _seconds, parts in self.worker_starts:
+            for part, seconds in parts.items():
+                timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds
+
+
+def _gate_all(args, backend, jobs, entries, errors, records, tools, started, timeline: Timeline, cluster,
+              early_sanitizers: dict | None = None, ahead: WorkersAhead | None = None) -> int:
+    """Every job gated (here, or as items of `cluster`), beside the sanitizer stage; the records and the summary."""
+    at_once = len(jobs) if cluster is not None else min(args.jobs, len(jobs))  # a cluster's item counts its host's
+    run = _GateRun(args, backend, entries, errors, cluster, ahead, at_once,
+                   SanitizerStage(args, backend, tools, jobs, entries, errors, cluster, early_sanitizers, records),
+                   GateReport(backend=backend, device=""), _make_progress(args.no_progress),
+                   MemoryBudget(device_memory_bytes(backend) if args.jobs > 1 and cluster is None else None))
+    try:
+        interrupted = run.gate(jobs, timeline)
     except BackendUnavailable as error:
-        progress.close()
         raise UsageError(f"backend {backend}: {error}")
-    progress.close()
+    finally:
+        run.progress.close()
+    if interrupted is not None:
+        return interrupted
+    report = run.report
     for result in report.substrates:
         if not args.no_record and result.source_sha256:
             records.add(result, backend, report.device)
     if args.json:
         args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    print(sanitizing.summary())
+    print(run.sanitizing.summary())
     print(timeline.describe(at_once))
     print(format_summary(report, time.perf_counter() - started))
     return EXIT_ADMITTED if all(s.admitted for s in report.substrates) else EXIT_REJECTED
