@@ -103,95 +103,57 @@ class BaselineResult:
     device: str = ""
 
 
+@dataclass
+class _Placed:
+    """What the check's trials share once set up: eval.py's placement of a tensor, its device synchronize."""
+
+    torch: object
+    device: object
+    dtype: object  # the --precision cast, or None
+
+    def place(self, x):  # eval.py's _process_input_tensor: non-tensors unchanged, tensors cast (if asked) and moved
+        if not isinstance(x, self.torch.Tensor):
+            return x
+        return (x.to(dtype=self.dtype) if self.dtype is not None else x).to(device=self.device)
+
+    def on_device(self, model):
+        return model.to(device=self.device, dtype=self.dtype) if self.dtype is not None else model.to(device=self.device)
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(device=self.device)
+
+
 def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResult:
     """The KernelBench-style check of one substrate (the module docstring says exactly what), in this process."""
     import torch
 
-    from harness import signature
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
-    from harness.checkers.kernelbench import set_seed, trial_seeds
-    from harness.problems import ProblemSearch, load_problem, model_state
+    from harness.problems import ProblemSearch, load_problem
 
     started = time.perf_counter()
     result = BaselineResult(trials=job.trials)
-    dtype = getattr(torch, PRECISIONS[job.precision]) if PRECISIONS[job.precision] else None
     backend = None
-
-    def fail(why: str) -> BaselineResult:
-        result.first_failure = result.first_failure or why
-        return result
-
     try:
         path = Path(job.file)
         progress("import")
         registered = register_candidate(import_candidate(path), path)
         if job.name not in registered:
-            return fail(f"{path.name} registers {sorted(registered)}, not {job.name!r}")
+            return _failed(result, f"{path.name} registers {sorted(registered)}, not {job.name!r}")
         entry, problems = make_entry(job.name, registered[job.name], path)
         if entry is None:
-            return fail("; ".join(problems))
+            return _failed(result, "; ".join(problems))
         backend = create_backend(job.backend, cache_dir=Path(job.cache_dir) if job.cache_dir else None)
-        device = backend.device
-        on_gpu = device.type == "cuda"
         result.device = backend.describe_device()
-
-        def place(x):  # eval.py's _process_input_tensor: non-tensors unchanged, tensors cast (if asked) and moved
-            if not isinstance(x, torch.Tensor):
-                return x
-            return (x.to(dtype=dtype) if dtype is not None else x).to(device=device)
-
-        def synchronize():
-            if on_gpu:
-                torch.cuda.synchronize(device=device)
-
+        placed = _Placed(torch, backend.device,
+                         getattr(torch, PRECISIONS[job.precision]) if PRECISIONS[job.precision] else None)
         progress("model")
         problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root
                                                                           else None))
-        set_seed(torch, job.seed, on_gpu)
-        init_inputs = [place(x) for x in problem.get_init_inputs()]
-        with torch.no_grad():
-            set_seed(torch, job.seed, on_gpu)
-            model = problem.Model(*init_inputs)
-        progress("compile")
-        kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
-        result.compile_from_cache = kernel.from_cache
-        with torch.no_grad():
-            model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
-        state = model_state(model, entry.model_state)  # what the gate appends to each trial's inputs for launch
-        synchronize()
-        result.setup_seconds = time.perf_counter() - started
-
-        result.trial_seeds = trial_seeds(job.seed, job.trials)
-        with torch.no_grad():
-            for trial, trial_seed in enumerate(result.trial_seeds):
-                progress(f"trial {trial}")
-                result.trials_run += 1
-                set_seed(torch, trial_seed, on_gpu)
-                drawing = time.perf_counter()
-                inputs = [place(x) for x in problem.get_inputs()]
-                synchronize()
-                result.inputs_seconds += time.perf_counter() - drawing
-                set_seed(torch, trial_seed, on_gpu)
-                model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device=device)
-                set_seed(torch, trial_seed, on_gpu)  # eval.py seeds again before moving ModelNew
-                reference = model(*inputs)
-                synchronize()
-                try:
-                    out, grid, block, args = entry.launch([*inputs, *state], torch)
-                    backend.launch(kernel, grid, block, signature.to_ctypes(args))
-                    backend.synchronize()
-                    if reference.shape != out.shape:
-                        return fail(f"trial {trial}: output shape mismatch: expected {tuple(reference.shape)}, "
-                                    f"got {tuple(out.shape)}")
-                    if torch.allclose(reference, out, atol=job.tolerance, rtol=job.tolerance):
-                        result.trials_passed += 1
-                    else:
-                        fail(f"trial {trial}: output mismatch{_differences(torch, reference, out)}")
-                except Exception as error:
-                    return fail(f"trial {trial}: {type(error).__name__}: {_first_line(error)}")
+        _baseline_trials(job, result, entry, problem, backend, placed, progress, started)
     except Exception as error:
-        return fail(f"{type(error).__name__}: {_first_line(error)}")
+        return _failed(result, f"{type(error).__name__}: {_first_line(error)}")
     finally:
         result.check_seconds = time.perf_counter() - started
         if backend is not None and backend.device.type == "cuda":
@@ -199,6 +161,64 @@ def baseline_check(job: BaselineJob, progress=lambda step: None) -> BaselineResu
             result.peak_allocated_bytes = int(torch.cuda.max_memory_allocated(backend.device))
     result.passed = result.trials_passed == job.trials and not result.first_failure
     return result
+
+
+def _failed(result: BaselineResult, why: str) -> BaselineResult:
+    result.first_failure = result.first_failure or why
+    return result
+
+
+def _baseline_trials(job: BaselineJob, result: BaselineResult, entry, problem, backend, placed: _Placed, progress,
+                     started: float) -> None:
+    """The Model built and the kernel compiled as eval.py does, then its trials, into `result`."""
+    from harness import signature
+    from harness.checkers.kernelbench import set_seed, trial_seeds
+    from harness.problems import model_state
+
+    torch, on_gpu = placed.torch, placed.device.type == "cuda"
+    set_seed(torch, job.seed, on_gpu)
+    init_inputs = [placed.place(x) for x in problem.get_init_inputs()]
+    with torch.no_grad():
+        set_seed(torch, job.seed, on_gpu)
+        model = problem.Model(*init_inputs)
+    progress("compile")
+    kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
+    result.compile_from_cache = kernel.from_cache
+    with torch.no_grad():
+        model = placed.on_device(model)
+    state = model_state(model, entry.model_state)  # what the gate appends to each trial's inputs for launch
+    placed.synchronize()
+    result.setup_seconds = time.perf_counter() - started
+    result.trial_seeds = trial_seeds(job.seed, job.trials)
+    with torch.no_grad():
+        for trial, trial_seed in enumerate(result.trial_seeds):
+            progress(f"trial {trial}")
+            result.trials_run += 1
+            set_seed(torch, trial_seed, on_gpu)
+            drawing = time.perf_counter()
+            inputs = [placed.place(x) for x in problem.get_inputs()]
+            placed.synchronize()
+            result.inputs_seconds += time.perf_counter() - drawing
+            set_seed(torch, trial_seed, on_gpu)
+            model = placed.on_device(model)
+            set_seed(torch, trial_seed, on_gpu)  # eval.py seeds again before moving ModelNew
+            reference = model(*inputs)
+            placed.synchronize()
+            try:
+                out, grid, block, args = entry.launch([*inputs, *state], torch)
+                backend.launch(kernel, grid, block, signature.to_ctypes(args))
+                backend.synchronize()
+                if reference.shape != out.shape:
+                    _failed(result, f"trial {trial}: output shape mismatch: expected {tuple(reference.shape)}, "
+                                    f"got {tuple(out.shape)}")
+                    return
+                if torch.allclose(reference, out, atol=job.tolerance, rtol=job.tolerance):
+                    result.trials_passed += 1
+                else:
+                    _failed(result, f"trial {trial}: output mismatch{_differences(torch, reference, out)}")
+            except Exception as error:
+                _failed(result, f"trial {trial}: {type(error).__name__}: {_first_line(error)}")
+                return
 
 
 def _first_line(error: BaseException) -> str:
@@ -596,37 +616,50 @@ def _progress_bar(label: str):
     return tqdm(total=0, unit="step", disable=None, dynamic_ncols=True, leave=False, file=sys.stderr, desc=label)
 
 
-def _run(args) -> int:
-    from harness.backends import BackendUnavailable
-    from harness.worker import GateJob, run_gate_job
+@dataclass
+class _Bench:
+    """One bench_gate run: its arguments and what it has measured so far (`run`, written to --json)."""
 
-    backend, why = _check_usage(args)
-    jobs = _jobs(args)
-    signatures = {(job.file, job.name): job.official_inputs for job in jobs}
-    kb_root = str(args.kb_root) if args.kb_root else None
-    cache_dir = str(args.cache_dir) if args.cache_dir else None
-    print(f"bench_gate: {len(jobs)} substrate(s) on backend {backend}{why}; order {args.order}; baseline "
-          f"{args.trials} trials, seed {args.seed}, torch.allclose atol=rtol={args.tolerance:g}, inputs "
-          f"{'as get_inputs() makes them' if args.precision == 'keep' else 'cast to ' + PRECISIONS[args.precision]}",
-          flush=True)
-    run = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "device": "",
-           "backend": backend, **git_commit(), "order": args.order, "trials": args.trials, "seed": args.seed,
-           "tolerance": args.tolerance, "precision": args.precision, "rows": []}
-    rows: list[Row] = []
+    args: argparse.Namespace
+    backend: str
+    signatures: dict  # (file, name) -> get_inputs()'s signature, discovery's
+    run: dict
+    rows: list = field(default_factory=list)
+    medians: list = field(default_factory=list)
 
-    def baseline_phase(row: Row, count: str) -> None:
+    @property
+    def kb_root(self) -> str | None:
+        return str(self.args.kb_root) if self.args.kb_root else None
+
+    @property
+    def cache_dir(self) -> str | None:
+        return str(self.args.cache_dir) if self.args.cache_dir else None
+
+    def save(self) -> None:  # after every round: a run cut off keeps what it measured
+        if self.args.json:
+            self.run["rows"] = [r.to_json() for r in self.rows]
+            if self.medians:
+                self.run["medians"] = [asdict(m) for m in self.medians]
+            self.args.json.write_text(json.dumps(self.run, indent=2) + "\n")
+
+    def baseline_phase(self, row: Row, count: str) -> None:
+        args = self.args
         bar = _progress_bar(f"{row.substrate}: baseline")
         bar.total = args.trials + 4
         row.baseline = run_baseline(
-            BaselineJob(file=row.file, name=row.substrate, backend=backend, kb_root=kb_root, cache_dir=cache_dir,
-                        trials=args.trials, tolerance=args.tolerance, seed=args.seed, precision=args.precision),
+            BaselineJob(file=row.file, name=row.substrate, backend=self.backend, kb_root=self.kb_root,
+                        cache_dir=self.cache_dir, trials=args.trials, tolerance=args.tolerance, seed=args.seed,
+                        precision=args.precision),
             args.timeout, on_message=lambda m: bar.update(1) if m[0] == "step" else None)
         bar.close()
-        run["device"] = run["device"] or row.baseline.device
+        self.run["device"] = self.run["device"] or row.baseline.device
         _log(f"{count} {row.substrate}: baseline {baseline_summary(row.baseline)} in "
              f"{row.baseline.wall_seconds:.1f} s (check {seconds(row.baseline.check_seconds)} s)")
 
-    def gate_phase(row: Row, count: str) -> None:
+    def gate_phase(self, row: Row, count: str) -> None:
+        from harness.backends import BackendUnavailable
+        from harness.worker import GateJob, run_gate_job
+
         bar = _progress_bar(f"{row.substrate}: gate")
 
         def on_message(message):
@@ -636,71 +669,77 @@ def _run(args) -> int:
             elif message[0] == "step" and message[1] != "import":
                 bar.update(1)
             elif message[0] == "device":
-                run["device"] = run["device"] or message[1]
+                self.run["device"] = self.run["device"] or message[1]
                 row.gate_start_seconds, row.gate_start_parts = message[2], dict(message[4])
 
         started = time.perf_counter()
         try:
-            report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=backend, cache_dir=cache_dir,
-                                          official_inputs=signatures[(row.file, row.substrate)],
-                                          kb_root=kb_root), args.timeout, on_message)
+            report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=self.backend,
+                                          cache_dir=self.cache_dir, kb_root=self.kb_root,
+                                          official_inputs=self.signatures[(row.file, row.substrate)]),
+                                  self.args.timeout, on_message)
         except BackendUnavailable as error:
-            raise UsageError(f"backend {backend}: {error}")
+            raise UsageError(f"backend {self.backend}: {error}")
         finally:
             bar.close()
         row.gate_wall_seconds = time.perf_counter() - started
-        if args.record and report.source_sha256:
+        if self.args.record and report.source_sha256:
             # The gate's own verdict, recorded as gate.py records it: a benchmarked admission is an admission.
-            admissions.update_record(admissions.record_path_for(Path(row.file)),
-                                     lambda record: admissions.with_result(record, report, backend, run["device"]))
-        row.gate_verdict = report.verdict.value
-        row.gate_pipeline_seconds = report.seconds
-        row.gate_peak_reserved_bytes = report.peak_device_bytes
-        row.gate_reasons = report.reasons()
-        row.gate_phase_seconds = report.phase_seconds
-        compile_check = [c for c in report.checks if c.check.value == "compile" and c.ok]
-        if compile_check:
-            row.gate_compile_from_cache = "from the compile cache" in compile_check[0].detail
+            admissions.update_record(admissions.record_path_for(Path(row.file)), lambda record: admissions.with_result(
+                record, report, self.backend, self.run["device"]))
+        _fill_gate_row(row, report)
         _log(f"{count} {row.substrate}: gate {row.gate_verdict} in {row.gate_wall_seconds:.1f} s "
              f"(pipeline {report.seconds:.1f} s)")
 
-    medians: list[Medians] = []
-
-    def save() -> None:  # after every round: a run cut off keeps what it measured
-        if args.json:
-            run["rows"] = [r.to_json() for r in rows]
-            if medians:
-                run["medians"] = [asdict(m) for m in medians]
-            args.json.write_text(json.dumps(run, indent=2) + "\n")
-
-    for index, job in enumerate(jobs, 1):
-        file, name = job.file, job.name
-        rounds = []
+    def substrate(self, index: int, job: "BenchJob", total: int) -> None:
+        """Its rounds (--repeat) of baseline and gate, one after the other, and their medians."""
+        args, rounds = self.args, []
         for round_number in range(1, args.repeat + 1):
-            row = Row(substrate=name, file=file, round=round_number)
-            rows.append(row)
+            row = Row(substrate=job.name, file=job.file, round=round_number)
+            self.rows.append(row)
             rounds.append(row)
-            phases = []
-            if not args.no_baseline:
-                phases.append(baseline_phase)
-            if not args.no_gate:
-                phases.append(gate_phase)
+            phases = ([] if args.no_baseline else [self.baseline_phase]) + ([] if args.no_gate else [self.gate_phase])
             if args.order == "gate-first":
                 phases.reverse()
-            count = f"[{index}/{len(jobs)}]" + (f" round {round_number}/{args.repeat}" if args.repeat > 1 else "")
+            count = f"[{index}/{total}]" + (f" round {round_number}/{args.repeat}" if args.repeat > 1 else "")
             for phase in phases:  # one after the other: the baseline's process has exited before the gate starts
                 phase(row, count)
-            save()
+            self.save()
         if args.repeat > 1:
-            medians.append(Medians.of(rounds))
-            save()
+            self.medians.append(Medians.of(rounds))
+            self.save()
 
+
+def _fill_gate_row(row: Row, report) -> None:
+    row.gate_verdict = report.verdict.value
+    row.gate_pipeline_seconds = report.seconds
+    row.gate_peak_reserved_bytes = report.peak_device_bytes
+    row.gate_reasons = report.reasons()
+    row.gate_phase_seconds = report.phase_seconds
+    compile_check = [c for c in report.checks if c.check.value == "compile" and c.ok]
+    if compile_check:
+        row.gate_compile_from_cache = "from the compile cache" in compile_check[0].detail
+
+
+def _run(args) -> int:
+    backend, why = _check_usage(args)
+    jobs = _jobs(args)
+    print(f"bench_gate: {len(jobs)} substrate(s) on backend {backend}{why}; order {args.order}; baseline "
+          f"{args.trials} trials, seed {args.seed}, torch.allclose atol=rtol={args.tolerance:g}, inputs "
+          f"{'as get_inputs() makes them' if args.precision == 'keep' else 'cast to ' + PRECISIONS[args.precision]}",
+          flush=True)
+    run = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "device": "",
+           "backend": backend, **git_commit(), "order": args.order, "trials": args.trials, "seed": args.seed,
+           "tolerance": args.tolerance, "precision": args.precision, "rows": []}
+    bench = _Bench(args, backend, {(job.file, job.name): job.official_inputs for job in jobs}, run)
+    for index, job in enumerate(jobs, 1):
+        bench.substrate(index, job, len(jobs))
     print(f"{run['device'] or backend}")
-    print(format_table(rows))
-    if medians:
-        print(format_medians(medians))
+    print(format_table(bench.rows))
+    if bench.medians:
+        print(format_medians(bench.medians))
     print(legend(args.tolerance, args.trials, args.seed, args.precision))
-    return EXIT_OK if all(r.gate_ok and r.baseline_ok for r in rows) else EXIT_FAILED
+    return EXIT_OK if all(r.gate_ok and r.baseline_ok for r in bench.rows) else EXIT_FAILED
 
 
 if __name__ == "__main__":
