@@ -73,8 +73,9 @@
 #                  (campaign matrix-values: its time is the issue's 60 s figure), then again with each of
 #                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
 #                  per-suite table, the minimal sets and the checkers' lines printed last
-#   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at their stand-in sizes (KB_ROOT
-#                  unset): gated first, so that their admissions at those sizes are recorded (campaign matrix-kb)
+#   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
+#                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
+#                  so that their admissions are recorded (campaign matrix-kb)
 set -uo pipefail
 # The device tool brings back at most 8 files from $OUT: everything is written to a work folder,
 # and after each step the folder is packed into $OUT/session.tar.gz, so a run cut off by its time
@@ -484,11 +485,23 @@ if [ "${MATRIX:-0}" = 1 ]; then
   campaign matrix --workers $((per_gpu * gpus)) --oracles values --matrix "${matrix_checkers[@]}"
 fi
 if [ "${MATRIX_KB:-0}" = 1 ]; then
-  KB_ROOT='' python3 gate.py --no-progress --json "$out/kernelbench-standin.json" examples/kernelbench/candidate_*.py \
-    2>&1 | tail -n 3
-  cp examples/kernelbench/admissions.json "$out/kernelbench-standin-admissions.json" 2>/dev/null
-  KB_ROOT='' campaign matrix-kb --workers $((per_gpu * gpus)) --oracles values --substrates-dir examples/kernelbench \
-    --matrix "${matrix_checkers[@]}"
+  # The corpus at its stand-in sizes, as CI gates it (tests/test_kernelbench_examples.py): copies with each problem's
+  # size constants replaced by tests/kernelbench_standin's, gated here (their admissions recorded beside them), then
+  # the matrix campaign over them against those stand-in problems.
+  standin="$out/kb-standin"
+  rm -rf "$standin" && mkdir -p "$standin"
+  python3 - "$standin" examples/kernelbench/candidate_*.py <<'PY'
+import sys
+from pathlib import Path
+sys.path[:0] = [".", "tests"]
+from test_kernelbench_examples import _shrunk_copy
+for candidate in sys.argv[2:]:
+    _shrunk_copy(Path(candidate).resolve(), Path(sys.argv[1]))
+PY
+  python3 gate.py --no-progress --no-sanitize --kb-root tests/kernelbench_standin \
+    --json "$out/kernelbench-standin.json" "$standin"/candidate_*.py 2>&1 | tail -n 3
+  campaign matrix-kb --workers $((per_gpu * gpus)) --oracles values --substrates-dir "$standin" \
+    --kb-root tests/kernelbench_standin --matrix "${matrix_checkers[@]}"
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
