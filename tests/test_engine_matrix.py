@@ -111,6 +111,8 @@ def test_a_sound_checker_counts_what_it_accepts_of_the_detected_mutants_and_kill
     assert view.view.killed["s"] == {"s:killed": ["s/T0_original/0"], "s:fault": ["s/T0_original/0", "checker:mine"],
                                      "s:survived": []}
     assert view.view.own["checkers"]["mine"]["headline"] == verdicts.headline()
+    assert view.view.own["checkers"]["mine"]["substrates"] == {"s": {"sound": True, "detected": 2, "judged": 2,
+                                                                     "accepted": 1}}
     assert view.view.own["matrix"]["total"]["mutants"] == 3  # the equivalent mutant has no row
 
 

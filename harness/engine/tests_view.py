@@ -40,6 +40,7 @@ class Judged:
     matrix: dict | None = None  # matrix.matrix_json, under --matrix
     checkers: list[CheckerVerdicts] = field(default_factory=list)
     columns: dict[str, dict[str, str]] = field(default_factory=dict)  # spec -> substrate -> the table's cell
+    per_substrate: dict[str, dict[str, dict]] = field(default_factory=dict)  # spec -> substrate -> its counts
     errors: list[str] = field(default_factory=list)  # what the checkers themselves got wrong, a line each
 
 
@@ -70,9 +71,11 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
     result = Judged(TestView(test_files, covered, killed), matrix.matrix_json(rows_by_substrate) if with_matrix
                     else None)
     for spec in specs:
-        verdicts, columns, errors = _checker(spec, substrates)
+        verdicts, counts, errors = _checker(spec, substrates)
         result.checkers.append(verdicts)
-        result.columns[spec] = columns
+        result.per_substrate[spec] = counts
+        result.columns[spec] = {name: f"{own['accepted']}/{own['judged']}" if own["sound"] else "unsound"
+                                for name, own in counts.items()}
         result.errors += errors
         test = checker_test_id(spec)
         test_files.setdefault(CHECKERS_FILE, {"tests": []})["tests"].append({"id": test, "name": f"checker {spec}"})
@@ -85,7 +88,7 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
                 if verdicts.sound and not verdict.accepted:
                     killed[substrate.name].setdefault(mutant, []).append(test)
     result.view.own = {**({"matrix": result.matrix} if with_matrix else {}),
-                       **({"checkers": {v.name: checker_json(v, result.columns[v.name]) for v in result.checkers}}
+                       **({"checkers": {v.name: checker_json(v, result.per_substrate[v.name]) for v in result.checkers}}
                           if specs else {})}
     return result
 
@@ -112,9 +115,10 @@ def _trial_files(tests: set[str]) -> dict[str, dict]:
     return files
 
 
-def _checker(spec: str, substrates: list[SubstrateRecords]) -> tuple[CheckerVerdicts, dict[str, str], list[str]]:
-    """One checker over every substrate: its verdicts, its table column, and its own errors (a line each)."""
-    accepts, detected, unjudged, unsound_on, columns, errors = {}, set(), [], [], {}, []
+def _checker(spec: str, substrates: list[SubstrateRecords]) -> tuple[CheckerVerdicts, dict[str, dict], list[str]]:
+    """One checker over every substrate: its verdicts, its counts per substrate (sound, detected mutants, those it
+    judged and those it accepted), and its own errors (a line each)."""
+    accepts, detected, unjudged, unsound_on, counts, errors = {}, set(), [], [], {}, []
     for substrate in substrates:
         unmutated = substrate.unmutated.get(spec, CheckerVerdict(None, "no verdict on the unmutated kernel stored"))
         if unmutated.error:
@@ -131,17 +135,17 @@ def _checker(spec: str, substrates: list[SubstrateRecords]) -> tuple[CheckerVerd
                 unjudged.append(mutant)
             else:
                 accepts[mutant] = verdict.accepted
-        took = sum(1 for m in mine if accepts.get(m))
-        columns[substrate.name] = (f"{took}/{sum(1 for m in mine if m in accepts)}" if unmutated.accepted
-                                   else "unsound")
+        counts[substrate.name] = {"sound": bool(unmutated.accepted), "detected": len(mine),
+                                  "judged": sum(1 for m in mine if m in accepts),
+                                  "accepted": sum(1 for m in mine if accepts.get(m))}
     judged_ids = sorted(accepts)
     verdicts = CheckerVerdicts(spec, not unsound_on, tuple(m for m in judged_ids if accepts[m]),
                                tuple(m for m in judged_ids if not accepts[m]), tuple(unsound_on),
                                tuple(sorted(unjudged)))
-    return verdicts, columns, errors
+    return verdicts, counts, errors
 
 
-def checker_json(verdicts: CheckerVerdicts, columns: dict[str, str]) -> dict:
+def checker_json(verdicts: CheckerVerdicts, counts: dict[str, dict]) -> dict:
     return {"sound": verdicts.sound, "accepted": list(verdicts.accepted), "rejected": list(verdicts.rejected),
             "unjudged": list(verdicts.unjudged), "unsoundOn": list(verdicts.unsound_on),
-            "headline": verdicts.headline(), "substrates": columns}
+            "headline": verdicts.headline(), "substrates": counts}
