@@ -50,7 +50,7 @@ def _campaign(root, out, *extra):
 
 def _alone(admitted):
     """Each trial's checks of each mutant, run here, alone, on trials built here: {mutant id: [(suite, trial,
-    status, first check failed)]}, a row ending at a fault."""
+    status, first check failed, (max abs error, max rel error))]}, a row ending at a fault."""
     import torch
 
     from harness.backends import KernelFault, create_backend
@@ -71,13 +71,14 @@ def _alone(admitted):
         rows[mutant.id] = []
         for trial in trials:
             try:
-                failure = first_failure(run_kernel(entry, kernel, backend, trial.inputs, trial.expected),
-                                        trial.expected, entry)
+                run = run_kernel(entry, kernel, backend, trial.inputs, trial.expected)
             except KernelFault:
-                rows[mutant.id].append((trial.suite, trial.t, "fault", ""))
+                rows[mutant.id].append((trial.suite, trial.t, "fault", "", (None, None)))
                 break
+            failure = first_failure(run, trial.expected, entry)
+            errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
             rows[mutant.id].append((trial.suite, trial.t, "failed" if failure else "passed",
-                                    failure.partition(": ")[0]))
+                                    failure.partition(": ")[0], errors))
     return rows
 
 
@@ -86,8 +87,11 @@ def test_every_cell_of_the_matrix_is_what_its_mutant_run_alone_on_that_trial_giv
     alone = _alone(admitted)
     assert set(alone) == {m for m in records if not m.startswith("|")}
     for mutant_id, expected in alone.items():
-        cells = [(c["suite"], c["trial"], c["status"], c.get("check", "")) for c in records[mutant_id]["cells"]]
-        assert cells == expected, mutant_id
+        cells = [(c["suite"], c["trial"], c["status"], c.get("check", ""),
+                  (c.get("maxAbsError"), c.get("maxRelError"))) for c in records[mutant_id]["cells"]]
+        assert [cell[:4] for cell in cells] == [cell[:4] for cell in expected], mutant_id
+        for cell, alone_cell in zip(cells, expected):
+            assert cell[4] == pytest.approx(alone_cell[4], rel=1e-6), (mutant_id, cell)
     # The report: each trial a test, each mutant covered by every trial it ran and killed by each that failed.
     trials = [test["id"] for file, tests in report["testFiles"].items() if file != "checkers" for test in tests["tests"]]
     assert trials == [f"{NAME}/T0_original/{t}" for t in range(5)] + [f"{NAME}/misaligned/{t}" for t in range(3)] \
@@ -95,9 +99,9 @@ def test_every_cell_of_the_matrix_is_what_its_mutant_run_alone_on_that_trial_giv
     for mutant in report["files"][f"{NAME}.cu"]["mutants"]:
         expected = alone[mutant["id"]]
         assert [t for t in mutant["coveredBy"] if not t.startswith("checker:")] == sorted(
-            f"{NAME}/{suite}/{t}" for suite, t, _status, _check in expected)
+            f"{NAME}/{suite}/{t}" for suite, t, *_ in expected)
         assert [t for t in mutant["killedBy"] if not t.startswith("checker:")] == sorted(
-            f"{NAME}/{suite}/{t}" for suite, t, status, _check in expected if status != "passed")
+            f"{NAME}/{suite}/{t}" for suite, t, status, *_ in expected if status != "passed")
 
 
 def test_a_matrix_prints_and_stores_its_analyses_and_each_checkers_line_last(matrix_run):
@@ -216,3 +220,26 @@ def test_a_lost_workers_row_ends_with_a_cell_of_the_loss_and_a_loss_in_a_checker
     assert (row["status"], row["detail"], row["cells"]) == ("killed", "T0_original trial 1: output_matches: x",
                                                             [passed, failed])
     assert row["checkers"]["t0"]["why"] == "not judged: its worker was lost while a checker ran it (silent for 3 s)"
+
+
+def test_a_rows_kill_on_a_trial_its_run_damaged_ends_the_row_and_the_worker(admitted, monkeypatch):
+    import dataclasses
+
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _damaging, _Messages, _template_job
+
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2), matrix=True)
+    runs = []
+    _damaging(monkeypatch, campaign_worker, lambda: runs.append(1) or len(runs) == 2)  # its second trial
+    conn = _Messages()
+    campaign_worker.run_campaign_job(job, conn)
+    (result,) = [m[1] for m in conn.sent if m[0] == "result"]  # the worker ended: the second mutant is not run
+    assert (result["mutant_id"], result["status"]) == (job.mutant_ids[0], "killed")
+    assert result["detail"] == ("T0_original trial 1: output_matches: damaged (and its stray writes changed the "
+                                "worker's copy of the trial)")
+    # (first_failure is the test's: the errors are those of the mutant's real output)
+    assert [{k: v for k, v in cell.items() if not k.startswith("max")} for cell in result["cells"]] == [
+        {"suite": "T0_original", "trial": 0, "status": "passed"},
+        {"suite": "T0_original", "trial": 1, "status": "failed", "check": "output_matches", "detail": "damaged"}]
+    assert [m for m in conn.sent if m[0] in ("row", "trial", "cell")][:3] == [
+        ("row", job.mutant_ids[0]), ("trial", "T0_original", 0), ("cell", result["cells"][0])]

@@ -661,9 +661,12 @@ class _SubstrateRun:
                 errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
                 cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \
                     Cell(trial.suite, trial.t, CellStatus.PASSED, "", "", *errors)
-                if failure and trial_checksum(trial) != self.checksums[i]:
-                    cells.append(cell)
-                    return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))
+                if failure:
+                    with self.mutant_parts.timing("the trial's checksum after a kill"):
+                        damaged = trial_checksum(trial) != self.checksums[i]
+                    if damaged:
+                        cells.append(cell)
+                        return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))
                 if failure and self.entry.accumulates and self.run_trial(self.original(), i, clock=self.mutant_parts):
                     cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
                                 "the unmutated kernel fails it too (an accumulation's order)")
