@@ -118,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
     sanitizer_tools.add_processes_argument(parser)
+    _add_judging_arguments(parser)
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
+                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
+                             f"(--workers on the CPU backend); needs {INSTALL}")
+    return parser
+
+
+def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
+    """--matrix and --checker: what a campaign says of its suites' trials, and of checkers beside them."""
     parser.add_argument("--matrix", action="store_true",
                         help="the full kill matrix: every mutant on every trial of every suite, past its first failure "
                              "(a fault or a timeout ends its row); prints and stores what each suite and trial kills, "
@@ -127,11 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
                              "suites detect it accepts (repeatable): kernelbench (KernelBench's own check, 1e-4), "
                              "kernelbench-v0 (1e-2), t0 (the substrate's T0_original alone), or a function(problem, "
                              "kernel, device) -> bool as path/to/file.py:FUNCTION or MODULE:FUNCTION")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
-                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
-                             f"(--workers on the CPU backend); needs {INSTALL}")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -230,6 +230,62 @@ class WarmingStarter:
         return self.starter.keep(worker)
 
 
+class _PlanMessages:
+    """What run_plan hears from one worker, as _converse's handler: results stored as they come, and in `state` what
+    run_plan needs once the worker is gone (the mutant it ran, whether it was compiling a batch, how many mutants it
+    started, and under --matrix the row so far). Returns True where the conversation is over."""
+
+    def __init__(self, plan: Plan, backend: str, store: ResultStore, progress: Progress, remaining: list[str],
+                 known_digests: dict, judging: bool, start_times: StartTimes | None):
+        self.plan, self.backend, self.store, self.progress = plan, backend, store, progress
+        self.remaining, self.known_digests, self.judging, self.start_times = remaining, known_digests, judging, \
+            start_times
+        self.state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None,
+                      "verdict": None}
+
+    def __call__(self, message) -> bool:
+        kind, state, plan = message[0], self.state, self.plan
+        if self.start_times:
+            self.start_times.saw(plan.name, message)
+        if kind == "batch":
+            state["compiling_batch"], state["current"] = True, None
+        elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)
+            state["compiling_batch"] = False
+        elif kind == "mutant":
+            state["current"], state["compiling_batch"] = message[1], False
+            state["started"] += 1
+            if self.judging:
+                state.update(cells=[], trial=None, verdict=None)
+        elif kind == "baseline":
+            _ok, why, _seconds = message[1:]
+            if not _ok:
+                if why.startswith(BASELINE_STOPPED_BY_CHECK):
+                    state["unchecked_baseline"] = why
+                else:
+                    plan.failure = why
+                return True
+        elif kind == "result":
+            self.store_result(message[1])
+        elif kind == "retry":  # the worker ends; its next one starts with this mutant
+            _move_to_front(self.remaining, message[1])
+            state["current"] = None
+        elif kind == "step_timeout":
+            plan.step_timeout = float(message[1])
+        elif kind in JUDGING_MESSAGES:
+            _judging_message(message, state, checker_key(plan.source_sha256, self.backend), self.store)
+        elif kind == "done":
+            return True
+        return False
+
+    def store_result(self, result: dict) -> None:
+        key = ResultKey(self.plan.source_sha256, self.backend, result["mutant_id"])
+        self.store.put(key, merged_result(self.store.get(key), result) if self.judging else result)
+        _remember_digest(self.known_digests, result)
+        self.remaining.remove(result["mutant_id"])
+        self.progress.done(result["status"])
+        self.state["current"] = None
+
+
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
              worker_time: WorkerTime, start_times: StartTimes | None = None) -> None:
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout;
@@ -243,48 +299,8 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
     known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
     while remaining:
-        state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None, "verdict": None}
-
-        def handle(message) -> bool:
-            kind = message[0]
-            if start_times:
-                start_times.saw(plan.name, message)
-            if kind == "batch":
-                state["compiling_batch"], state["current"] = True, None
-            elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)
-                state["compiling_batch"] = False
-            elif kind == "mutant":
-                state["current"], state["compiling_batch"] = message[1], False
-                state["started"] += 1
-                if judging:
-                    state.update(cells=[], trial=None, verdict=None)
-            elif kind == "baseline":
-                _ok, why, _seconds = message[1:]
-                if not _ok:
-                    if why.startswith(BASELINE_STOPPED_BY_CHECK):
-                        state["unchecked_baseline"] = why
-                    else:
-                        plan.failure = why
-                    return True
-            elif kind == "result":
-                result = message[1]
-                key = ResultKey(plan.source_sha256, backend, result["mutant_id"])
-                store.put(key, merged_result(store.get(key), result) if judging else result)
-                _remember_digest(known_digests, result)
-                remaining.remove(result["mutant_id"])
-                progress.done(result["status"])
-                state["current"] = None
-            elif kind == "retry":  # the worker ends; its next one starts with this mutant
-                _move_to_front(remaining, message[1])
-                state["current"] = None
-            elif kind == "step_timeout":
-                plan.step_timeout = float(message[1])
-            elif kind in JUDGING_MESSAGES:
-                _judging_message(message, state, checker_key(plan.source_sha256, backend), store)
-            elif kind == "done":
-                return True
-            return False
-
+        handle = _PlanMessages(plan, backend, store, progress, remaining, known_digests, judging, start_times)
+        state = handle.state
         job = _plan_job(plan, args, backend, remaining, plan_batches, batch_size, baseline_needed, known_digests,
                         check)
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
