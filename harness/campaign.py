@@ -232,6 +232,22 @@ def check_judging_usage(args) -> None:
         raise UsageError(f"--checker: a checker named twice: {', '.join(args.checker)}")
 
 
+def _to_run(plan: Plan, store: ResultStore, backend: str, args) -> list[str]:
+    """The plan's mutants this campaign runs: those not stored (every one in the naive mode, which stores nothing),
+    or under --matrix and --checker those needs_run says."""
+    if args.matrix or args.checker:
+        return [m.id for m in plan.mutants if needs_run(store.get(ResultKey(plan.source_sha256, backend, m.id)), args)]
+    return [m.id for m in plan.mutants if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
+
+
+def _naive_summary(results: dict[str, dict], pending: int, run_seconds: float) -> str:
+    statuses = {}
+    for outcome in results.values():
+        statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
+    return (f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
+            f"statuses {dict(sorted(statuses.items()))}")
+
+
 def needs_run(record: dict | None, args) -> bool:
     """Whether a mutant runs again: none stored, or (under --matrix or --checker) a valid mutant stored without its
     cells or without a verdict of a checker asked for."""
@@ -277,12 +293,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     store = ResultStore(args.store)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
-        if args.matrix or args.checker:
-            plan.to_run = [m.id for m in plan.mutants if needs_run(store.get(ResultKey(plan.source_sha256, backend,
-                                                                                       m.id)), args)]
-        else:
-            plan.to_run = [m.id for m in plan.mutants
-                           if args.naive or ResultKey(plan.source_sha256, backend, m.id) not in store]
+        plan.to_run = _to_run(plan, store, backend, args)
     total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
@@ -324,12 +335,8 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     progress.close()
     run_seconds = time.perf_counter() - run_started
     if args.naive:
-        statuses = {}
-        for outcome in naive_results.values():
-            statuses[outcome.get("status", "?")] = statuses.get(outcome.get("status", "?"), 0) + 1
         print(worker_time.describe())
-        print(f"naive: {pending} mutants in {run_seconds:.1f} s, {pending / run_seconds:.2f} mutants/s; "
-              f"statuses {dict(sorted(statuses.items()))}")
+        print(_naive_summary(naive_results, pending, run_seconds))
         return EXIT_RAN
 
     if remote and backend == "cuda" and not gpu_visible() and len(chosen) > 1:
