@@ -243,3 +243,38 @@ def test_a_rows_kill_on_a_trial_its_run_damaged_ends_the_row_and_the_worker(admi
         {"suite": "T0_original", "trial": 1, "status": "failed", "check": "output_matches", "detail": "damaged"}]
     assert [m for m in conn.sent if m[0] in ("row", "trial", "cell")][:3] == [
         ("row", job.mutant_ids[0]), ("trial", "T0_original", 0), ("cell", result["cells"][0])]
+
+
+def test_a_fault_foreseen_in_a_checkers_run_makes_the_worker_forget_its_trial_order_as_a_fresh_one(
+        admitted, monkeypatch):
+    import dataclasses
+
+    from harness.backends import KernelFault
+    from harness.checkers import under_test
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import FORESEEN, _Messages, _template_job
+
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), checkers=("kernelbench",))
+    killed, faulting, _last = job.mutant_ids
+    conn = _Messages()
+    current = lambda: [m[1] for m in conn.sent if m[0] == "mutant"][-1]  # noqa: E731
+    orders = []
+    real_order, real_call = campaign_worker.trial_order, under_test.KernelCall.__call__
+    monkeypatch.setattr(campaign_worker, "trial_order",
+                        lambda kills, costs: orders.append(dict(kills)) or real_order(kills, costs))
+    monkeypatch.setattr(campaign_worker, "first_failure",
+                        lambda run, expected, entry: "output_matches: wrong" if current() == killed else "")
+
+    def call(self, *inputs):
+        if current() == faulting:
+            self.raised.append(KernelFault(FORESEEN, poisons_context=False, foreseen=True))
+            raise self.raised[-1]
+        return real_call(self, *inputs)
+
+    monkeypatch.setattr(under_test.KernelCall, "__call__", call)
+    campaign_worker.run_campaign_job(job, conn)
+    results = {m[1]["mutant_id"]: m[1] for m in conn.sent if m[0] == "result"}
+    assert results[faulting]["checkers"]["kernelbench"] == {
+        "accepted": False, "why": f"the kernel raised KernelFault: {FORESEEN}"}
+    # The kill taught the worker a trial order; the fault a checker's run met made it forget it, as a fresh worker.
+    assert orders[1] and orders[2] == {}

@@ -596,7 +596,7 @@ class _SubstrateRun:
                         return False
             conn.send(("baseline", True, "", time.perf_counter() - started))
             if self.checkers:
-                verdicts, _end = self.run_checkers(self.original(), "the unmutated kernel")
+                verdicts, _end, _foreseen = self.run_checkers(self.original(), "the unmutated kernel")
                 conn.send(("checkers_unmutated", verdicts))
             self.send_timings()
         conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
@@ -684,23 +684,27 @@ class _SubstrateRun:
         status, detail = row_verdict(cells)
         return _Verdict(MutantStatus(status), detail, cells=tuple(cells))
 
-    def run_checkers(self, kernel, what: str) -> tuple[dict, bool]:
-        """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}), and whether the worker must end: a
-        fault that poisoned the context, or a kernel whose runs changed the worker's trials."""
-        from harness.checkers.under_test import BuiltProblem, KernelCall, judge_with
+    def run_checkers(self, kernel, what: str) -> tuple[dict, bool, bool]:
+        """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}); whether the worker must end (a fault
+        that poisoned the context, or a kernel whose runs changed the worker's trials); and whether a fault the
+        address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker)."""
+        from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
 
         problem = BuiltProblem(self.problem, self.official, self.backend.device)
-        verdicts, end = {}, False
+        verdicts, end, foreseen = {}, False, False
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
             call = KernelCall(self.entry, self.backend, kernel, self.state)
             with self.mutant_parts.timing("checkers"):
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
-            if call.poisoned:
-                return verdicts, True  # the device is gone: the checkers after it say nothing more
+            foreseen = foreseen or any(getattr(error, "foreseen", False) for error in call.raised)
+            if call.poisoned:  # the device is gone: the checkers after it cannot run
+                lost = CheckerVerdict(None, f"not judged: the kernel's fault under checker {spec} ended the worker")
+                return {**verdicts, **{rest: lost.to_json() for rest in self.checkers if rest not in verdicts}}, \
+                    True, foreseen
             end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
-        return verdicts, end
+        return verdicts, end, foreseen
 
     def fault_verdict(self, fault: KernelFault, trial: Trial) -> _Verdict:
         end = fault.poisons_context
@@ -786,11 +790,11 @@ class _SubstrateRun:
         verdict, from_schema, kernel = self.judge_loaded(kernel, mutant_id, source, from_schema)
         if verdict is None:
             return False
-        judged, end_worker = self.judged(verdict, kernel, mutant_id)
+        judged, end_worker, foreseen_by_checkers = self.judged(verdict, kernel, mutant_id)
         self.report(mutant_id, started, from_schema, verdict.status, verdict.detail, digest, judged)
         if end_worker:
             return False  # the parent starts a fresh worker for the rest
-        if verdict.foreseen:
+        if verdict.foreseen or foreseen_by_checkers:
             # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
             # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
             self.kills.clear()
@@ -805,19 +809,21 @@ class _SubstrateRun:
                 **({"checkers": {spec: CheckerVerdict(None, f"not judged: {why}").to_json() for spec in self.checkers}}
                    if self.checkers else {})}
 
-    def judged(self, verdict: _Verdict, kernel, mutant_id: str) -> tuple[dict, bool]:
-        """What --matrix and --checker add to the mutant's result, and whether the worker ends after it."""
+    def judged(self, verdict: _Verdict, kernel, mutant_id: str) -> tuple[dict, bool, bool]:
+        """What --matrix and --checker add to the mutant's result, whether the worker ends after it, and whether a
+        checker's run met a fault the address check foresaw (run_checkers)."""
         judged = {}
         if self.job.matrix:
             judged["cells"] = [cell.to_json() for cell in verdict.cells]
         if not self.checkers:
-            return judged, verdict.end_worker
+            return judged, verdict.end_worker, False
         if verdict.end_worker:
-            return {**judged, "checkers": self.unjudged("its fault on the suites ended its worker")["checkers"]}, True
+            return ({**judged, "checkers": self.unjudged("its fault on the suites ended its worker")["checkers"]},
+                    True, False)
         # The suites' verdict stands if a checker's run then ends the worker (a hang, a crash): run.lost_row keeps it.
         self.conn.send(("suites_verdict", verdict.status.value, verdict.detail))
-        judged["checkers"], end = self.run_checkers(kernel, mutant_id)
-        return judged, end
+        judged["checkers"], end, foreseen = self.run_checkers(kernel, mutant_id)
+        return judged, end, foreseen
 
     def judge_loaded(self, kernel, mutant_id: str, source: str, from_schema: bool):
         """judge(), then judged again where its verdict may not be the mutant's own: (the verdict, whether it ran
