@@ -76,9 +76,9 @@ def _processes_in_group(pgid: int) -> list[int]:
     return found
 
 
-def _gate_until_one_substrate_is_done(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+def _gate_until_one_substrate_is_done(tmp_path: Path, backend: str) -> tuple[subprocess.Popen, Path, Path]:
     report, record = tmp_path / "gate.json", tmp_path / "admissions.json"
-    gate = subprocess.Popen([sys.executable, "gate.py", "--backend", "cpu", "--jobs", "2", "--no-progress",
+    gate = subprocess.Popen([sys.executable, "gate.py", "--backend", backend, "--jobs", "2", "--no-progress",
                              "--json", str(report), "--record", str(record)], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
@@ -93,8 +93,11 @@ def _gate_until_one_substrate_is_done(tmp_path: Path) -> tuple[subprocess.Popen,
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 @pytest.mark.parametrize("to_group", [True, False], ids=["SIGINT to the process group", "SIGTERM to the gate alone"])
-def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leaves_no_process(tmp_path, to_group):
-    gate, report, record = _gate_until_one_substrate_is_done(tmp_path)
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leaves_no_process(tmp_path, to_group,
+                                                                                              backend):
+    # On cuda, the workers started beside discovery, the fork server's and the sanitizers' processes are there too.
+    gate, report, record = _gate_until_one_substrate_is_done(tmp_path, backend)
     sent = time.monotonic()
     if to_group:  # Ctrl-C at a terminal: every process of the foreground group gets SIGINT
         os.killpg(gate.pid, signal.SIGINT)
