@@ -69,6 +69,10 @@
 #                  leave the main thread free to draw on the CPU (1 and 8 processes at once)?
 #   SPARES=1       campaigns over four substrates on the first GPU, 4 workers, without and with a worker
 #                  started ahead per slot (--spare-workers never / always), twice each, statuses compared
+#   BROKEN_BATCH=1 issue 45's batch of mostly broken candidates (tests/broken_batch.py: 40 one-substrate files, 38 with
+#                  a bug the mutation operators make, 2 as they are): the gate over it with its sanitizers and with
+#                  --no-sanitize, in turn, BROKEN_BATCH_ROUNDS times each (default 2), warm caches; the ratio of the
+#                  medians printed last, and the verdicts of the two compared
 #   MATRIX=1       the full kill matrix (--matrix) over every admitted substrate, value suites only: first alone
 #                  (campaign matrix-values: its time is the issue's 60 s figure), then again with each of
 #                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
@@ -503,6 +507,36 @@ PY
   campaign matrix-kb --workers $((per_gpu * gpus)) --oracles values --substrates-dir "$standin" \
     --kb-root tests/kernelbench_standin --matrix "${matrix_checkers[@]}"
 fi
+if [ "${BROKEN_BATCH:-0}" = 1 ]; then
+  python3 tests/broken_batch.py "$out/broken-batch" | tee "$out/broken-batch.log"
+  for round in $(seq 1 "${BROKEN_BATCH_ROUNDS:-2}"); do
+    for mode in sanitize no-sanitize; do
+      flag=(); [ "$mode" = no-sanitize ] && flag=(--no-sanitize)
+      began=$(date +%s.%N)
+      python3 gate.py --no-record --no-progress "${flag[@]}" --json "$out/broken-$mode-$round.json" \
+        "$out/broken-batch" > "$out/broken-$mode-$round.log" 2>&1
+      status=$?
+      echo "broken batch $mode round $round: exit $status, $(python3 -c "import time; print(f'{time.time() - $began:.1f}')") s" \
+        | tee -a "$out/broken-batch.log"
+      grep -E "^sanitizers:|^timeline:|admitted, " "$out/broken-$mode-$round.log" | tee -a "$out/broken-batch.log"
+    done
+  done
+  python3 - "$out" <<'PY' | tee -a "$out/broken-batch.log"
+import glob, json, re, statistics, sys
+log = open(f"{sys.argv[1]}/broken-batch.log").read()
+times = {m: [float(s) for s in re.findall(rf"broken batch {m} round \d+: exit \d+, ([0-9.]+) s", log)]
+         for m in ("sanitize", "no-sanitize")}
+verdicts = {m: [{s["name"]: s["admitted"] for s in json.load(open(f))["substrates"]}
+                for f in sorted(glob.glob(f"{sys.argv[1]}/broken-{m}-*.json"))] for m in times}
+same = all(v == verdicts["sanitize"][0] for m in verdicts for v in verdicts[m])
+print(f"broken batch: with the sanitizers {statistics.median(times['sanitize']):.1f} s (rounds {times['sanitize']}), "
+      f"--no-sanitize {statistics.median(times['no-sanitize']):.1f} s (rounds {times['no-sanitize']}): "
+      f"{statistics.median(times['sanitize']) / statistics.median(times['no-sanitize']):.2f}x; "
+      f"{sum(verdicts['sanitize'][0].values())} of {len(verdicts['sanitize'][0])} admitted; verdicts the same in "
+      f"every run: {same}")
+PY
+  pack
+fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
   campaign all-gpus --workers $((per_gpu * gpus))
   CUDA_VISIBLE_DEVICES=0 campaign one-gpu --workers "$per_gpu"
@@ -510,6 +544,7 @@ if [ "${CAMPAIGN:-}" = gpus ]; then
 fi
 
 [ -f "$out/kb-table.md" ] && cat "$out/kb-table.md"
+[ -f "$out/broken-batch.log" ] && tail -n 1 "$out/broken-batch.log"
 [ -f "$out/examples.log" ] && tail -n 8 "$out/examples.log"
 [ -f "$out/gate.log" ] && tail -n 32 "$out/gate.log"
 for log in $(ls -tr "$out"/campaign-*.log 2>/dev/null); do  # every campaign of the call, in the order they ended
