@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from harness import preflight
 from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", metavar="NAME", help="substrates (default: every admitted one)")
     parser.add_argument("--backend", choices=("auto",) + BACKEND_NAMES, default="auto",
                         help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
-    parser.add_argument("--workers", type=int, default=0, metavar="N",
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes, each running one substrate at a time, spread over every GPU "
                              "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
                              "substrates' trials fit in a GPU's memory; 1 on cpu)")
@@ -141,6 +142,9 @@ def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if problem := preflight.packages_problem():
+        print(f"campaign: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return _run(args)
     except UsageError as error:
@@ -160,6 +164,19 @@ def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_byt
     return fit * gpus
 
 
+def _check_outputs(args) -> None:
+    """Every file the campaign will write, checked before any work (the store's folder made, as a fresh store's is):
+    a report that cannot be written after the mutants ran is the run lost."""
+    try:
+        args.store.parent.mkdir(parents=True, exist_ok=True)  # the workers' log is beside the store
+    except OSError as error:
+        raise UsageError(f"--store {args.store}: its folder {args.store.parent} cannot be made ({error.strerror})")
+    paths = [(args.store, "--store"), (args.store.parent / "workers.log", "--store's workers.log")]
+    paths += [(path, option) for path, option in ((args.json, "--json"), (args.html, "--html")) if path]
+    if problems := [problem for path, option in paths if (problem := preflight.unwritable(path, option))]:
+        raise UsageError("; ".join(problems))
+
+
 def _run(args) -> int:
     started = time.perf_counter()
     backend = resolve_backend_name(args.backend)
@@ -170,9 +187,9 @@ def _run(args) -> int:
         raise UsageError("--naive runs on this host only: leave out --scheduler")
     gpus = gpu_count() if backend == "cuda" and not remote else 0
     cores = os.cpu_count() or 1
-    workers = args.workers or default_workers(gpus, cores)
+    workers = args.workers if args.workers is not None else default_workers(gpus, cores)
     if workers < 1:
-        raise UsageError("--workers must be at least 1")
+        raise UsageError(f"--workers must be at least 1, not {workers}")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
     if args.sample is not None and args.sample < 1:
@@ -191,7 +208,7 @@ def _run(args) -> int:
     if args.compilers is not None and args.compilers < 0:
         raise UsageError("--compilers must be 0 or more")
     check_judging_usage(args)
-    args.store.parent.mkdir(parents=True, exist_ok=True)  # the workers' log is beside the store
+    _check_outputs(args)
     # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
     # 2 s for 12 on the H200) is made while the substrates are imported and their mutants generated.
     first_workers = [] if args.scheduler or args.naive else start_first_workers(args, backend, workers, gpus)
@@ -288,7 +305,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         raise UsageError(str(error))
     for why in refused:
         print(f"refused: {why}", flush=True)
-    if not args.workers and gpus and not args.scheduler:
+    if args.workers is None and gpus and not args.scheduler:
         workers = default_workers_that_fit(workers, gpus, plans, device_memory_bytes(backend))
     store = ResultStore(args.store)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0

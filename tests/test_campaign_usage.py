@@ -1,0 +1,43 @@
+"""A campaign's usage errors come before any work: one line naming what is wrong, exit 2."""
+
+import time
+
+from harness import preflight
+from harness.campaign import EXIT_USAGE, main
+
+
+def _usage(capsys, argv) -> str:
+    began = time.monotonic()
+    assert main(argv) == EXIT_USAGE
+    assert time.monotonic() - began < 5  # no worker started, no mutant generated
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_zero_workers_is_a_usage_error_not_the_default(capsys):
+    assert _usage(capsys, ["--backend", "cpu", "--workers", "0", "pad_const_b4"]) == (
+        "campaign: error: --workers must be at least 1, not 0\n")
+
+
+def test_reports_that_cannot_be_written_are_named_before_any_work(tmp_path, capsys):
+    store = tmp_path / "store" / "results.jsonl"
+    missing = tmp_path / "missing" / "report.json"
+    assert _usage(capsys, ["--backend", "cpu", "--store", str(store), "--json", str(missing), "--html",
+                           str(tmp_path), "pad_const_b4"]) == (
+        f"campaign: error: --json {missing}: its folder {missing.parent} does not exist; --html {tmp_path}: is a "
+        f"folder; give a file path\n")
+
+
+def test_a_store_whose_folder_cannot_be_made_is_named(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    store = blocker / "results.jsonl"
+    err = _usage(capsys, ["--backend", "cpu", "--store", str(store), "pad_const_b4"])
+    assert err.startswith(f"campaign: error: --store {store}: its folder {blocker} cannot be made (")
+
+
+def test_a_missing_package_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(preflight, "REQUIRED_MODULES", {"no_such_module_for_the_test": "tqdm"})
+    err = _usage(capsys, ["--backend", "cpu", "pad_const_b4"])
+    assert err.startswith("campaign: error: tqdm is not installed for this Python (") and err.count("\n") == 1
