@@ -17,6 +17,7 @@ import argparse
 import functools
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import preflight
+from harness.interrupt import EXIT_INTERRUPTED, kill_descendants
 from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
@@ -145,11 +147,25 @@ def main(argv: list[str] | None = None) -> int:
     if problem := preflight.packages_problem():
         print(f"campaign: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return _run(args)
     except UsageError as error:
         print(f"campaign: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt as interrupt:
+        # Stopped at once, in the main thread, before a killed worker could be judged: the store holds only what was
+        # judged whole, and the same command goes on from it.
+        kill_descendants()
+        print(f"campaign: interrupted by {interrupt.args[0] if interrupt.args else 'SIGINT'}: every mutant judged "
+              f"before it is in {args.store}; run the same command to go on from there", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_on_sigterm(_signum, _frame) -> None:
+    raise KeyboardInterrupt("SIGTERM")  # a batch system's stop ends the campaign as Ctrl-C does
 
 
 def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_bytes: int | None) -> int:

@@ -48,11 +48,24 @@ def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return found
 
 
+def _resource_tracker() -> int | None:
+    """The pid of this process's multiprocessing resource tracker, if it has one."""
+    from multiprocessing import resource_tracker
+
+    return getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
+
+
 def kill_descendants(pid: int | None = None) -> int:
     """SIGKILL every descendant of `pid` (this process by default); how many were signalled. Processes that
-    escape the scan (forked meanwhile) end on their own: each watches the process that started it (harness.watch)."""
-    killed = 0
+    escape the scan (forked meanwhile) end on their own: each watches the process that started it (harness.watch).
+
+    This process's resource tracker is spared: killed, it would be started again by the shared memory this process
+    lets go of as it exits, and the new one, which never saw those segments, prints a KeyError traceback for each;
+    alive, it unlinks whatever the killed processes left in /dev/shm when this process exits."""
+    killed, spared = 0, _resource_tracker() if pid is None else None
     for child in descendants(os.getpid() if pid is None else pid):
+        if child == spared:
+            continue
         try:
             os.kill(child, signal.SIGKILL)
             killed += 1

@@ -126,3 +126,32 @@ def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leav
     while _processes_in_group(gate.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_in_group(gate.pid) == []
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_an_interrupted_campaign_says_so_once_and_the_same_command_goes_on_without_running_anything_twice(tmp_path):
+    store = tmp_path / "store" / "results.jsonl"
+    command = [sys.executable, "-m", "harness.campaign", "--backend", "cpu", "--no-progress", "--store", str(store),
+               "pad_const_b4"]
+    campaign = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (store.is_file() and len(store.read_text().splitlines()) >= 3) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(campaign.pid, signal.SIGINT)
+    _out, err = campaign.communicate(timeout=60)
+    assert campaign.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1] == (f"campaign: interrupted by SIGINT: every mutant judged before it is in "
+                                            f"{store}; run the same command to go on from there")
+    stored = [json.loads(line) for line in store.read_text().splitlines()]
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    resumed = [json.loads(line) for line in store.read_text().splitlines()]
+    assert resumed[:len(stored)] == stored  # kept as stored
+    ids = [row["mutant_id"] for row in resumed]
+    assert len(ids) == len(set(ids))  # nothing run twice
+    deadline = time.monotonic() + 5
+    while _processes_in_group(campaign.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in_group(campaign.pid) == []

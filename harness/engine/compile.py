@@ -174,6 +174,9 @@ def _lower_some(still_to_lower) -> None:
     """A pool process's start: the first `still_to_lower` (shared) to start lower their priority."""
     import os
 
+    from harness.interrupt import die_quietly_on_interrupt
+
+    die_quietly_on_interrupt()  # Ctrl-C ends the campaign, which says so once: no traceback per pool process
     with still_to_lower.get_lock():
         if still_to_lower.value > 0:
             still_to_lower.value -= 1

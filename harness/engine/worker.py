@@ -237,8 +237,10 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False, process
     a spare worker warmed ahead of a fault (WorkerStarter.warm). processor_since: the process's processor time when
     this job began (a kept worker's earlier jobs reported theirs), 0 for its first.
     """
+    from harness.interrupt import die_quietly_on_interrupt
     from harness.phases import PhaseClock
 
+    die_quietly_on_interrupt()  # Ctrl-C ends the campaign, which says so once: no traceback per worker
     phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
     backend = None
     try:
