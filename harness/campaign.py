@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem := preflight.packages_problem():
         print(f"campaign: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    # Signal handlers can be set from the main thread only (a cluster's item runs a campaign in a thread).
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if in_main else None
     try:
         return _run(args)
     except UsageError as error:
@@ -161,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
               f"before it is in {args.store}; run the same command to go on from there", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupt_on_sigterm(_signum, _frame) -> None:
