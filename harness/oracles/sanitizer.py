@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.candidates import locate_line
+from harness.interrupt import descendants
 from harness.oracles import last_line, program_env
 from harness.records import CheckName, CheckResult, CheckStatus
 from harness.worker import DEFAULT_STEP_TIMEOUT, exit_description
@@ -263,23 +264,8 @@ def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
 
 
 def process_tree(pid: int) -> list[int]:
-    """`pid` and every process below it, from /proc (Linux, where the tools run); [pid] without /proc."""
-    below: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])  # the name may hold spaces
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-        below.setdefault(parent, []).append(int(entry))
-    tree, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        tree.append(current)
-        pending.extend(below.get(current, []))
-    return tree
+    """`pid` and every (live) process below it, from /proc (Linux, where the tools run); [pid] without /proc."""
+    return [pid, *descendants(pid)]
 
 
 def run_watched(command: list[str], env: dict, output: Path, events: Path, timeout: float,
