@@ -8,7 +8,8 @@ workers spread over every GPU (`harness.engine.worker`); store each result as it
 print a table per substrate and every survivor; write the mutation-testing-elements report.
 
 Exit status: 0 the campaign ran (whatever the scores), 1 some substrate could not be run (its
-unmutated source failed a trial, or its worker could not start), 2 bad usage.
+unmutated source failed a trial, or its worker could not start), a substrate named was refused, a
+candidate file did not import, or nothing was left to run; 2 bad usage; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from pathlib import Path
 from harness import preflight
 from harness.interrupt import EXIT_INTERRUPTED, kill_descendants
 from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visible, resolve_backend_name
-from harness.candidates import SUBSTRATES_DIR
+from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
-from harness.engine.plan import Plan, UsageError, plans as make_plans
+from harness.engine.plan import Plan, Refused, UsageError, plans as make_plans
 from harness.engine.report import (NOT_VALID, SubstrateCampaign, describe_schemata, format_survivors, format_table,
                                    outcomes, report_html, report_json)
 from harness.cluster.campaign import run_on_cluster
@@ -49,6 +50,10 @@ from harness.worker import WorkerStarter, stop_all
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+class NothingToRun(Exception):
+    """No substrate could be planned (none admitted, none imported): exit 1, saying why."""
+
+
 SPARE_MODES = ("auto", "always", "never", "warm")
 REMOTE_ITEMS_PER_GPU = 4  # a remote Dask cluster's items at once per GPU
 
@@ -57,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness.campaign",
         description="Seed faults into admitted substrates' CUDA sources and record which suites catch them.",
-        epilog="Exit status: 0 the campaign ran, 1 a substrate could not be run, 2 bad usage.")
+        epilog="Exit status: 0 the campaign ran (whatever the scores); 1 a substrate could not be run, one named was "
+               "refused, a candidate file did not import, or nothing was left to run; 2 bad usage; 130 interrupted.")
     parser.add_argument("names", nargs="*", metavar="NAME", help="substrates (default: every admitted one)")
     parser.add_argument("--backend", choices=("auto",) + BACKEND_NAMES, default="auto",
                         help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
@@ -155,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"campaign: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except NothingToRun as nothing:
+        print(f"campaign: {nothing}", file=sys.stderr)
+        return EXIT_SUBSTRATE_FAILED
     except KeyboardInterrupt as interrupt:
         # Stopped at once, in the main thread, before a killed worker could be judged: the store holds only what was
         # judged whole, and the same command goes on from it.
@@ -181,6 +190,13 @@ def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_byt
               f"and the largest substrates' would not fit in its {gpu_bytes / 2**30:.0f} GiB side by side "
               f"(--workers to choose)", flush=True)
     return fit * gpus
+
+
+def _check_substrates_dir(folder: Path) -> None:
+    if not folder.is_dir():
+        raise UsageError(f"--substrates-dir {folder}: {'not a folder' if folder.exists() else 'no such folder'}")
+    if not candidate_files(folder):
+        raise UsageError(f"--substrates-dir {folder}: no candidate_*.py file in it")
 
 
 def _check_outputs(args) -> None:
@@ -227,6 +243,7 @@ def _run(args) -> int:
     if args.compilers is not None and args.compilers < 0:
         raise UsageError("--compilers must be 0 or more")
     check_judging_usage(args)
+    _check_substrates_dir(args.substrates_dir)
     _check_outputs(args)
     # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
     # 2 s for 12 on the H200) is made while the substrates are imported and their mutants generated.
@@ -322,8 +339,10 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         plans, refused = make_plans(args, backend)
     except ValueError as error:  # an unreadable admission record
         raise UsageError(str(error))
-    for why in refused:
-        print(f"refused: {why}", flush=True)
+    for refusal in refused:
+        print(refusal.line(), flush=True)
+    if not plans:
+        raise NothingToRun(nothing_to_run(args, backend, refused))
     if args.workers is None and gpus and not args.scheduler:
         workers = default_workers_that_fit(workers, gpus, plans, device_memory_bytes(backend))
     store = ResultStore(args.store)
@@ -402,7 +421,33 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
           flush=True)
     if judged:  # last: what a --matrix or --checker campaign is run for
         print(format_judged(judged), flush=True)
-    return EXIT_SUBSTRATE_FAILED if any(p.failure for p in plans) else EXIT_RAN
+    return _exit_status(plans, refused)
+
+
+def _exit_status(plans: list[Plan], refused: list) -> int:
+    """1 where a substrate could not be run, a named one was refused or a candidate file did not import; the last
+    line says which."""
+    failed = [p.name for p in plans if p.failure]
+    named = [r.what for r in refused if r.named]
+    unimported = [r.what for r in refused if r.reason is Refused.DID_NOT_IMPORT]
+    said = [f"not run: {', '.join(failed)}" if failed else "",
+            f"refused, though named: {', '.join(named)}" if named else "",
+            f"did not import: {', '.join(unimported)}" if unimported else ""]
+    if not any(said):
+        return EXIT_RAN
+    print("campaign: " + "; ".join(s for s in said if s) + " (exit 1)", file=sys.stderr, flush=True)
+    return EXIT_SUBSTRATE_FAILED
+
+
+def nothing_to_run(args, backend: str, refused: list) -> str:
+    """Why a campaign has no substrate to mutate, the refusals above having said each one's reason."""
+    where = args.substrates_dir
+    if not refused:
+        return f"nothing to run: {where} registers no substrate"
+    if all(r.reason is Refused.DID_NOT_IMPORT for r in refused):
+        return f"nothing to run: no candidate file in {where} imported"
+    asked = "none of the substrates named" if args.names else f"no substrate in {where}"
+    return f"nothing to run: {asked} is admitted on {backend} (each refusal above says why and what to run)"
 
 
 def _print_and_write_report(args, plans, campaigns, judged, log_size: int) -> None:

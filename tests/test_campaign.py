@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 
 import pytest
 
@@ -78,10 +79,33 @@ def test_workers_started_only_when_needed_give_the_same_statuses(admitted, tmp_p
 
 
 def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
-    assert _campaign(admitted) == 0
+    assert _campaign(admitted) == 0  # every admitted one: never_gated is not one, and is left out saying why
     out = capsys.readouterr().out
-    assert "refused: never_gated: not admitted on cpu at its current source hash (never gated); run python gate.py " \
-           "--backend cpu never_gated" in out
+    hint = f"run python gate.py --backend cpu {admitted / 'substrates' / 'candidate_never_gated.py'}"
+    assert f"refused: never_gated: not admitted on cpu at its current source hash (never gated); {hint}\n" in out
+
+
+def test_a_named_substrate_refused_fails_the_campaign_and_its_hint_admits_it(admitted, tmp_path, capsys):
+    root = tmp_path / "copy"  # the candidates with their problems, and the admissions of rule_compliant
+    shutil.copytree(admitted, root, ignore=shutil.ignore_patterns("*.jsonl", "*.json.tmp"))
+    argv = ["--backend", "cpu", "--substrates-dir", str(root / "substrates"), "--store",
+            str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS]
+    assert main([*argv, "never_gated"]) == 1
+    captured = capsys.readouterr()
+    hint = f"run python gate.py --backend cpu {root / 'substrates' / 'candidate_never_gated.py'}"
+    assert captured.out == (f"refused: never_gated: not admitted on cpu at its current source hash (never gated); "
+                            f"{hint}\n")
+    assert captured.err == ("campaign: nothing to run: none of the substrates named is admitted on cpu (each refusal "
+                            "above says why and what to run)\n")
+    # Beside one that runs: the campaign runs it, then fails naming the refused one.
+    assert main([*argv, "rule_compliant", "never_gated"]) == 1
+    captured = capsys.readouterr()
+    assert "campaign: 1 substrate(s), 2 mutants, 2 to run" in captured.out
+    assert captured.err.endswith("campaign: refused, though named: never_gated (exit 1)\n")
+    # The hint, as given, admits it under this --substrates-dir; then the campaign runs it.
+    assert gate_main([*hint.split()[3:], "--no-progress", "--timeout", "60"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "never_gated"]) == 0
 
 
 def test_the_naive_mode_runs_each_mutant_alone_in_a_spawned_worker_and_agrees(admitted, capsys, monkeypatch):

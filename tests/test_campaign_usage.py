@@ -41,3 +41,26 @@ def test_a_missing_package_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(preflight, "REQUIRED_MODULES", {"no_such_module_for_the_test": "tqdm"})
     err = _usage(capsys, ["--backend", "cpu", "pad_const_b4"])
     assert err.startswith("campaign: error: tqdm is not installed for this Python (") and err.count("\n") == 1
+
+
+def test_a_substrates_dir_that_is_missing_or_holds_no_candidate_is_named(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert _usage(capsys, ["--backend", "cpu", "--substrates-dir", str(missing)]) == (
+        f"campaign: error: --substrates-dir {missing}: no such folder\n")
+    assert _usage(capsys, ["--backend", "cpu", "--substrates-dir", str(tmp_path)]) == (
+        f"campaign: error: --substrates-dir {tmp_path}: no candidate_*.py file in it\n")
+
+
+def test_a_folder_whose_only_candidate_does_not_import_has_nothing_to_run(tmp_path, capsys):
+    bad = tmp_path / "candidate_bad.py"
+    bad.write_text("raise RuntimeError('boom')\n")
+    argv = ["--backend", "cpu", "--no-progress", "--substrates-dir", str(tmp_path), "--store",
+            str(tmp_path / "results.jsonl")]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"refused: {bad}: import failed: RuntimeError: boom\n"
+    assert captured.err == f"campaign: nothing to run: no candidate file in {tmp_path} imported\n"
+    # Named, the substrate is unknown there; the file that did not import is named beside it.
+    assert main(argv + ["bad"]) == EXIT_USAGE
+    assert capsys.readouterr().err == (f"campaign: error: unknown substrate(s) bad in {tmp_path}; registered: none; "
+                                       f"1 file(s) there did not import: {bad}\n")

@@ -3,6 +3,7 @@ the backend), and every mutant of each (`harness.engine.mutants`), as one Plan p
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,22 +33,49 @@ class Plan:
     step_timeout: float | None = None  # set by the first worker from the unmutated run's slowest trial
 
 
-def plans(args, backend: str) -> tuple[list[Plan], list[str]]:
-    """The substrates to mutate, and why any named one is refused."""
+class Refused(enum.Enum):
+    DID_NOT_IMPORT = "did not import"      # a candidate file: none of its substrates is known
+    NOT_REGISTERED = "not registered"      # an entry register() added is incomplete or wrong
+    NOT_ADMITTED = "not admitted"          # the gate has not admitted it at its current source on the backend
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A substrate (or a candidate file) the campaign cannot mutate, why, and the command that would change that."""
+
+    what: str           # the substrate's name, or the file's path when it did not import
+    reason: Refused
+    why: str
+    hint: str = ""
+    named: bool = False  # asked for by name (a failure of the run), not merely left out of "every admitted one"
+
+    def line(self) -> str:
+        return f"refused: {self.what}: {self.why}" + (f"; {self.hint}" if self.hint else "")
+
+
+def plans(args, backend: str) -> tuple[list[Plan], list[Refusal]]:
+    """The substrates to mutate, and what is refused: files that did not import, entries that did not register,
+    substrates not admitted on `backend` at their current source."""
     files = candidate_files(args.substrates_dir)
     entries, errors = discover(files, 120.0, args.kb_root, cache_dir=args.cache_dir)
+    refused = [Refusal(file, Refused.DID_NOT_IMPORT, error.removeprefix(f"{file}: "))
+               for file, error in sorted(errors.items())]
+    refused += [Refusal(s.name, Refused.NOT_REGISTERED, "; ".join(s.problems), named=s.name in args.names)
+                for summaries in entries.values() for s in summaries if s.problems]
     by_name = {s.name: (file, s) for file, summaries in entries.items() for s in summaries if not s.problems}
-    unknown = [n for n in args.names if n not in by_name]
+    unknown = [n for n in args.names if n not in by_name and not any(r.what == n for r in refused)]
     if unknown:
-        raise UsageError(f"unknown substrate(s) {', '.join(unknown)}; registered: {', '.join(sorted(by_name)) or 'none'}")
-    plans, refused = [], []
-    for name in args.names or sorted(by_name):
+        unimported = f"; {len(errors)} file(s) there did not import: {', '.join(sorted(errors))}" if errors else ""
+        raise UsageError(f"unknown substrate(s) {', '.join(unknown)} in {args.substrates_dir}; registered: "
+                         f"{', '.join(sorted(by_name)) or 'none'}{unimported}")
+    plans = []
+    for name in [n for n in args.names if n in by_name] or ([] if args.names else sorted(by_name)):
         file, summary = by_name[name]
         record = admissions.load_record(admissions.record_path_for(Path(file)))
         if not admissions.is_admitted(record, name, summary.source_sha256, backend):
-            refused.append(f"{name}: not admitted on {backend} at its current source hash "
-                           f"({admissions.admission_status(record, name, summary.source_sha256)}); "
-                           f"run python gate.py --backend {backend} {name}")
+            refused.append(Refusal(name, Refused.NOT_ADMITTED, f"not admitted on {backend} at its current source hash "
+                                         f"({admissions.admission_status(record, name, summary.source_sha256)})",
+                                   gate_hint(file, backend, args.kb_root), named=name in args.names))
             continue
         mutants = [m for m in generate(summary.cuda, name) if not args.operator or m.operator.value in args.operator]
         plans.append(Plan(name, file, summary.cuda, summary.source_sha256, mutants, summary.kernel_name,
@@ -55,6 +83,16 @@ def plans(args, backend: str) -> tuple[list[Plan], list[str]]:
     if getattr(args, "sample", None):
         plans = sampled(plans, args.sample, args.seed)
     return plans, refused
+
+
+def gate_hint(file: str | Path, backend: str, kb_root: Path | None) -> str:
+    """The gate command that admits `file`'s substrates, whichever folder it is in (gate.py takes a file's path)."""
+    path = Path(file)
+    try:
+        path = path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        pass  # outside the working folder: its absolute path
+    return f"run python gate.py --backend {backend}{f' --kb-root {kb_root}' if kb_root else ''} {path}"
 
 
 def sampled(plans: list[Plan], size: int, seed: int) -> list[Plan]:
