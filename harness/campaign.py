@@ -33,6 +33,7 @@ from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_
 from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
+from harness.engine.page import report_page
 from harness.engine.plan import Plan, Refused, UsageError, plans as make_plans
 from harness.engine.report import (NOT_VALID, SubstrateCampaign, describe_schemata, format_survivors, format_table,
                                    outcomes, report_html, report_json)
@@ -85,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "mutants")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample's draw (default: 0)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the mutation-testing-elements report")
-    parser.add_argument("--html", type=Path, metavar="PATH", help="write a page that renders the report")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help="write the report as one self-contained page: every mutant on its source line, our "
+                             "scores; it loads nothing, so it opens offline")
+    parser.add_argument("--elements-js", type=Path, metavar="FILE",
+                        help="with --html: write instead the page of the mutation-testing-elements web component, FILE "
+                             "(a local copy of the npm package's dist/mutation-test-elements.js) inlined")
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE, metavar="PATH",
                         help=f"results kept across runs, so a stopped campaign resumes (default: {DEFAULT_STORE})")
     parser.add_argument("--substrates-dir", type=Path, default=SUBSTRATES_DIR, metavar="DIR",
@@ -208,8 +214,20 @@ def _check_outputs(args) -> None:
         raise UsageError(f"--store {args.store}: its folder {args.store.parent} cannot be made ({error.strerror})")
     paths = [(args.store, "--store"), (args.store.parent / "workers.log", "--store's workers.log")]
     paths += [(path, option) for path, option in ((args.json, "--json"), (args.html, "--html")) if path]
-    if problems := [problem for path, option in paths if (problem := preflight.unwritable(path, option))]:
+    problems = [problem for path, option in paths if (problem := preflight.unwritable(path, option))]
+    if args.elements_js and (problem := _unreadable(args.elements_js, "--elements-js")):
+        problems.append(problem)
+    if problems:
         raise UsageError("; ".join(problems))
+
+
+def _unreadable(path: Path, option: str) -> str:
+    """Why `path`, a file the campaign reads at its end, cannot be read; "" when it can."""
+    if path.is_dir():
+        return f"{option} {path}: is a folder; give the file"
+    if not path.is_file():
+        return f"{option} {path}: no such file"
+    return "" if os.access(path, os.R_OK) else f"{option} {path}: not readable (permission denied)"
 
 
 def _run(args) -> int:
@@ -243,6 +261,8 @@ def _run(args) -> int:
     if args.compilers is not None and args.compilers < 0:
         raise UsageError("--compilers must be 0 or more")
     check_judging_usage(args)
+    if args.elements_js and not args.html:
+        raise UsageError("--elements-js chooses the page --html writes: give --html PATH too")
     _check_substrates_dir(args.substrates_dir)
     _check_outputs(args)
     # Each slot's first worker starts now, beside the plans: its CUDA context (the driver makes them one at a time:
@@ -466,7 +486,8 @@ def _print_and_write_report(args, plans, campaigns, judged, log_size: int) -> No
         if args.json:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:
-            args.html.write_text(report_html(report))
+            page = report_html(report, elements_js=args.elements_js) if args.elements_js else report_page(report)
+            args.html.write_text(page, encoding="utf-8")
 
 
 def judged_view(plans, campaigns, store, backend: str, args):

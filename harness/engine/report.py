@@ -5,7 +5,8 @@ npm package `mutation-testing-report-schema`; checked against version 3.8.4 of i
 substrate, keyed `<substrate>.cu`, holding its CUDA source and one mutant per outcome. `report_html` writes
 one page that renders such a report with the `<mutation-test-report-app>` web component of the npm package
 `mutation-testing-elements`, loaded from a CDN, or inlined from a local copy of its
-`dist/mutation-test-elements.js` so the page works offline.
+`dist/mutation-test-elements.js` so the page works offline. The campaign's `--html` writes our own page,
+`harness.engine.page`, which needs neither; this one only under `--elements-js`.
 
 Statuses: ours are stored as `MutantStatus` and mapped to the schema's when the report is written
 (`SCHEMA_STATUS`); equivalent and duplicate mutants both become Ignored, with a `statusReason` that says
@@ -290,6 +291,7 @@ _PAGE = """<!DOCTYPE html>
   {elements_script}
 </head>
 <body>
+  <p style="font-family: sans-serif; margin: 1em 2em">{note}</p>
   <mutation-test-report-app title-postfix="{title}">
     This page needs the mutation-testing-elements web component ({elements_from}), which did not load.
     Open it where that address can be reached, or write it again with a local copy of
@@ -325,7 +327,17 @@ def report_html(report: dict, title_postfix: str = "substrate harness",
         script = f'<script src="data:text/javascript;base64,{base64.b64encode(code).decode("ascii")}"></script>'
         where = f"inlined from {Path(elements_js).name}"
     return _PAGE.format(title=html.escape(title_postfix, quote=True), elements_script=script,
-                        elements_from=html.escape(where), report=script_json(report))
+                        elements_from=html.escape(where), note=html.escape(score_note(report)),
+                        report=script_json(report))
+
+
+def score_note(report: dict) -> str:
+    """What the elements page says above the component, whose own score is not ours (see the module docstring)."""
+    own = report.get(OWN_KEY, {})
+    runtime = own.get("counts", {}).get(MutantStatus.RUNTIME_ERROR.value, 0)
+    return (f"Mutation score: {percent(own.get('score'))} (value score {percent(own.get('valueScore'))}), "
+            f"{own.get('scoreDefinition', '')}. The component below computes a score of its own that leaves "
+            f"runtime-error mutants out ({runtime} in this report), so where there are any its figure is not ours.")
 
 
 def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = ("values",)) -> list[MutantOutcome]:
@@ -350,17 +362,32 @@ TABLE_STATUSES = (MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.EQUIV
                   MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR)
 
 
+TABLE_HEADS = ("substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
+               "compile", "by oracles", "value score", "score")
+
+
+def percent(score: float | None) -> str:
+    """A score as the table and the pages show it."""
+    return "-" if score is None else f"{score:.1f}%"
+
+
+def table_row(name: str, mutants: int, counts: dict[str, int], by_oracles: int, value_score: float | None,
+              score: float | None) -> list[str]:
+    """A substrate's cells under TABLE_HEADS. `counts` is keyed by status value, as the JSON keeps it, so that
+    harness.engine.page, which reads only the JSON, shows the terminal's figures."""
+    return ([name, str(mutants)] + [str(counts.get(s.value, 0)) for s in TABLE_STATUSES]
+            + [str(by_oracles), percent(value_score), percent(score)])
+
+
 def format_table(campaigns: list[SubstrateCampaign], columns: dict[str, dict[str, str]] | None = None) -> str:
     """A row per substrate; `columns` adds one per name (a checker's: what it accepts of the detected mutants)."""
     columns = columns or {}
-    heads = ["substrate", "mutants", "killed", "survived", "equivalent", "duplicate", "timeout", "runtime",
-             "compile", "by oracles", "value score", "score", *columns]
+    heads = [*TABLE_HEADS, *columns]
     rows = []
-    percent = lambda score: "-" if score is None else f"{score:.1f}%"
     for c in campaigns:
-        counts = c.counts()
-        rows.append([c.name, str(len(c.outcomes))] + [str(counts.get(s, 0)) for s in TABLE_STATUSES]
-                    + [str(sum(1 for o in c.outcomes if o.oracle)), percent(c.value_score()), percent(c.score())]
+        counts = {s.value: n for s, n in c.counts().items()}
+        rows.append(table_row(c.name, len(c.outcomes), counts, sum(1 for o in c.outcomes if o.oracle),
+                              c.value_score(), c.score())
                     + [column.get(c.name, "-") for column in columns.values()])
     widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
     line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
