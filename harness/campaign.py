@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import preflight
-from harness.interrupt import EXIT_INTERRUPTED, kill_descendants
 from harness.backends import BACKEND_NAMES, address_check, gpu_count, gpu_visible, resolve_backend_name
 from harness.candidates import SUBSTRATES_DIR, candidate_files
+from harness.cluster.campaign import run_on_cluster
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
@@ -37,16 +37,16 @@ from harness.engine.page import report_page
 from harness.engine.plan import Plan, Refused, UsageError, plans as make_plans
 from harness.engine.report import (NOT_VALID, SubstrateCampaign, describe_schemata, format_survivors, format_table,
                                    outcomes, report_html, report_json)
-from harness.cluster.campaign import run_on_cluster
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
                                 worker_environment, worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
+from harness.gate.scheduling import device_memory_bytes, estimate_bytes
+from harness.interrupt import EXIT_INTERRUPTED, kill_descendants
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.scheduling import device_memory_bytes, estimate_bytes
-from harness.worker import WorkerStarter, stop_all
+from harness.processes import WorkerStarter, stop_all
 
 EXIT_RAN, EXIT_SUBSTRATE_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -335,7 +335,7 @@ def needs_run(record: dict | None, args) -> bool:
 def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:
     """A worker for each of the `workers` slots, started now with its backend made (its CUDA context, on cuda), for
     _run_here's slots to adopt as their first."""
-    from harness.worker import start_worker
+    from harness.processes import start_worker
 
     prepare = _worker_prepare(args, backend, make_backend=True)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

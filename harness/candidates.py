@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.tolerance import DEFAULT_TOLERANCE, Tolerance
+from harness.gate.checks.tolerance import DEFAULT_TOLERANCE, Tolerance
 from harness.problems import REPO_ROOT, ProblemError, ProblemSearch
 
 SUBSTRATES_DIR = REPO_ROOT / "substrates"

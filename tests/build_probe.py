@@ -22,7 +22,7 @@ def main() -> None:
     import torch
 
     from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
-    from harness.trial_inputs import build_here
+    from harness.gate.trial_inputs import build_here
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(names: list[str]) -> None:
-    from harness import nvrtc
     from harness.backends import address_check
-    from harness.batches import batch_program, code_digests
+    from harness.compiler import nvrtc
+    from harness.compiler.batches import batch_program, code_digests
     from harness.engine.compile import batches
     from harness.engine.mutants import generate
     from harness.engine.worker import BATCH_SIZE

@@ -8,7 +8,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from harness.worker import quiet_openmp  # noqa: E402
+from harness.processes import quiet_openmp  # noqa: E402
 
 quiet_openmp()  # before torch loads libgomp: tests run the CPU backend in-process too
 

@@ -18,9 +18,9 @@ import math
 
 import torch
 
-from harness import signature
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.nvrtc import compile_cuda
+from harness.compiler import signature
+from harness.compiler.nvrtc import compile_cuda
 
 ELEMENT_BYTES = 4  # pad_const_b4: unsigned int elements, unsigned int fill
 ILLEGAL_ADDRESS = "kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"

@@ -40,7 +40,7 @@
 #   CHECK_AGAINST=FILE  with CAMPAIGN=check: no unchecked campaign; each checked one compared with FILE (an unchecked
 #                  report of an earlier run in this call, e.g. another tree's)
 #   SCALING_WORKERS="1 2 4"  the worker counts SCALING tries
-#   KB_BENCH="FILES"  with KB_ROOT: python -m harness.bench_gate on these examples/kernelbench candidates at
+#   KB_BENCH="FILES"  with KB_ROOT: python -m harness.benchmarks.gate on these examples/kernelbench candidates at
 #                  the problems' real sizes; the baselines (KernelBench-style checks) and the gates run as two
 #                  chains at once, in opposite orders (one call's time limit holds no more); admissions recorded
 #   KB_SEQUENTIAL=1  with KB_BENCH: per candidate the baseline, then the gate, nothing beside them
@@ -116,7 +116,7 @@ print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindin
 # twice, the first writing the bytecode the second reads (where PYCACHE allows it).
 for round in 1 2; do python3 - <<'PY'
 import importlib, sys, time
-from harness.worker import FORK_SERVER_PRELOAD
+from harness.processes import FORK_SERVER_PRELOAD
 started, parts = time.perf_counter(), []
 for module in FORK_SERVER_PRELOAD:
     began = time.perf_counter()
@@ -174,7 +174,7 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   # shellcheck disable=SC2086
   reversed=$(printf '%s\n' $KB_BENCH | tac | tr '\n' ' ')
   free -g | head -n 2; df -h /dev/shm | tail -n 1
-  # One bench_gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
+  # One harness.benchmarks.gate per candidate, the work folder packed after each: a call cut off keeps what it finished.
   if [ "${KB_SEQUENTIAL:-0}" = 1 ]; then
   # Baseline, then gate, per candidate, nothing else running: the cleanest ratio, and twice the time.
   # KB_CHAINS=N: N such chains at once, the candidates dealt round robin, chain c on GPU c mod the GPUs and on
@@ -193,7 +193,7 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
     for f in "$@"; do
       name=$(basename "$f" .py)
       if [ "$chains" -gt 1 ]; then export CUDA_VISIBLE_DEVICES=$((c % gpus)); fi
-      "${pin[@]}" python3 -m harness.bench_gate --record --kb-root "$KB_ROOT" --timeout 300 --repeat "${KB_REPEAT:-1}" \
+      "${pin[@]}" python3 -m harness.benchmarks.gate --record --kb-root "$KB_ROOT" --timeout 300 --repeat "${KB_REPEAT:-1}" \
         --json "$out/kb-both-$name.json" "$f" >> "$log" 2>&1
       echo "kb bench $name exit: $?"; grep -E "^kb_|phases|gate:|baseline:" "$log" | tail -n 4
       # The table below reads gates from kb-gate-*.json and baselines from kb-baseline-*.json: this file is both.
@@ -212,12 +212,12 @@ if [ -n "${KB_BENCH:-}" ] && [ -n "${KB_ROOT:-}" ]; then
   if [ "$chains" -gt 1 ]; then cat "$out"/kb-both-chain*.log >> "$out/kb-both.log"; fi
   else
   (for f in $KB_BENCH; do
-     python3 -m harness.bench_gate --no-gate --kb-root "$KB_ROOT" --timeout 300 \
+     python3 -m harness.benchmarks.gate --no-gate --kb-root "$KB_ROOT" --timeout 300 \
        --json "$out/kb-baseline-$(basename "$f" .py).json" "$f" >> "$out/kb-baseline.log" 2>&1
    done) &
   baseline_chain=$!
   for f in $reversed; do
-    python3 -m harness.bench_gate --no-baseline --record --kb-root "$KB_ROOT" --timeout 300 \
+    python3 -m harness.benchmarks.gate --no-baseline --record --kb-root "$KB_ROOT" --timeout 300 \
       --json "$out/kb-gate-$(basename "$f" .py).json" "$f" >> "$out/kb-gate.log" 2>&1
     echo "kb gate $(basename "$f" .py) exit: $?"
     cp examples/kernelbench/admissions.json "$out/kernelbench-admissions.json" 2>/dev/null
@@ -291,7 +291,7 @@ for i in $(seq 1 "${REPEATS:-0}"); do
   echo "repeat $i: $(python3 gate.py --no-progress --no-record --jobs 8 $atomic 2>&1 | tail -n 1)"
 done | tee "$out/repeats.log"
 
-[ "${BENCH:-1}" = 0 ] || python3 -m harness.bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+[ "${BENCH:-1}" = 0 ] || python3 -m harness.benchmarks.kernels --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
 
 # campaign NAME: every admitted substrate, a cold cache and a store of its own, GPU utilisation
 # sampled every 250 ms while it runs; extra arguments go to the campaign.

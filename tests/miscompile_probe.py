@@ -33,8 +33,8 @@ def loop_loads(ptx: str) -> list[str]:
 
 
 def main() -> None:
-    from harness import nvrtc
     from harness.candidates import import_candidate, register_candidate
+    from harness.compiler import nvrtc
     from harness.engine.mutants import generate
 
     path = Path(__file__).resolve().parents[1] / "substrates" / "candidate_pad_reflect.py"

@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from harness import signature
+from harness.compiler import signature
 
 
 @dataclass(frozen=True)

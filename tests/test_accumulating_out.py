@@ -7,7 +7,7 @@ Two launch calls over differently poisoned memory tell it apart on every trial, 
 
 import json
 
-from harness.cli import main
+from harness.gate.command import main
 from harness.problems import REPO_ROOT
 
 FAMILY = REPO_ROOT / "substrates" / "candidate_pad_backward_reflect.py"

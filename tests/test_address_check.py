@@ -6,7 +6,7 @@ import re
 import pytest
 
 from harness.backends import address_check as check
-from harness.nvrtc import compile_cuda
+from harness.compiler.nvrtc import compile_cuda
 from tests.conftest import registered_entries
 
 
@@ -96,7 +96,7 @@ def test_the_table_holds_the_variables_whose_address_the_code_takes():
 
 def test_the_table_holds_a_constant_array_whose_address_the_code_takes():
     # `weights` is read through a generic pointer (`cvta.const`): a generic load the check judges.
-    from harness.nvrtc import compile_cuda as compile_for
+    from harness.compiler.nvrtc import compile_cuda as compile_for
 
     ptx = compile_for(WEIGH_CONSTANT, "weigh", "compute_90").ptx
     assert "cvta.const.u64" in ptx
@@ -185,7 +185,7 @@ def test_a_campaign_says_who_assembles_its_checked_modules(monkeypatch):
 
 @needs_assembler
 def test_a_process_without_nvjitlink_finds_the_checked_cubin_another_assembled(tmp_path, monkeypatch):
-    from harness import cache
+    from harness.compiler import cache
 
     ptx = compile_cuda(registered_entries()[0].cuda, registered_entries()[0].kernel_name, "sm_90").ptx
     made = cache.address_checked_cubin(ptx, "sm_90", tmp_path)
@@ -209,7 +209,7 @@ FITS = TOO_MUCH_SHARED.replace("100000", "1024")
 @pytest.mark.parametrize("entry", registered_entries(), ids=lambda e: e.name)
 def test_a_checked_campaign_compiles_to_the_ptx_an_unchecked_one_assembles(entry):
     # Checked, NVRTC stops at the PTX: the code digests that class equivalent and duplicate mutants must not move.
-    from harness.nvrtc import compile_cuda as compile_for
+    from harness.compiler.nvrtc import compile_cuda as compile_for
 
     assert compile_for(entry.cuda, entry.kernel_name, "compute_90").ptx == \
         compile_for(entry.cuda, entry.kernel_name, "sm_90").ptx
@@ -217,7 +217,7 @@ def test_a_checked_campaign_compiles_to_the_ptx_an_unchecked_one_assembles(entry
 
 @needs_assembler
 def test_a_kernel_ptxas_refuses_fails_its_checked_compile_as_it_fails_nvrtc_for_the_real_arch(tmp_path):
-    from harness import cache, nvrtc
+    from harness.compiler import cache, nvrtc
 
     with pytest.raises(nvrtc.CompileError, match="too much shared data"):
         nvrtc.compile_program(TOO_MUCH_SHARED, ("k",), "sm_90")
@@ -232,7 +232,7 @@ def test_a_checked_batch_holding_a_kernel_ptxas_refuses_is_compiled_a_kernel_at_
     import functools
     from types import SimpleNamespace
 
-    from harness import cache
+    from harness.compiler import cache
     from harness.engine.compile import compile_variants
 
     compile_checked = functools.partial(cache.compile_program_cached, cache_dir=tmp_path, address_checked=True)
@@ -246,7 +246,7 @@ def test_a_checked_batch_holding_a_kernel_ptxas_refuses_is_compiled_a_kernel_at_
 @needs_assembler
 def test_an_unchecked_launch_of_a_kernel_compiled_to_ptx_loads_the_ptx_assembled_for_the_real_arch(tmp_path):
     # (Not NVRTC's cubin byte for byte: nvJitLink's ptxas may pick other instructions of the same meaning.)
-    from harness import cache, nvrtc
+    from harness.compiler import cache, nvrtc
 
     entry = registered_entries()[0]
     compiled = nvrtc.compile_cuda(entry.cuda, entry.kernel_name, "compute_90")

@@ -6,8 +6,8 @@ import ctypes
 import pytest
 import torch
 
-from harness import signature
 from harness.backends import KernelFault, create_backend
+from harness.compiler import signature
 from tests.conftest import registered_entries
 from tests.test_fidelity_gpu import assert_same_bytes
 

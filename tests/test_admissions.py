@@ -1,4 +1,4 @@
-"""harness/admissions.py: the committed record of which substrate was admitted, at which source hash."""
+"""harness/gate/admissions.py: the committed record of which substrate was admitted, at which source hash."""
 
 import copy
 import datetime
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.admissions import SCHEMA, admission_status, is_admitted, load_record, save_record, with_result
-from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.gate.admissions import SCHEMA, admission_status, is_admitted, load_record, save_record, with_result
+from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport
 
 WHEN = "2025-01-02T03:04:05+00:00"
 SHA = "a" * 64
@@ -232,7 +232,7 @@ def test_saved_status_reads_the_same_after_loading(tmp_path, mixed_record):
 # --- two gates recording into one folder ---------------------------------------------------------------------
 
 def test_two_gates_recording_into_one_folder_keep_each_others_verdicts(tmp_path):
-    from harness.cli import RecordBook
+    from harness.gate.command import RecordBook
 
     path = tmp_path / "admissions.json"
     first, second = RecordBook(path), RecordBook(path)  # each read the (empty) record when it started
@@ -248,7 +248,7 @@ def test_a_record_is_updated_under_a_lock_on_its_folder(tmp_path):
     import os
     import threading
 
-    from harness.admissions import update_record
+    from harness.gate.admissions import update_record
 
     path = tmp_path / "admissions.json"
     held = os.open(tmp_path, os.O_RDONLY)
@@ -281,7 +281,7 @@ def test_a_changed_verdict_or_source_replaces_the_entry_with_its_own_device_and_
 
 def test_a_gate_that_only_confirms_the_record_does_not_write_it(tmp_path):
     # The README's first command on a fresh clone: the committed record must stay byte for byte (git status clean).
-    from harness.admissions import update_record
+    from harness.gate.admissions import update_record
 
     path = tmp_path / "admissions.json"
     update_record(path, lambda record: with_result(record, report(), "cpu", "CPU: AMD EPYC (2 cores)", when=WHEN))

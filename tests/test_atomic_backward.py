@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.cli import main
+from harness.gate.command import main
 from harness.problems import load_problem
 from tests.conftest import TEST_CANDIDATES, registered_entries
 

@@ -1,8 +1,8 @@
-"""harness.bench_compile: batches must class mutants as compiling them alone does."""
+"""harness.benchmarks.compile: batches must class mutants as compiling them alone does."""
 
 import shutil
 
-from harness.bench_compile import classes, main
+from harness.benchmarks.compile import classes, main
 
 
 def test_classes_follow_the_order_a_worker_meets_the_mutants_in():

@@ -1,4 +1,4 @@
-"""harness.bench_gate: the gate beside a KernelBench-style check, on the CPU backend, and its table."""
+"""harness.benchmarks.gate: the gate beside a KernelBench-style check, on the CPU backend, and its table."""
 
 import json
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench_gate import GIB, BaselineResult, Row, format_table, main
+from harness.benchmarks.gate import GIB, BaselineResult, Row, format_table, main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SILU = EXAMPLES / "substrates" / "candidate_example_silu.py"
@@ -41,7 +41,7 @@ def test_silu_is_admitted_by_the_gate_and_passes_the_baseline(tmp_path, capsys):
     assert row[9].endswith("x") and row[10].endswith("x") and row[11] == "n/a"
     # A fresh cache: the baseline (first by default) compiles, and the gate finds its kernel.
     assert "    compile: baseline compiled, gate from the cache" in captured.out
-    assert "columns: gate = verdict of harness.worker.run_gate_job" in captured.out
+    assert "columns: gate = verdict of harness.gate.worker.run_gate_job" in captured.out
     assert "example_silu: baseline passed 5/5 in" in captured.err
     assert "example_silu: gate admitted in" in captured.err
 
@@ -144,7 +144,7 @@ def test_the_table_gives_ratios_and_n_a():
 
 
 def test_rounds_are_tabled_one_by_one_and_summed_up_as_medians_of_their_own_ratios():
-    from harness.bench_gate import Medians, format_medians
+    from harness.benchmarks.gate import Medians, format_medians
 
     rounds = [Row("mm", "f.py", round=i, gate_verdict="admitted", gate_wall_seconds=gate, gate_pipeline_seconds=1.0,
                   gate_peak_reserved_bytes=GIB, baseline=_baseline(wall_seconds=base, peak_reserved_bytes=GIB))
@@ -178,16 +178,16 @@ def test_repeat_runs_the_baseline_and_the_gate_again_and_writes_the_medians(tmp_
 def test_the_gate_gets_get_inputs_signature_from_discovery_as_gate_py_gives_it(tmp_path, capsys, monkeypatch):
     # Without it the gate's worker builds get_inputs() on the meta device itself, whose first decomposition imports
     # torch._dynamo: seconds gate.py never spends there, measured as the gate's.
-    import harness.worker
+    import harness.gate.worker
 
     jobs = []
-    real = harness.worker.run_gate_job
+    real = harness.gate.worker.run_gate_job
 
     def recording(job, *args, **kwargs):
         jobs.append(job)
         return real(job, *args, **kwargs)
 
-    monkeypatch.setattr(harness.worker, "run_gate_job", recording)
+    monkeypatch.setattr(harness.gate.worker, "run_gate_job", recording)
     code = main(["--backend", "cpu", "--no-baseline", "--cache-dir", str(tmp_path / "cache"), str(SILU)])
     assert code == 0, capsys.readouterr().out
     (job,) = jobs

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from harness.candidates import import_candidate, register_candidate
-from harness.cli import main
+from harness.gate.command import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

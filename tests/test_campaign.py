@@ -13,10 +13,10 @@ import shutil
 
 import pytest
 
-from harness.batches import ptx_digest
 from harness.campaign import main
-from harness.cli import main as gate_main
+from harness.compiler.batches import ptx_digest
 from harness.engine.run import default_workers, spare_mode, spares_wanted, workers_that_fit
+from harness.gate.command import main as gate_main
 from harness.report_diff import status_differences, statuses
 from tests import rule_candidates
 
@@ -109,11 +109,11 @@ def test_a_named_substrate_refused_fails_the_campaign_and_its_hint_admits_it(adm
 
 
 def test_the_naive_mode_runs_each_mutant_alone_in_a_spawned_worker_and_agrees(admitted, capsys, monkeypatch):
-    import harness.worker
+    import harness.processes
 
     methods = []  # how each worker was started
-    real_start = harness.worker.start_worker
-    monkeypatch.setattr(harness.worker, "start_worker",
+    real_start = harness.processes.start_worker
+    monkeypatch.setattr(harness.processes, "start_worker",
                         lambda env=None, prepare=None, method=None: methods.append(method) or real_start(env, prepare,
                                                                                                          method))
     assert _campaign(admitted, "rule_compliant", "--naive") == 0
@@ -396,7 +396,7 @@ def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fres
 def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_one(
         admitted, tmp_path, monkeypatch, capsys):
     # A death the shim cannot catch (a heap an earlier mutant corrupted, say): played by a script.
-    from harness.worker import WorkerLost
+    from harness.processes import WorkerLost
 
     jobs = []
 
@@ -563,8 +563,8 @@ def test_the_trials_poison_flags_read_at_once_are_each_official_outputs_own():
     import torch
 
     from harness.engine.worker import prepare_trials
-    from harness.guards import POISON_BYTES, poison_held
-    from harness.phases import PhaseClock
+    from harness.gate.checks.guards import POISON_BYTES, poison_held
+    from harness.gate.phases import PhaseClock
 
     # Each trial's official output: clean, pattern one somewhere, pattern two somewhere, both, and not a tensor.
     outputs = [torch.zeros(8), torch.zeros(8), torch.zeros(8), torch.zeros(16, dtype=torch.uint8), 3.5]
@@ -585,7 +585,7 @@ def test_the_trials_checksums_read_at_once_are_each_trials_own():
     import torch
 
     from harness.engine.worker import Trial, trial_checksum, trial_checksums
-    from harness.guards import tensor_checksum
+    from harness.gate.checks.guards import tensor_checksum
 
     x = torch.arange(1001, dtype=torch.float32)
     trials = [Trial("s", 0, [x, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16)),
@@ -600,7 +600,7 @@ def test_each_inputs_sum_is_its_part_of_the_trials_checksum_and_what_run_kernel_
     import torch
 
     from harness.engine.worker import Trial, input_sums, trial_checksum
-    from harness.guards import INPUT_GUARD_BYTES, GuardedTensor, tensor_checksum
+    from harness.gate.checks.guards import INPUT_GUARD_BYTES, GuardedTensor, tensor_checksum
 
     misaligned = torch.arange(20, dtype=torch.float32)[1:]
     trial = Trial("s", 0, [misaligned, 3, torch.tensor(2.0)], torch.zeros(7, dtype=torch.float16))
@@ -770,7 +770,7 @@ def test_a_worker_warmed_for_one_substrate_refuses_a_job_for_another(admitted):
 
 
 def test_a_slots_spare_warmed_for_a_substrate_is_given_out_only_for_it(tmp_path):
-    from harness.worker import WorkerStarter, _converse
+    from harness.processes import WorkerStarter, converse
     from tests import worker_targets
 
     starter = WorkerStarter(ahead=True)
@@ -782,7 +782,7 @@ def test_a_slots_spare_warmed_for_a_substrate_is_given_out_only_for_it(tmp_path)
         warmed = starter.take("substrate a")
         assert warmed.warmed is True
         seen = []
-        _converse(worker_targets.answers, (), 30.0, lambda message: seen.append(message) or True, worker=warmed)
+        converse(worker_targets.answers, (), 30.0, lambda message: seen.append(message) or True, worker=warmed)
         assert seen[0] == ("warmed",)  # what it did ahead, then its job
         starter.warm("substrate a", worker_targets.answers_then_serves, ())
         taken.append(starter.take("substrate b"))
@@ -799,7 +799,7 @@ def test_a_slots_spare_warmed_for_a_substrate_is_given_out_only_for_it(tmp_path)
 def test_under_warm_spares_every_worker_of_a_substrate_comes_from_a_starter_warming_the_next_for_it(
         mode, admitted, tmp_path, monkeypatch, capsys):
     from harness.engine.run import WarmingStarter
-    from harness.worker import WorkerLost
+    from harness.processes import WorkerLost
 
     starters = []
 
@@ -974,11 +974,11 @@ def test_mutants_run_from_their_schema_on_the_cpu_get_every_status_they_get_from
 def test_each_slot_s_first_worker_starts_before_the_plans_and_runs_the_slot_s_first_substrate(admitted, tmp_path,
                                                                                                capsys, monkeypatch):
     import harness.campaign
-    import harness.worker
+    import harness.processes
 
     events = []
-    real_start, real_plans = harness.worker.start_worker, harness.campaign.make_plans
-    monkeypatch.setattr(harness.worker, "start_worker", lambda env=None, prepare=None, method=None:
+    real_start, real_plans = harness.processes.start_worker, harness.campaign.make_plans
+    monkeypatch.setattr(harness.processes, "start_worker", lambda env=None, prepare=None, method=None:
                         events.append("worker") or real_start(env, prepare, method))
     monkeypatch.setattr(harness.campaign, "make_plans", lambda *args: events.append("plans") or real_plans(*args))
     real_pool_start = harness.campaign.CompilePool.start
@@ -996,14 +996,14 @@ def test_each_slot_s_first_worker_starts_before_the_plans_and_runs_the_slot_s_fi
 
 def test_a_slot_no_plan_waits_for_ends_its_workers_at_once_not_after_every_slot(admitted, tmp_path, monkeypatch):
     import harness.campaign
-    import harness.worker
+    import harness.processes
 
     ended = []  # workers each stop_all ended, in order
 
     def counting(starters):
         held = [worker for starter in starters for worker in (starter._spare, starter._kept) if worker is not None]
         ended.append(len(held))
-        harness.worker.stop_all(starters)
+        harness.processes.stop_all(starters)
 
     monkeypatch.setattr(harness.campaign, "stop_all", counting)
     assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",

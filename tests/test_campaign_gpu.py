@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.campaign import main
-from harness.cli import main as gate_main
+from harness.gate.command import main as gate_main
 from harness.report_diff import status_differences
 
 pytestmark = pytest.mark.gpu

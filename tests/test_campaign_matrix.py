@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.campaign import main
-from harness.cli import main as gate_main
+from harness.gate.command import main as gate_main
 from tests import rule_candidates
 
 NAME = "rule_compliant"
@@ -56,8 +56,8 @@ def _alone(admitted):
     from harness.backends import KernelFault, create_backend
     from harness.engine.mutants import generate
     from harness.engine.worker import CampaignJob, _load_entry, backend_settings, first_failure, prepare_trials
-    from harness.phases import PhaseClock
-    from harness.pipeline import run_kernel
+    from harness.gate.phases import PhaseClock
+    from harness.gate.pipeline import run_kernel
     from harness.problems import ProblemSearch, load_problem
 
     file = admitted / "substrates" / f"candidate_{NAME}.py"

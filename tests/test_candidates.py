@@ -4,9 +4,8 @@ import textwrap
 
 import pytest
 
-from harness.candidates import (CandidateError, candidate_files, import_candidate, make_entry,
-                                register_candidate)
-from harness.compare import Tolerance
+from harness.candidates import CandidateError, candidate_files, import_candidate, make_entry, register_candidate
+from harness.gate.checks.compare import Tolerance
 
 GOOD = dict(kb_file="pad_const_b4.py", cuda="__global__ void k() {}", kernel_name="k", ref=len, launch=len,
             suites=len, probe=len)

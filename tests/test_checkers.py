@@ -24,7 +24,7 @@ RAND, RANDN = _relu_problem(torch.rand), _relu_problem(torch.randn)
 
 
 def test_the_trial_seeds_are_those_kernelbench_draws_under_seed_42():
-    # As harness.bench_gate's KernelBench-style baseline recorded them on the H200 (MEASUREMENTS.md's thirtieth
+    # As harness.benchmarks.gate's KernelBench-style baseline recorded them on the H200 (MEASUREMENTS.md's thirtieth
     # session, kb_argmin's JSON): torch's CPU generator gives the same on every machine.
     assert trial_seeds() == [734796314, 576165995, 2197670066, 839703249, 2584932063]
 
@@ -129,7 +129,7 @@ def test_a_checkers_verdicts_count_only_the_mutants_the_suites_detect():
 def _entry_with_t0(builder, trials=3):
     from types import SimpleNamespace
 
-    from harness.compare import Tolerance
+    from harness.gate.checks.compare import Tolerance
 
     return SimpleNamespace(name="relu_small", tolerance=Tolerance(), suites=lambda: [("T0_original", trials, builder),
                                                                                    ("edges", 2, builder)])

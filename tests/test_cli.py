@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.backends import gpu_visible
-from harness.cli import format_summary, main
-from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, SuiteResult
-from harness.scheduling import auto_jobs
+from harness.gate.command import format_summary, main
+from harness.gate.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, SuiteResult
+from harness.gate.scheduling import auto_jobs
 
 
 def test_help_exits_zero(capsys):
@@ -61,7 +61,7 @@ def test_without_a_gpu_the_cuda_backend_says_why(capsys):
 
 def test_the_gates_own_process_checks_the_cpu_compiler_without_importing_torch():
     # torch costs the gate's process seconds to import, and only its workers use it.
-    done = subprocess.run([sys.executable, "-c", "import sys; import harness.cli; from harness.backends import "
+    done = subprocess.run([sys.executable, "-c", "import sys; import harness.gate.command; from harness.backends import "
                            "cpu_compiler; cpu_compiler.compiler_version(); print('torch' in sys.modules)"],
                           capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
     assert done.stdout == "False\n"
@@ -147,7 +147,7 @@ def test_on_the_cpu_backend_the_sanitizers_are_skipped_and_say_why_without_barri
 
 
 def test_the_timeline_splits_the_workers_start_only_where_they_measured_it():
-    from harness.cli import Timeline
+    from harness.gate.command import Timeline
 
     timeline = Timeline(discovery=3.4, worker_ready=3.3, jobs=7.5, work=30.8, worker_starts=15.4, workers=14)
     assert timeline.describe(8) == (
@@ -159,7 +159,7 @@ def test_the_timeline_splits_the_workers_start_only_where_they_measured_it():
 
 
 def test_the_timeline_says_how_many_workers_started_beside_discovery_a_job_took():
-    from harness.cli import Timeline
+    from harness.gate.command import Timeline
 
     timeline = Timeline(discovery=3.4, worker_ready=2.1, jobs=6.5, work=30.8, worker_starts=5.4, workers=6, ahead=7,
                         ahead_used=6)
@@ -170,7 +170,7 @@ def test_the_timeline_says_how_many_workers_started_beside_discovery_a_job_took(
 
 def test_workers_start_beside_discovery_for_the_first_files_only_where_a_gpu_gates_files_known_before_it(
         monkeypatch, tmp_path):
-    from harness import cli
+    from harness.gate import command as cli
 
     started = []
     monkeypatch.setattr(cli, "WorkersAhead", lambda files, backend, cache_dir: started.append(
@@ -226,7 +226,7 @@ def test_skipped_checks_do_not_bar_admission_but_a_check_not_run_does_and_is_the
 
 
 def test_each_gate_job_is_told_how_many_jobs_share_the_host(monkeypatch, capsys):
-    import harness.cli as cli
+    import harness.gate.command as cli
 
     told = []
 
@@ -255,7 +255,7 @@ def test_auto_jobs_are_half_the_cores_on_a_gpu_at_most_eight_and_two_on_the_cpu(
 
 
 def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
-    import harness.cli as cli
+    import harness.gate.command as cli
 
     told = []
     monkeypatch.setattr(cli, "run_gate_job", lambda job, timeout, on_message, keeper=None, stop=None: told.append(job.jobs_at_once)
@@ -266,7 +266,7 @@ def test_jobs_default_to_auto_resolved_for_the_backend(monkeypatch):
 
 
 def test_the_sanitizers_start_beside_discovery_only_where_they_will_run_on_this_hosts_gpu(monkeypatch, tmp_path):
-    from harness import cli
+    from harness.gate import command as cli
     from harness.oracles import sanitizer
 
     fake = Path(__file__).resolve().parent / "fake_sanitizer.py"

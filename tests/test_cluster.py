@@ -135,7 +135,7 @@ def test_without_dask_the_scheduler_option_is_a_usage_error_naming_the_install(m
 
 def test_the_gate_on_a_cluster_gives_every_candidate_the_checks_it_gets_here(tmp_path):
     """The row-sum forms: one admitted, the others rejected for their own reasons, one crashing at a late trial."""
-    from harness.cli import main as gate_main
+    from harness.gate.command import main as gate_main
 
     forms = str(REPO / "tests" / "candidates" / "candidate_row_sum_forms.py")
     verdicts = {}
@@ -303,7 +303,7 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
 def test_an_item_runs_in_the_process_the_item_before_it_started_ahead_if_their_environments_match(tmp_path):
     from harness.candidates import candidate_files
     from harness.cluster.item import SpareItems, _run_item
-    from harness.worker import GateJob
+    from harness.gate.worker import GateJob
 
     file = next(str(f) for f in candidate_files() if f.name == "candidate_masked_fill.py")
     spares = SpareItems()

@@ -1,11 +1,11 @@
-"""harness/compare.py: bitwise and tolerance comparison of a kernel's output with the reference."""
+"""harness/gate/checks/compare.py: bitwise and tolerance comparison of a kernel's output with the reference."""
 
 import math
 
 import pytest
 import torch
 
-from harness.compare import Comparison, Tolerance, bits, compare, compare_bitwise, compare_close
+from harness.gate.checks.compare import Comparison, Tolerance, bits, compare, compare_bitwise, compare_close
 
 INF = math.inf
 NAN = math.nan
@@ -354,7 +354,7 @@ def test_a_scalar_is_a_scalar_whether_0_dim_or_shape_1(got, expected, tolerance)
 
 
 def test_comparing_in_chunks_gives_what_comparing_at_once_gives(monkeypatch):
-    from harness import compare as compare_module
+    from harness.gate.checks import compare as compare_module
 
     g = torch.Generator().manual_seed(0)
     expected = torch.randn(13, 29, generator=g)

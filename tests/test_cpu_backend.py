@@ -7,10 +7,10 @@ import re
 import pytest
 import torch
 
-from harness.backends.cpu import CpuBackend, unsupported_constructs
 from harness.backends.base import KernelFault
-from harness import signature
-from harness.nvrtc import CompileError
+from harness.backends.cpu import CpuBackend, unsupported_constructs
+from harness.compiler import signature
+from harness.compiler.nvrtc import CompileError
 from tests import shim_kernels
 
 
@@ -88,7 +88,7 @@ def test_a_partial_warp_mask_is_a_fault_not_a_wrong_answer(backend):
               '    o[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);\n}\n')
     kernel = backend.load(source, "k", "k.cu")
     out = torch.zeros(32, dtype=torch.int32)
-    from harness import signature
+    from harness.compiler import signature
     import ctypes
     with pytest.raises(KernelFault, match="^CPU backend: ") as caught:
         backend.launch(kernel, (1, 1, 1), (32, 1, 1), signature.to_ctypes([(ctypes.c_void_p, out.data_ptr())]))

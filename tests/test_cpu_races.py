@@ -14,10 +14,10 @@ import json
 import pytest
 import torch
 
-from harness import signature
 from harness.backends import cpu
 from harness.backends.cpu import CpuBackend
-from harness.cli import main
+from harness.compiler import signature
+from harness.gate.command import main
 from tests.conftest import TEST_CANDIDATES
 
 

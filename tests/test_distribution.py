@@ -1,12 +1,12 @@
-"""harness.distribution: a T0 from get_inputs()'s distribution passes, one from another is rejected with the evidence."""
+"""harness.gate.checks.distribution: a T0 from get_inputs()'s distribution passes, one from another is rejected with the evidence."""
 
 import math
 
 import pytest
 import torch
 
-from harness.distribution import (ALPHA_PER_TEST, SUPPORT_K, chi_square_p_value, kolmogorov_p_value,
-                                  same_distribution)
+from harness.gate.checks.distribution import (ALPHA_PER_TEST, SUPPORT_K, chi_square_p_value, kolmogorov_p_value,
+                                              same_distribution)
 
 N = (512, 512)  # 262144 values: the sample test sees 65536 of each
 
@@ -100,7 +100,7 @@ def test_p_values_of_one_distribution_are_spread_as_they_should_be():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
 def test_support_counts_in_chunks_are_the_counts_over_the_whole_tensor(monkeypatch, dtype):
-    from harness import distribution
+    from harness.gate.checks import distribution
 
     monkeypatch.setattr(distribution, "SUPPORT_CHUNK", 1000)  # 10 whole chunks and a tail of 537
     g = _g(7)
@@ -124,7 +124,7 @@ def test_support_counts_in_chunks_are_the_counts_over_the_whole_tensor(monkeypat
 
 
 def test_a_candidate_with_nans_is_counted_as_before_in_chunks(monkeypatch):
-    from harness import distribution
+    from harness.gate.checks import distribution
 
     monkeypatch.setattr(distribution, "SUPPORT_CHUNK", 4096)
     candidate = torch.rand(3 * 4096 + 17, generator=_g(1))

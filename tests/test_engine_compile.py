@@ -1,4 +1,4 @@
-"""harness.batches and harness.engine.compile: many variants of a source in one NVRTC program, each variant's
+"""harness.compiler.batches and harness.engine.compile: many variants of a source in one NVRTC program, each variant's
 code comparable; batches planned, compiled ahead in a pool, found in the cache.
 
 NVRTC runs without a GPU, so every test here runs in CI.
@@ -10,10 +10,9 @@ import re
 
 import pytest
 
-from harness.batches import batch_program, code_digest, variant_code
-from harness.engine.compile import (CompilePool, batches, compile_variants, group_by_batch, need_times,
-                                   precompile_order)
-from harness.nvrtc import compile_program
+from harness.compiler.batches import batch_program, code_digest, variant_code
+from harness.compiler.nvrtc import compile_program
+from harness.engine.compile import CompilePool, batches, compile_variants, group_by_batch, need_times, precompile_order
 from tests.conftest import registered_entries
 
 SOURCE = r"""#include <cuda_fp16.h>
@@ -133,7 +132,7 @@ def test_mutants_left_after_a_fault_are_grouped_by_the_plans_batches_in_their_ow
 def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cache(tmp_path, monkeypatch):
     import functools
 
-    from harness import cache, nvrtc
+    from harness.compiler import cache, nvrtc
 
     plan = _plan()
     pool = CompilePool(1)
@@ -155,7 +154,7 @@ def test_a_batch_compiled_ahead_in_the_pool_is_what_the_worker_finds_in_the_cach
 
 def test_ptx_alone_gives_every_variant_the_digest_the_gpus_compile_gives():
     """A CPU campaign's NVRTC stops at PTX (no ptxas): its equivalent and duplicate mutants are the same ones."""
-    from harness.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
+    from harness.compiler.nvrtc import DEFAULT_ARCH, PTX_ONLY_ARCH
 
     sources = [SOURCE, MOVED, BOUNDARY]
     assembled = compile_variants(sources, ENTRY, DEFAULT_ARCH, "k.cu")
@@ -167,9 +166,9 @@ def test_ptx_alone_gives_every_variant_the_digest_the_gpus_compile_gives():
 
 @pytest.mark.parametrize("entry", registered_entries()[:3] + registered_entries()[-2:], ids=lambda e: e.name)
 def test_a_batchs_digests_read_at_once_are_each_variants_own(entry):
-    from harness.batches import code_digests
+    from harness.compiler.batches import code_digests
     from harness.engine.mutants import generate
-    from harness.nvrtc import PTX_ONLY_ARCH, compile_program
+    from harness.compiler.nvrtc import PTX_ONLY_ARCH, compile_program
 
     sources = [m.apply(entry.cuda) for m in list(generate(entry.cuda, entry.name))[:12]]
     composed = batch_program(sources, entry.kernel_name, "k.cu")

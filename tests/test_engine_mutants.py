@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import candidate_files, import_candidate, register_candidate
+from harness.compiler.nvrtc import compile_cuda
 from harness.engine.mutants import OPERATORS, Mutant, Operator, generate
-from harness.nvrtc import compile_cuda
 from harness.problems import REPO_ROOT
 
 (BOUNDARY, NEGATION, GUARD, CEIL, ARITH, CONST, INDEX, TERNARY, SYNC, ATOMIC, SWAP, NARROW,

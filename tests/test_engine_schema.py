@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.batches import batch_program, code_digests
+from harness.compiler.batches import batch_program, code_digests
+from harness.compiler.nvrtc import compile_program
 from harness.engine.compile import batches
 from harness.engine.mutants import Operator, generate
 from harness.engine.schema import SWITCH, UNMUTATED, schema
-from harness.nvrtc import compile_program
 from tests.conftest import registered_entries
 
 SOURCE = """extern "C" __global__ void k(const float* x, float* out, long long n)
@@ -104,7 +104,7 @@ extern "C" __global__ void ops(const int* x, int* out, int n)
 
 def test_an_operators_expression_is_the_smallest_one_around_it_or_none_in_a_declarator():
     from harness.engine.schema import _expression_around
-    from harness.source_rules import _strip
+    from harness.gate.checks.source_rules import _strip
 
     code = _strip(OPERATORS)[1]
 
@@ -156,7 +156,7 @@ def test_a_schema_that_would_grow_past_its_bound_is_made_without_operator_sites(
 
 def test_a_batch_pruned_to_some_variants_keeps_their_code_and_assembles_without_the_others():
     from harness.backends import address_check
-    from harness.batches import pruned_ptx, variant_index
+    from harness.compiler.batches import pruned_ptx, variant_index
 
     (entry,) = [e for e in registered_entries() if e.name == "pad_backward_reflect_f16"]
     mutants = generate(entry.cuda, entry.name)[:6]
@@ -190,7 +190,7 @@ def test_with_schemata_the_pool_compiles_each_schema_with_its_unmutated_source_a
 
 
 def test_a_pool_task_stores_the_checked_cubin_of_the_unswitched_variants_the_worker_then_asks_for(tmp_path):
-    from harness.cache import address_checked_cubin, compile_program_cached
+    from harness.compiler.cache import address_checked_cubin, compile_program_cached
     from harness.engine.compile import checked_cubin_ptx, precompile_batch
 
     mutants = generate(SOURCE, "k")[:3]

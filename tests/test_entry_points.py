@@ -13,8 +13,8 @@ SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scrip
 
 
 def test_the_gate_the_campaign_and_the_benchmark_are_console_scripts():
-    assert SCRIPTS == {"substrate-gate": "harness.cli:main", "substrate-campaign": "harness.campaign:main",
-                       "substrate-bench-gate": "harness.bench_gate:main"}
+    assert SCRIPTS == {"substrate-gate": "harness.gate.command:main", "substrate-campaign": "harness.campaign:main",
+                       "substrate-bench-gate": "harness.benchmarks.gate:main"}
     for target in SCRIPTS.values():
         module, function = target.split(":")
         assert callable(getattr(importlib.import_module(module), function))

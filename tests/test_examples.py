@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from harness.candidates import import_candidate, make_entry, register_candidate
-from harness.compare import Tolerance, compare
+from harness.gate.checks.compare import Tolerance, compare
 from harness.problems import load_problem
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness.backends import create_backend
-from harness.compare import compare_bitwise
-from harness import signature
+from harness.compiler import signature
+from harness.gate.checks.compare import compare_bitwise
 from tests import shim_kernels
 from tests.conftest import registered_entries
 

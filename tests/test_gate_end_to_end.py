@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.backends import gpu_visible
-from harness.cli import main
+from harness.gate.command import main
 from tests.conftest import TEST_CANDIDATES
 
 # substrate -> (the check that must fail, words its detail must contain), where both backends agree
@@ -163,8 +163,8 @@ def test_a_worker_killed_late_keeps_the_failures_and_says_the_out_of_memory_kill
 
 def test_a_worker_the_out_of_memory_killer_ends_fails_fits_host_memory_not_the_kernel(monkeypatch):
     """The same SIGKILL while /proc/vmstat's oom_kill count rises: the host's doing, under a check of its own."""
-    from harness import worker
-    from harness.worker import GateJob, run_gate_job
+    from harness.gate import worker
+    from harness.gate.worker import GateJob, run_gate_job
 
     counts = iter([41, 42])
     monkeypatch.setattr(worker, "oom_kills", lambda: next(counts))

@@ -1,10 +1,10 @@
-"""harness/guards.py: guard bands around kernel buffers, and poison patterns to find unwritten output."""
+"""harness/gate/checks/guards.py: guard bands around kernel buffers, and poison patterns to find unwritten output."""
 
 import pytest
 import torch
 
-from harness.guards import (GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor, checksum_parts, poison_held,
-                            tensor_checksum, unwritten_mask)
+from harness.gate.checks.guards import (GUARD_BYTE, GUARD_BYTES, POISON_BYTES, GuardDamage, GuardedTensor,
+                                        checksum_parts, poison_held, tensor_checksum, unwritten_mask)
 
 FIRST, SECOND = POISON_BYTES
 
@@ -279,7 +279,7 @@ def test_a_band_of_another_byte_is_judged_against_its_own_byte():
 
 
 def test_the_inputs_bands_differ_so_reads_past_two_ends_do_not_cancel():
-    from harness.guards import INPUT_GUARD_BYTES
+    from harness.gate.checks.guards import INPUT_GUARD_BYTES
 
     assert len(set(INPUT_GUARD_BYTES) | {GUARD_BYTE} | set(POISON_BYTES)) == len(INPUT_GUARD_BYTES) + 3
     x, y = (GuardedTensor.copy_of(torch.zeros(4), "cpu", b) for b in INPUT_GUARD_BYTES[:2])

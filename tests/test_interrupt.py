@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.gate.scheduling import JobQueue
 from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, descendants
-from harness.scheduling import JobQueue
 
 ROOT = Path(__file__).resolve().parent.parent
 

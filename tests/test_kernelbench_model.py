@@ -11,9 +11,8 @@ import re
 import pytest
 import torch
 
-from harness.backends import gpu_visible
 from harness.candidates import make_entry
-from harness.cli import main
+from harness.gate.command import main
 from harness.problems import ProblemError, ProblemSearch, load_problem, model_state
 from tests.conftest import TEST_CANDIDATES
 

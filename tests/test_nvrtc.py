@@ -1,9 +1,9 @@
-"""harness.nvrtc and harness.cache: compiling without a GPU, errors with their source line, the cache."""
+"""harness.compiler.nvrtc and harness.compiler.cache: compiling without a GPU, errors with their source line, the cache."""
 
 import pytest
 import torch
 
-from harness import cache, nvrtc, signature
+from harness.compiler import cache, nvrtc, signature
 from tests.conftest import registered_entries
 
 SOURCE = 'extern "C" __global__ void k(int* o, long long n) {\n    if (n > 0) o[0] = 1;\n}\n'

@@ -1,6 +1,6 @@
 """CPU-only tests of the check pipeline: every check can fail, and fails for its own reason.
 
-`harness.pipeline.gate_entry` runs on the real pad_const_b4 entry (CUDA source compiled by
+`harness.gate.pipeline.gate_entry` runs on the real pad_const_b4 entry (CUDA source compiled by
 the real NVRTC, official reference, ref, launch, probe) with tests/fakes.FakeBackend, whose
 Python kernels read and write the harness's guarded CPU buffers through the raw pointers of
 the launch's ctypes arguments. The faithful kernel must be admitted; each planted fault must
@@ -19,9 +19,9 @@ import torch
 
 from harness.backends import KernelFault
 from harness.candidates import SUBSTRATES_DIR, import_candidate, make_entry, register_candidate
-from harness.pipeline import CheckBook, gate_entry
+from harness.gate.pipeline import CheckBook, gate_entry
+from harness.gate.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus
 from harness.problems import PROBLEMS_DIR, ProblemSearch
-from harness.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus
 from tests import fakes
 
 C = CheckName
@@ -604,7 +604,7 @@ def test_a_not_run_import_check_is_not_turned_into_a_pass(entry):
 
 
 def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monkeypatch):
-    from harness import pipeline
+    from harness.gate import pipeline
 
     real = pipeline.GuardedTensor.copy_of
     calls = []
@@ -628,7 +628,7 @@ def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monk
 
 def test_one_run_launches_the_kernel_once_and_skips_only_the_unwritten_check(entry):
     """run_kernel(runs=1), a campaign's run of its admitted unmutated source: one launch, no unwritten check."""
-    from harness.pipeline import run_kernel
+    from harness.gate.pipeline import run_kernel
 
     (_name, _n, builder), = entry.suites()
     inputs = builder(0, torch.device("cpu"))
@@ -672,9 +672,9 @@ def test_a_reference_known_to_hold_no_poison_finds_the_same_unwritten_output(ent
     comparison). Bitwise, run one's output fails the comparison itself. A fill of pattern one's bits: run one's
     output matches bit for bit, and the reference is known to hold pattern one, so the search is made.
     """
-    from harness.guards import POISON_BYTES, poison_held
-    from harness.pipeline import run_kernel
-    from harness.tolerance import Tolerance
+    from harness.gate.checks.guards import POISON_BYTES, poison_held
+    from harness.gate.pipeline import run_kernel
+    from harness.gate.checks.tolerance import Tolerance
 
     tolerance = Tolerance(exact=True) if exact else Tolerance(exact=False, atol=1e-2, rtol=1e-2)
     judged = dataclasses.replace(entry, tolerance=tolerance)
@@ -700,8 +700,8 @@ def test_a_reference_known_to_hold_no_poison_finds_the_same_unwritten_output(ent
 def test_guarded_buffers_reused_after_writes_past_out_judge_the_next_kernel_afresh(entry):
     """A campaign keeps its guarded output and input copies (GuardedBuffers) from run to run: the bands one kernel
     wrote are the guard byte again for the next, and an unwritten element is not hidden by what the last run left."""
-    from harness.guards import INPUT_GUARD_BYTES, GuardedBuffers
-    from harness.pipeline import run_kernel
+    from harness.gate.checks.guards import INPUT_GUARD_BYTES, GuardedBuffers
+    from harness.gate.pipeline import run_kernel
 
     (_name, _n, builder), = entry.suites()
     inputs = builder(0, torch.device("cpu"))
@@ -742,9 +742,9 @@ def test_the_signals_read_in_one_transfer_find_what_the_separate_reads_find(entr
     """On a GPU a small output's comparison is read with the guards' signals, and the inputs' guard bands with the
     last run's (pipeline.reads_wait); here the host's memory is made to take that path: every finding is the same,
     for each planted fault, bit for bit and under a tolerance, with and without the reference's poison known."""
-    from harness import pipeline
-    from harness.guards import POISON_BYTES, poison_held
-    from harness.tolerance import Tolerance
+    from harness.gate import pipeline
+    from harness.gate.checks.guards import POISON_BYTES, poison_held
+    from harness.gate.checks.tolerance import Tolerance
 
     judged = dataclasses.replace(entry, tolerance=Tolerance(exact=True) if exact
                                  else Tolerance(exact=False, atol=1e-2, rtol=1e-2))
@@ -791,8 +791,8 @@ def test_the_signals_read_in_one_transfer_find_what_the_separate_reads_find(entr
         "scalar-shapes", "dtype", "empty"])
 def test_a_comparison_read_later_is_the_comparison_compare_makes(got, expected, tolerance):
     """compare_later's verdict, or None (compare() then), is compare()'s Comparison whenever it gives one."""
-    from harness.compare import compare, compare_later
-    from harness.tolerance import Tolerance
+    from harness.gate.checks.compare import compare, compare_later
+    from harness.gate.checks.tolerance import Tolerance
 
     rule = Tolerance(exact=True) if tolerance == "exact" else Tolerance(exact=False, atol=1e-2, rtol=1e-2)
     pending = compare_later(got, expected, rule)
@@ -846,7 +846,7 @@ class _FaultingBackend(fakes.FakeBackend):
 
 @pytest.mark.parametrize("how", ["foreseen", "device"])
 def test_a_fault_read_with_the_runs_signals_is_raised_as_synchronize_raises_it(entry, monkeypatch, how):
-    from harness import pipeline
+    from harness.gate import pipeline
 
     (_name, _n, builder), = entry.suites()
     inputs = builder(0, torch.device("cpu"))
@@ -866,8 +866,8 @@ def test_a_fault_read_with_the_runs_signals_is_raised_as_synchronize_raises_it(e
 def test_a_recorded_launch_judges_each_kernel_as_launch_itself_does_without_calling_launch_again(entry):
     """A campaign records launch's return on a trial once (LaunchRecord) and runs its mutants from the record: each
     mutant's run is judged as with its own launch call, its pointers into that call's own guarded copies."""
-    from harness.guards import INPUT_GUARD_BYTES, GuardedBuffers
-    from harness.pipeline import run_kernel
+    from harness.gate.checks.guards import INPUT_GUARD_BYTES, GuardedBuffers
+    from harness.gate.pipeline import run_kernel
 
     (_name, _n, builder), = entry.suites()
     inputs = builder(0, torch.device("cpu"))
@@ -909,7 +909,7 @@ def test_a_launch_that_hides_an_address_outside_its_pointer_arguments_is_not_rec
     would keep the address of the recording run's copies, so such a launch is called for every run instead."""
     import ctypes
 
-    from harness.pipeline import LaunchRecord
+    from harness.gate.pipeline import LaunchRecord
 
     class Holder(ctypes.Structure):
         _fields_ = [("n", ctypes.c_int), ("p", ctypes.c_void_p)]
@@ -927,7 +927,7 @@ def test_a_launch_that_hides_an_address_outside_its_pointer_arguments_is_not_rec
 def test_a_recorded_launch_that_initialises_out_keeps_one_element_of_it_and_none_where_its_elements_differ():
     import ctypes
 
-    from harness.pipeline import LaunchRecord
+    from harness.gate.pipeline import LaunchRecord
 
     x = torch.zeros(4)
     args = [(ctypes.c_void_p, x.data_ptr())]

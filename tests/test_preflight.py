@@ -9,7 +9,7 @@ import pytest
 
 from harness import preflight
 from harness.candidates import candidate_files
-from harness.cli import EXIT_REJECTED, EXIT_USAGE, main
+from harness.gate.command import EXIT_REJECTED, EXIT_USAGE, main
 from harness.preflight import packages_problem, unwritable
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.cli import main
-from harness.problems import (PROBLEMS_DIR, ProblemError, ProblemSearch, kernelbench_dir, load_problem)
+from harness.gate.command import main
+from harness.problems import PROBLEMS_DIR, ProblemError, ProblemSearch, kernelbench_dir, load_problem
 from tests import rule_candidates
 
 

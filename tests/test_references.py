@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.compare import compare
+from harness.gate.checks.compare import compare
 from harness.problems import PROBLEMS_DIR, ProblemError, load_problem
 from tests.conftest import registered_entries
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
+from harness.gate.records import CheckName, CheckStatus
 from harness.oracles.sanitizer import (Finding, SanitizerTarget, discard, find_sanitizer, parse_log, prestart,
-                                      process_tree, run_watched, sanitize, shares)
-from harness.records import CheckName, CheckStatus
+                                       process_tree, run_watched, sanitize, shares)
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = REPO / "tests" / "fake_sanitizer.py"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.candidates import import_candidate, register_candidate
+from harness.gate.records import CheckName, CheckStatus
 from harness.oracles.sanitizer import TOOLS, SanitizerTarget, find_sanitizer, sanitize
-from harness.records import CheckName, CheckStatus
 
 pytestmark = pytest.mark.gpu
 

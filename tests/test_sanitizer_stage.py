@@ -4,11 +4,11 @@ import argparse
 import json
 from pathlib import Path
 
-from harness import admissions
-from harness.cli import RecordBook, SanitizerStage
+from harness.gate import admissions
+from harness.gate.command import RecordBook, SanitizerStage
+from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.gate.worker import EntrySummary
 from harness.oracles.sanitizer import read_verdict
-from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
-from harness.worker import EntrySummary
 
 SHA, CHANGED = "a" * 64, "b" * 64
 

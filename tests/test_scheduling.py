@@ -1,4 +1,4 @@
-"""harness.scheduling, and gate.py --jobs: jobs that do not fit the device's memory at once wait their turn,
+"""harness.gate.scheduling, and gate.py --jobs: jobs that do not fit the device's memory at once wait their turn,
 and one that runs out of memory beside others is judged again alone."""
 
 import json
@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from harness import cli
-from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport
-from harness.scheduling import MemoryBudget, estimate_bytes
+from harness.gate import command as cli
+from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport
+from harness.gate.scheduling import MemoryBudget, estimate_bytes
 
 
 def _overlaps(budget: MemoryBudget, needs: list[int], seconds: float = 0.2) -> int:
@@ -146,7 +146,7 @@ def test_an_out_of_memory_alone_stays_a_limit_of_the_machine(monkeypatch, capsys
 def test_a_slot_keeps_to_its_file_while_the_file_has_jobs():
     from collections import Counter
 
-    from harness.scheduling import next_job
+    from harness.gate.scheduling import next_job
 
     pending = ["a.py", "b.py", "b.py", "c.py"]
     assert next_job(pending, "b.py", Counter({"a.py": 1, "b.py": 1})) == 1
@@ -160,7 +160,7 @@ def test_a_slot_keeps_to_its_file_while_the_file_has_jobs():
 def test_a_free_slot_joins_a_busy_file_only_for_two_jobs_or_more():
     from collections import Counter
 
-    from harness.scheduling import next_job
+    from harness.gate.scheduling import next_job
 
     # Each file has a slot on it and one job left, which that slot gates next: no new worker for it.
     assert next_job(["a.py", "b.py"], "z.py", Counter({"a.py": 1, "b.py": 1})) is None
@@ -168,7 +168,7 @@ def test_a_free_slot_joins_a_busy_file_only_for_two_jobs_or_more():
 
 
 def test_slots_spread_over_the_files_and_each_worker_serves_its_file_to_the_end():
-    from harness.scheduling import JobQueue
+    from harness.gate.scheduling import JobQueue
 
     jobs = [(f, n) for f in ("a.py", "b.py", "c.py") for n in ("1", "2", "3", "4")]
     queue = JobQueue(jobs)
@@ -193,7 +193,7 @@ def test_slots_spread_over_the_files_and_each_worker_serves_its_file_to_the_end(
 
 
 def test_a_job_that_needs_a_fresh_worker_is_a_key_of_its_own():
-    from harness.scheduling import JobQueue
+    from harness.gate.scheduling import JobQueue
 
     jobs = [("a.py", "small"), ("a.py", "large"), ("a.py", "small2")]
     queue = JobQueue(jobs, key=lambda job: job if job[1] == "large" else job[0])
@@ -203,7 +203,7 @@ def test_a_job_that_needs_a_fresh_worker_is_a_key_of_its_own():
 
 
 def test_a_substrate_whose_t0_needs_helpers_gets_a_fresh_worker():
-    from harness.scheduling import FORKED_HELPERS_FROM_BYTES, may_reuse_worker
+    from harness.gate.scheduling import FORKED_HELPERS_FROM_BYTES, may_reuse_worker
 
     assert may_reuse_worker(0) and may_reuse_worker(FORKED_HELPERS_FROM_BYTES - 1)
     assert not may_reuse_worker(FORKED_HELPERS_FROM_BYTES)

@@ -1,4 +1,4 @@
-"""harness/signature.py: a kernel's parameters read from PTX, and the check of a launch's arguments."""
+"""harness/compiler/signature.py: a kernel's parameters read from PTX, and the check of a launch's arguments."""
 
 import ctypes
 import struct
@@ -6,8 +6,8 @@ import struct
 import pytest
 import torch
 
-from harness.nvrtc import compile_cuda
-from harness.signature import Kind, Param, check_arguments, is_pointer_type, kernel_params, to_ctypes
+from harness.compiler.nvrtc import compile_cuda
+from harness.compiler.signature import Kind, Param, check_arguments, is_pointer_type, kernel_params, to_ctypes
 
 INT, FLOAT, AGG = Kind.INTEGER, Kind.FLOAT, Kind.AGGREGATE
 
@@ -344,13 +344,13 @@ def test_to_ctypes_passes_ctypes_instances_through_and_keeps_order():
      'o[threadIdx.x] = s[0]; }', True),
 ])
 def test_shared_memory_is_seen_in_the_ptx_however_it_is_declared(source, uses):
-    from harness.signature import uses_shared_memory
+    from harness.compiler.signature import uses_shared_memory
 
     assert uses_shared_memory(compile_cuda(source, "k", "sm_90").ptx) is uses
 
 
 def test_shared_memory_in_any_state_space_spelling_counts():
-    from harness.signature import uses_shared_memory
+    from harness.compiler.signature import uses_shared_memory
 
     assert uses_shared_memory("\tld.shared::cta.u32 %r1, [%r2];")
     assert uses_shared_memory("\tcvta.shared.u64 %rd1, %rd2;")

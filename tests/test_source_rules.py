@@ -1,11 +1,11 @@
-"""harness/source_rules.py: the spec's CUDA-source rules, checked statically on small sources and on every
+"""harness/gate/checks/source_rules.py: the spec's CUDA-source rules, checked statically on small sources and on every
 registered substrate."""
 
 import pytest
 
 from harness.candidates import candidate_files, import_candidate, register_candidate
+from harness.gate.checks.source_rules import RULE_SUMMARIES, SourceRule, SourceViolation, check_source
 from harness.problems import REPO_ROOT
-from harness.source_rules import RULE_SUMMARIES, SourceRule, SourceViolation, check_source
 from tests import shim_kernels
 
 DEVICE_ONLY, INCLUDES, KERNEL_IS_GLOBAL = SourceRule.DEVICE_ONLY, SourceRule.INCLUDES, SourceRule.KERNEL_IS_GLOBAL

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from harness.backends import gpu_visible
-from harness.cli import main
+from harness.gate.command import main
 from tests import rule_candidates
 from tests.conftest import TEST_CANDIDATES
 from tests.rule_candidates import SEVERAL, VARIANTS

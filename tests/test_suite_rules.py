@@ -1,9 +1,9 @@
-"""harness.suite_rules: its pure functions, apart from the gate runs of tests/test_spec_rules.py."""
+"""harness.gate.checks.suite_rules: its pure functions, apart from the gate runs of tests/test_spec_rules.py."""
 
 import pytest
 import torch
 
-from harness.suite_rules import SAME_PREFIX, first_difference
+from harness.gate.checks.suite_rules import SAME_PREFIX, first_difference
 
 
 def test_builds_that_differ_anywhere_in_their_bits_are_told_apart_past_the_quick_prefix():
@@ -20,7 +20,7 @@ def test_builds_that_differ_anywhere_in_their_bits_are_told_apart_past_the_quick
 def test_get_inputs_signature_travels_as_plain_data_and_comes_back_as_meta_tensors():
     import pickle
 
-    from harness.suite_rules import portable_signature, signature_inputs
+    from harness.gate.checks.suite_rules import portable_signature, signature_inputs
 
     inputs = [torch.zeros(4, 8, dtype=torch.float16), torch.zeros((), dtype=torch.uint8), 3, 0.5, None]
     signature = portable_signature(inputs)
@@ -57,7 +57,7 @@ def _own_scaled(t: int, law: str = "call", draw=torch.rand, softmax: bool = Fals
 
 
 def _settled(draw_trial, softmax: bool = False) -> tuple[list, list]:
-    from harness.suite_rules import settle_t0, t0_trial_match
+    from harness.gate.checks.suite_rules import settle_t0, t0_trial_match
 
     matches = [t0_trial_match(t, draw_trial(t), _official_scaled(t, softmax)) for t in range(5)]
     direct = [p for m in matches for p in m.problems]
@@ -87,7 +87,7 @@ def test_a_t0_of_another_scale_law_or_distribution_is_rejected_with_the_evidence
 def test_without_a_per_call_value_a_failed_t0_stays_rejected():
     """A scale of the candidate's own, where get_inputs() draws none: its scale-free ratios would agree, but no
     per-call value shows in get_inputs()'s own trials, so the plain test's rejection stands."""
-    from harness.suite_rules import settle_t0, t0_trial_match
+    from harness.gate.checks.suite_rules import settle_t0, t0_trial_match
 
     def official(t):
         with torch.random.fork_rng(devices=[]):
@@ -104,7 +104,7 @@ def test_without_a_per_call_value_a_failed_t0_stays_rejected():
 def test_the_per_call_tests_reject_no_correct_t0_over_many_draws():
     """The false-rejection bound, checked the other way: 40 own-generator T0s of the scaled form all pass (each
     tensor's tests reject with probability under 1e-6 by construction; 40 draws would show a gross error)."""
-    from harness.distribution import scale_free_sample, scale_free_test
+    from harness.gate.checks.distribution import scale_free_sample, scale_free_test
 
     for seed in range(40):
         mine = _own_scaled(0, seed=10_000 + seed)[0]
@@ -137,7 +137,7 @@ def _layer_norm_probe(aligned_batch: int, misaligned_batch: int) -> list:
 
 
 def test_a_probe_at_the_least_the_model_accepts_is_admitted_with_the_reading_said():
-    from harness.suite_rules import model_accepts, probe_problems
+    from harness.gate.checks.suite_rules import model_accepts, probe_problems
 
     official = [torch.empty(4, 32, 64, 256, device="meta")]
     problems, readings = probe_problems(_layer_norm_probe(1, 2), official, model_accepts(_FixedLayerNorm))
@@ -152,7 +152,7 @@ def test_a_probe_at_the_least_the_model_accepts_is_admitted_with_the_reading_sai
 
 
 def test_a_probe_larger_than_the_model_needs_is_still_rejected_and_told_what_it_accepts():
-    from harness.suite_rules import model_accepts, probe_problems
+    from harness.gate.checks.suite_rules import model_accepts, probe_problems
 
     official = [torch.empty(4, 32, 64, 256, device="meta")]
     problems, _readings = probe_problems(_layer_norm_probe(2, 3), official, model_accepts(_FixedLayerNorm))
@@ -164,7 +164,7 @@ def test_a_probe_larger_than_the_model_needs_is_still_rejected_and_told_what_it_
 
 
 def test_without_the_model_the_size_rule_is_the_spec_s():
-    from harness.suite_rules import probe_problems
+    from harness.gate.checks.suite_rules import probe_problems
 
     official = [torch.empty(4, 32, 64, 256, device="meta")]
     problems, readings = probe_problems(_layer_norm_probe(1, 2), official)

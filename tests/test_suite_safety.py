@@ -1,12 +1,12 @@
-"""harness.suite_safety: the do-nothing kernels and the second legitimate reference, as pure functions."""
+"""harness.gate.checks.suite_safety: the do-nothing kernels and the second legitimate reference, as pure functions."""
 
 import threading
 
 import pytest
 import torch
 
-from harness.compare import Tolerance
-from harness.suite_safety import TrivialKernels, agreement, float64_reference
+from harness.gate.checks.compare import Tolerance
+from harness.gate.checks.suite_safety import TrivialKernels, agreement, float64_reference
 
 CLOSE, EXACT = Tolerance(), Tolerance(exact=True)
 
@@ -74,7 +74,7 @@ def test_nothing_floating_point_means_no_float64_route():
 
 
 def test_a_host_copy_of_a_cpu_tensor_is_the_tensor_itself():
-    from harness.suite_safety import host_copy
+    from harness.gate.checks.suite_safety import host_copy
 
     x = torch.arange(10.0)
     assert host_copy(x).data_ptr() == x.data_ptr()
@@ -82,7 +82,7 @@ def test_a_host_copy_of_a_cpu_tensor_is_the_tensor_itself():
 
 @pytest.mark.gpu
 def test_a_large_device_output_comes_to_the_host_through_page_locked_memory_unchanged():
-    from harness.suite_safety import PINNED_FROM_BYTES, host_copy
+    from harness.gate.checks.suite_safety import PINNED_FROM_BYTES, host_copy
 
     large = torch.rand(PINNED_FROM_BYTES // 4 + 1, device="cuda")
     small = torch.rand(1000, device="cuda")
@@ -101,7 +101,7 @@ class _Scale(torch.nn.Module):
 
 
 def test_the_float64_route_counts_widened_inputs_parameters_and_both_outputs():
-    from harness.suite_safety import float64_route_bytes
+    from harness.gate.checks.suite_safety import float64_route_bytes
 
     x, ints = torch.ones(10), torch.arange(4, dtype=torch.int32)
     # 3 parameters widened (24), then the larger of: 10 floats widened (80) + 4 int32 cloned (16) + 10 outputs in
@@ -112,7 +112,7 @@ def test_the_float64_route_counts_widened_inputs_parameters_and_both_outputs():
 
 def _references_as_on_a_gpu(model):
     """SecondReferences whose device is the CPU, told it is a GPU: the device route's choices, without a GPU."""
-    from harness.suite_safety import SecondReferences
+    from harness.gate.checks.suite_safety import SecondReferences
 
     references = SecondReferences(model, "cpu", CLOSE)
     references.on_gpu = True
@@ -120,7 +120,7 @@ def _references_as_on_a_gpu(model):
 
 
 def test_a_small_trials_float64_route_runs_at_once_on_the_device_and_a_large_ones_in_the_thread(monkeypatch):
-    from harness import suite_safety
+    from harness.gate.checks import suite_safety
 
     monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 400)
     references = _references_as_on_a_gpu(_Scale())
@@ -178,7 +178,7 @@ GIB = 2**30
 
 
 def test_the_float64_route_runs_on_the_device_where_it_stays_within_a_quarter_more_than_a_kernelbench_check():
-    from harness.suite_safety import float64_fits_device, kernelbench_trial_bytes
+    from harness.gate.checks.suite_safety import float64_fits_device, kernelbench_trial_bytes
 
     # KernelBench's check: the last trial's inputs and outputs beside the new inputs, or three outputs.
     assert kernelbench_trial_bytes(4 * GIB, 4 * GIB) == 16 * GIB
@@ -232,7 +232,7 @@ def test_a_float64_route_ahead_that_disagrees_fails_the_trial_as_one_after_the_o
 
 
 def test_a_float64_route_too_large_for_the_device_or_unforeseeable_is_left_to_the_thread(monkeypatch):
-    from harness import suite_safety
+    from harness.gate.checks import suite_safety
 
     monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 0)
     monkeypatch.setattr(suite_safety, "FLOAT64_DEVICE_SHARE", 1.0)  # no route fits beside its inputs
@@ -254,7 +254,7 @@ def test_a_float64_route_too_large_for_the_device_or_unforeseeable_is_left_to_th
 
 
 def test_a_float64_result_ahead_of_another_shape_than_the_official_output_is_redone_in_the_thread():
-    from harness.suite_safety import DeviceFloat64
+    from harness.gate.checks.suite_safety import DeviceFloat64
 
     references = _references_as_on_a_gpu(_Scale())
     x = torch.rand(16)
@@ -265,7 +265,7 @@ def test_a_float64_result_ahead_of_another_shape_than_the_official_output_is_red
 
 def test_past_the_sampling_size_only_a_suites_first_trial_takes_the_cpu_route_beside_float64_on_the_device(
         monkeypatch):
-    from harness import suite_safety
+    from harness.gate.checks import suite_safety
 
     monkeypatch.setattr(suite_safety, "CPU_ROUTE_SAMPLE_FROM_BYTES", 128)  # 16 floats in and out: 128 bytes
     references = _references_as_on_a_gpu(_Scale())
@@ -314,7 +314,7 @@ def _submit_in_background(references, trials):
 
 
 def test_small_host_trials_queue_past_pending_while_the_thread_is_busy():
-    from harness.suite_safety import SecondReferences
+    from harness.gate.checks.suite_safety import SecondReferences
 
     model = _Held()
     references = SecondReferences(model, "cpu", CLOSE)
@@ -327,7 +327,7 @@ def test_small_host_trials_queue_past_pending_while_the_thread_is_busy():
 
 
 def test_trials_past_the_host_byte_budget_wait_for_a_free_slot():
-    from harness.suite_safety import SecondReferences
+    from harness.gate.checks.suite_safety import SecondReferences
 
     model = _Held()
     references = SecondReferences(model, "cpu", CLOSE)
@@ -343,7 +343,7 @@ def test_trials_past_the_host_byte_budget_wait_for_a_free_slot():
 
 @pytest.mark.gpu
 def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu_route():
-    from harness.suite_safety import SecondReferences
+    from harness.gate.checks.suite_safety import SecondReferences
 
     references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
     x = torch.rand(1 << 20, device="cuda")
@@ -360,7 +360,7 @@ def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu
 
 @pytest.mark.gpu
 def test_a_large_float64_route_on_the_device_gives_its_blocks_back_to_the_driver():
-    from harness.suite_safety import RELEASE_CACHE_FROM_BYTES, SecondReferences
+    from harness.gate.checks.suite_safety import RELEASE_CACHE_FROM_BYTES, SecondReferences
 
     references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
     x = torch.rand(RELEASE_CACHE_FROM_BYTES // 16, device="cuda")  # a route of 24 + 16 * n bytes: just over
@@ -374,8 +374,8 @@ def test_a_large_float64_route_on_the_device_gives_its_blocks_back_to_the_driver
 
 
 def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(monkeypatch):
-    from harness import suite_safety
-    from harness.suite_safety import HostBuffers
+    from harness.gate.checks import suite_safety
+    from harness.gate.checks.suite_safety import HostBuffers
 
     monkeypatch.setattr(suite_safety, "REUSE_FROM_BYTES", 64)
     buffers = HostBuffers(limit_bytes=1000)
@@ -392,8 +392,8 @@ def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(
 
 
 def test_routes_through_host_buffers_give_the_same_outputs_and_keep_the_inputs_apart(monkeypatch):
-    from harness import suite_safety
-    from harness.suite_safety import HostBuffers, cpu_reference, float64_reference, widened_model
+    from harness.gate.checks import suite_safety
+    from harness.gate.checks.suite_safety import HostBuffers, cpu_reference, float64_reference, widened_model
 
     class ScalesInPlace(torch.nn.Module):
         def forward(self, x, n):
@@ -414,7 +414,7 @@ def test_routes_through_host_buffers_give_the_same_outputs_and_keep_the_inputs_a
 
 @pytest.mark.gpu
 def test_on_a_gpu_a_trial_over_a_gigabyte_runs_its_float64_route_ahead_within_the_routes_bytes():
-    from harness.suite_safety import DEVICE_FLOAT64_MAX_BYTES, SecondReferences, float64_route_bytes
+    from harness.gate.checks.suite_safety import DEVICE_FLOAT64_MAX_BYTES, SecondReferences, float64_route_bytes
 
     references = SecondReferences(_Doubled(), "cuda", CLOSE)
     x = torch.rand((1 << 26) + (1 << 20), device="cuda")  # 260 MiB: a route of 16 bytes a value, past a gigabyte
@@ -438,7 +438,7 @@ def test_the_meta_devices_shape_rules_are_imported_in_a_thread_that_leaves_the_c
 
     script = (
         "import sys, time, torch\n"
-        "from harness.suite_safety import META_SHAPES_MODULE, import_meta_shapes_in_background\n"
+        "from harness.gate.checks.suite_safety import META_SHAPES_MODULE, import_meta_shapes_in_background\n"
         "assert META_SHAPES_MODULE not in sys.modules\n"
         "thread = import_meta_shapes_in_background()\n"
         "assert thread.daemon\n"

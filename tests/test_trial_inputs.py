@@ -1,4 +1,4 @@
-"""harness.trial_inputs: T0 built ahead in helper processes gives exactly what the worker would build itself."""
+"""harness.gate.trial_inputs: T0 built ahead in helper processes gives exactly what the worker would build itself."""
 
 from pathlib import Path
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from harness.candidates import import_candidate, make_entry, register_candidate
+from harness.gate.trial_inputs import TrialInputs, build_here
 from harness.problems import ProblemSearch, load_problem
-from harness.trial_inputs import TrialInputs, build_here
 
 REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "kernelbench_standin"
@@ -48,7 +48,7 @@ def test_helpers_build_what_the_worker_would_build(fork):
 
 def _stand_in_t0(t):
     # get_inputs() of the stand-in itself: the candidate's own T0 is KernelBench-sized.
-    from harness.suite_rules import official_inputs
+    from harness.gate.checks.suite_rules import official_inputs
 
     return official_inputs(load_problem("25_Swish.py", ProblemSearch.for_candidate(None, STANDIN)), t)
 
@@ -87,7 +87,7 @@ def test_a_builder_that_is_not_deterministic_is_caught_by_its_byte_sums():
 
 def test_a_gate_worker_draws_t0_in_helpers_and_reports_the_same():
     """Through the real worker (a daemonic process, to which multiprocessing refuses children by default)."""
-    from harness.worker import GateJob, run_gate_job
+    from harness.gate.worker import GateJob, run_gate_job
 
     file = str(REPO / "tests" / "candidates" / "candidate_row_sum_forms.py")
     reports = [run_gate_job(GateJob(file=file, name="forms_row_sum", backend="cpu", helpers_from_bytes=threshold))
@@ -98,7 +98,7 @@ def test_a_gate_worker_draws_t0_in_helpers_and_reports_the_same():
 
 
 def test_helper_plan_draws_as_many_trials_ahead_as_host_memory_allows():
-    from harness.trial_inputs import MAX_TRIALS_AHEAD, helper_plan
+    from harness.gate.trial_inputs import MAX_TRIALS_AHEAD, helper_plan
 
     gib = 2**30
     # The H200 host: 16 cores, 123 GiB available. A 6.4 GB softmax T0 gets 3 trials ahead (2 draws
@@ -183,7 +183,7 @@ def test_a_forked_helper_closes_its_copy_of_the_workers_pipe():
 
 def test_jobs_at_once_share_the_hosts_memory_for_trials_drawn_ahead(monkeypatch):
     # Three gate jobs that start together each see all of the host's available memory: each plans in a third.
-    import harness.trial_inputs as trial_inputs
+    import harness.gate.trial_inputs as trial_inputs
 
     file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
     name, problem, builder = _t0(file)

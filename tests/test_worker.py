@@ -1,4 +1,4 @@
-"""harness.worker: a worker that hangs, dies or fails to import takes down only itself."""
+"""harness.gate.worker: a worker that hangs, dies or fails to import takes down only itself."""
 
 import functools
 import multiprocessing
@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from harness.backends import BackendUnavailable
-from harness.records import CheckName, CheckStatus
-from harness.worker import (GateJob, WorkerLost, WorkerStarter, _converse, discover, run_gate_job, start_worker,
-                            stop_all, worker_context)
+from harness.gate.records import CheckName, CheckStatus
+from harness.gate.worker import GateJob, discover, run_gate_job
+from harness.processes import WorkerLost, WorkerStarter, converse, start_worker, stop_all, worker_context
 from tests import worker_targets
 
 
 def _collect(target, timeout=30.0):
     seen = []
-    _converse(target, (), timeout, lambda message: seen.append(message) or message[0] == "done")
+    converse(target, (), timeout, lambda message: seen.append(message) or message[0] == "done")
     return seen
 
 
@@ -44,7 +44,7 @@ def test_a_worker_that_crashes_is_reported_with_its_signal():
 
 def _pid_of(worker) -> int:
     seen = []
-    _converse(worker_targets.reports_pid, (), 30.0, lambda message: seen.append(message) or True, worker=worker)
+    converse(worker_targets.reports_pid, (), 30.0, lambda message: seen.append(message) or True, worker=worker)
     return seen[0][1]
 
 
@@ -191,7 +191,7 @@ def test_discovery_keeps_each_problems_signature_in_the_cache_and_reads_it_back(
 
 
 def test_a_signature_is_stored_under_its_problem_files_bytes_and_only_as_json_gives_it_back(tmp_path):
-    from harness.cache import signature_cached
+    from harness.compiler.cache import signature_cached
 
     made = []
 
@@ -218,8 +218,8 @@ def test_a_gate_worker_handed_the_signature_never_imports_torch_dynamo():
         import sys
         from harness.backends import create_backend
         from harness.candidates import SUBSTRATES_DIR
-        from harness.pipeline import gate_entry
-        from harness.worker import _entry_checks, _import_file
+        from harness.gate.pipeline import gate_entry
+        from harness.gate.worker import _entry_checks, _import_file
         path = SUBSTRATES_DIR / "candidate_masked_fill.py"
         entry, checks, _raw = _entry_checks(_import_file(path), path, "masked_fill_b1")
         signature = (("tensor", "uint8", (4, 8, 256, 256)), ("tensor", "bool", (4, 8, 256, 256)), ("tensor", "uint8", ()))
@@ -241,7 +241,7 @@ def test_a_worker_naming_an_unwritten_element_imports_neither_sympy_nor_torch_dy
     import sys
 
     from harness.problems import ProblemSearch, load_problem
-    from harness.suite_rules import official_signature, portable_signature
+    from harness.gate.checks.suite_rules import official_signature, portable_signature
 
     search = ProblemSearch.for_candidate(Path(FORMS))
     signature = portable_signature(official_signature(load_problem("row_sum.py", search)))
@@ -249,8 +249,8 @@ def test_a_worker_naming_an_unwritten_element_imports_neither_sympy_nor_torch_dy
         import sys
         from pathlib import Path
         from harness.backends import create_backend
-        from harness.pipeline import gate_entry
-        from harness.worker import _entry_checks, _import_file
+        from harness.gate.pipeline import gate_entry
+        from harness.gate.worker import _entry_checks, _import_file
         path = Path({FORMS!r})
         entry, checks, _raw = _entry_checks(_import_file(path), path, "forms_empty_out")
         report = gate_entry(entry, create_backend("cpu"), checks, official_inputs={signature!r})
@@ -283,7 +283,7 @@ def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_s
     monkeypatch.setenv("WORKER_TEST_VARIABLE", "set after the fork server started")
     monkeypatch.chdir(tmp_path)
     seen = []
-    _converse(worker_targets.reports_environment, (), 30.0, lambda message: seen.append(message) or True,
+    converse(worker_targets.reports_environment, (), 30.0, lambda message: seen.append(message) or True,
               worker=start_worker(env={"WORKER_TEST_ADDED": "for this worker"}))
     (message,) = seen
     assert message[:4] == ("done", "set after the fork server started", "for this worker", str(tmp_path))
@@ -306,7 +306,7 @@ def test_workers_are_forked_from_a_fork_server_unless_told_to_spawn(setting, met
     import subprocess
     import sys
 
-    program = "from harness.worker import worker_context; print(worker_context().get_start_method())"
+    program = "from harness.processes import worker_context; print(worker_context().get_start_method())"
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                           env={**os.environ, "SUBSTRATE_WORKER_START": setting})
     assert done.stdout.strip() == method
@@ -319,7 +319,7 @@ FORMS = os.path.join(os.path.dirname(__file__), "candidates", "candidate_row_sum
 
 def _gate(name: str, backend: str, keeper=None):
     """The report, and whether a worker was started for it (the ("device", ...) message says)."""
-    from harness.worker import FileWorker  # noqa: F401  (the type `keeper` is)
+    from harness.gate.worker import FileWorker  # noqa: F401  (the type `keeper` is)
 
     fresh = []
     report = run_gate_job(GateJob(file=FORMS, name=name, backend=backend), 60,
@@ -334,7 +334,7 @@ def _verdict(report) -> dict:
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_kept_worker_gates_its_files_next_substrate_as_a_fresh_one_would(backend):
-    from harness.worker import FileWorker
+    from harness.gate.worker import FileWorker
 
     keeper = FileWorker()
     try:
@@ -356,7 +356,7 @@ def test_a_kept_worker_gates_its_files_next_substrate_as_a_fresh_one_would(backe
 def test_after_a_fault_the_files_next_substrate_gets_a_fresh_worker(backend):
     """forms_crash_late reads four terabytes past its input: on the CPU the worker dies of it; on a GPU the
     context is left unusable, and the worker, finding so after its report, ends rather than wait for more."""
-    from harness.worker import FileWorker
+    from harness.gate.worker import FileWorker
 
     keeper = FileWorker()
     try:
@@ -371,7 +371,7 @@ def test_after_a_fault_the_files_next_substrate_gets_a_fresh_worker(backend):
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_worker_started_ahead_gates_its_files_substrates_as_a_fresh_one_would(backend):
-    from harness.worker import FileWorker, WorkersAhead
+    from harness.gate.worker import FileWorker, WorkersAhead
 
     ahead = WorkersAhead([FORMS], backend, None)
     keeper = FileWorker(ahead)
@@ -389,7 +389,7 @@ def test_a_worker_started_ahead_gates_its_files_substrates_as_a_fresh_one_would(
 
 
 def test_a_worker_started_ahead_for_a_file_that_fails_to_import_reports_it_at_its_first_job(tmp_path):
-    from harness.worker import FileWorker, WorkersAhead
+    from harness.gate.worker import FileWorker, WorkersAhead
 
     broken = _candidate(tmp_path, "candidate_broken.py", "import no_such_module\n")
     ahead = WorkersAhead([str(broken)], "cpu", None)
@@ -405,7 +405,7 @@ def test_a_worker_started_ahead_for_a_file_that_fails_to_import_reports_it_at_it
 
 
 def test_workers_started_ahead_that_no_job_takes_are_stopped_at_the_end(tmp_path):
-    from harness.worker import FileWorker, WorkersAhead
+    from harness.gate.worker import FileWorker, WorkersAhead
 
     other = _candidate(tmp_path, "candidate_other.py", "import no_such_module\n")
     ahead = WorkersAhead([FORMS, str(other)], "cpu", None)
@@ -422,7 +422,7 @@ def test_workers_started_ahead_that_no_job_takes_are_stopped_at_the_end(tmp_path
 
 
 def test_a_worker_started_ahead_that_died_while_it_waited_is_not_taken():
-    from harness.worker import WorkersAhead
+    from harness.gate.worker import WorkersAhead
 
     ahead = WorkersAhead([FORMS], "cpu", None)
     try:
@@ -436,7 +436,7 @@ def test_a_worker_started_ahead_that_died_while_it_waited_is_not_taken():
 
 
 def test_a_worker_is_not_kept_for_another_file(tmp_path):
-    from harness.worker import FileWorker
+    from harness.gate.worker import FileWorker
 
     keeper = FileWorker()
     try:
@@ -451,7 +451,7 @@ def test_a_worker_is_not_kept_for_another_file(tmp_path):
 
 
 def test_a_kept_worker_gone_before_its_next_substrate_is_replaced_not_blamed(monkeypatch):
-    from harness.worker import FileWorker
+    from harness.gate.worker import FileWorker
 
     keeper = FileWorker()
     try:
@@ -474,7 +474,7 @@ def test_after_a_fault_the_cpu_shim_caught_the_next_substrate_still_gets_a_fresh
     """The CPU backend's shim survives a kernel's SIGSEGV (the launch fails, the gate goes on), but what the kernel
     wrote before it faulted is unknown: the worker is not kept for the file's next substrate."""
     from tests import rule_candidates
-    from harness.worker import FileWorker
+    from harness.gate.worker import FileWorker
 
     (tmp_path / "substrates").mkdir()
     (tmp_path / "problems").mkdir()

@@ -4,7 +4,7 @@ import multiprocessing
 import os
 import time
 
-from harness.worker import _run_watched
+from harness.processes import _run_watched
 
 
 def _sleep_long() -> None:

@@ -53,7 +53,7 @@ def counts_imports_of_a_poisoned_allocation(conn):
 
     import torch
 
-    from harness.guards import poisoned_allocations
+    from harness.gate.checks.guards import poisoned_allocations
 
     before = set(sys.modules)
     with poisoned_allocations(0xA5):

@@ -37,7 +37,7 @@ class LoadedKernel:
     """A compiled kernel ready to launch: its backend handle and its parameter list."""
 
     name: str
-    params: list  # list[harness.signature.Param]
+    params: list  # list[harness.compiler.signature.Param]
     handle: object
     from_cache: bool
     options: tuple[str, ...]
@@ -60,14 +60,14 @@ class Backend:
     @property
     def nvrtc_arch(self) -> str:
         """The architecture `load` has NVRTC compile for, so PTX made elsewhere can share its cache entry."""
-        from harness.nvrtc import DEFAULT_ARCH
+        from harness.compiler.nvrtc import DEFAULT_ARCH
 
         return DEFAULT_ARCH
 
     def load(self, source: str, kernel_name: str, program_name: str, locate=None, compiled=None) -> LoadedKernel:
-        """Compile (or fetch from the cache) and load; raises harness.nvrtc.CompileError.
+        """Compile (or fetch from the cache) and load; raises harness.compiler.nvrtc.CompileError.
 
-        `compiled`, a harness.nvrtc.CompiledKernel of `source` made elsewhere (one kernel of a
+        `compiled`, a harness.compiler.nvrtc.CompiledKernel of `source` made elsewhere (one kernel of a
         batch), replaces the NVRTC step.
         """
         raise NotImplementedError("a backend needs load")

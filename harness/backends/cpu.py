@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from harness import cache, signature
 from harness.backends.base import Backend, KernelFault, LoadedKernel
 from harness.backends.cpu_compiler import compiler_version, cxx
-from harness.batches import batch_program
-from harness.nvrtc import CompileError
+from harness.compiler import cache, signature
+from harness.compiler.batches import batch_program
+from harness.compiler.nvrtc import CompileError
 
 SHIM_DIR = Path(__file__).resolve().parent / "cpu_shim"
 CXX_FLAGS = ("-std=c++17", "-O2", "-fopenmp", "-fPIC", "-shared", "-fwrapv", "-fno-strict-aliasing")
@@ -128,7 +128,7 @@ def contended_unit(unit: str) -> bool:
 
 
 def batch_translation_unit(sources: list[str], kernel_name: str, program_name: str) -> str:
-    """One C++ file for many sources, each in its namespace (harness.batches); entry point i runs source i."""
+    """One C++ file for many sources, each in its namespace (harness.compiler.batches); entry point i runs source i."""
     composed = batch_program(sources, kernel_name, program_name)
     modes = [launch_mode(source) for source in sources]
     return (_contend_define(CONTEND in modes) + '#include "cuda_cpu.h"\n' + composed.source + _entry_points(
@@ -261,7 +261,7 @@ class CpuBackend(Backend):
 
     @property
     def nvrtc_arch(self) -> str:
-        from harness.nvrtc import arch_without_gpu
+        from harness.compiler.nvrtc import arch_without_gpu
 
         return arch_without_gpu(self.ptxas)
 

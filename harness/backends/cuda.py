@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from harness import cache, nvrtc, signature
 from harness.backends import address_check
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel, PendingFault
+from harness.compiler import cache, nvrtc, signature
 
 # Errors after which the CUDA context is unusable until the process ends (CUDA 13 headers).
 # Errors after which the context is unusable (CUDA's "persistent" errors): illegal address, launch

@@ -3,16 +3,16 @@
 What a campaign learns from it is how much the targeted suites add to KernelBench's distribution:
 each T0 trial is built as the gate builds it (its builder under the gate's first determinism seed),
 the official Model (built as KernelBench builds it) gives the expected output, and the kernel's
-output must match it as the gate's `output_matches` compares (`harness.compare.compare` at the
+output must match it as the gate's `output_matches` compares (`harness.gate.checks.compare.compare` at the
 entry's tolerance). A builder that raises, or a kernel that raises, rejects.
 """
 
 from __future__ import annotations
 
 from harness.checkers.kernelbench import Judgement
-from harness.compare import compare
-from harness.suite_rules import T0_NAME
-from harness.trial_inputs import build_trial
+from harness.gate.checks.compare import compare
+from harness.gate.checks.suite_rules import T0_NAME
+from harness.gate.trial_inputs import build_trial
 
 
 def judge_t0(entry, problem, kernel, device) -> Judgement:

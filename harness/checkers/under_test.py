@@ -44,7 +44,7 @@ class CheckerVerdict:
 class KernelCall:
     """`kernel(*inputs)` for a checker; remembers what it raised, and whether a fault left the device unusable.
 
-    The kernel writes a guarded copy of launch's `out` (harness.guards), copied back into `out` after it ran: a
+    The kernel writes a guarded copy of launch's `out` (harness.gate.checks.guards), copied back into `out` after it ran: a
     mutant writing past out's ends then hits the bands, not the worker's heap (on the CPU backend that corrupts the
     worker, which dies later and takes the mutant's verdicts with it); what the checker gets is what the kernel wrote
     into out, and out's contents where it wrote nothing, as without the copy.
@@ -58,11 +58,11 @@ class KernelCall:
     def __call__(self, *inputs):
         import torch
 
-        from harness import signature
+        from harness.compiler import signature
         from harness.backends import KernelFault
 
-        from harness.guards import GuardedTensor
-        from harness.pipeline import _redirect_pointers
+        from harness.gate.checks.guards import GuardedTensor
+        from harness.gate.pipeline import _redirect_pointers
 
         try:
             # Copies of the Model's own tensors: a mutant that writes its inputs must not change the worker's Model.

@@ -4,7 +4,7 @@ ours each runs.
 `python -m harness.cluster.item SPEC.pickle` runs what the spec names: a campaign's plan through
 `harness.engine.run.run_plan`, with a store that holds the results the client already has for that substrate
 (for the duplicate check) and prints every result it is given as a line `MARK {json}`; or one substrate's gate
-run through `harness.worker.run_gate_job`. Its last line is the summary (the plan's failure, step timeout and
+run through `harness.gate.worker.run_gate_job`. Its last line is the summary (the plan's failure, step timeout and
 workers' time; the gate's report). It exits when the Dask worker that started it is gone. A process, not the
 Dask worker's own threads: its fault or hang ends it alone, and it may start our worker processes (a Dask
 worker is a daemon process, which multiprocessing does not let have children).
@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.processes import WorkerStarter
 from harness.watch import watch_parent
-from harness.worker import WorkerStarter
 
 MARK = "@@harness-item "
 ITEM_RETRIES = 2  # an item whose process ends without its summary (not a lost Dask worker: the scheduler
@@ -245,7 +245,7 @@ def run_campaign_item(plan_spec: bytes, queue_name: str) -> dict:
 
 
 def run_gate_item(job, step_timeout: float, thread_caps: dict[str, str | None]) -> dict:
-    """The Dask task of a gate run: one substrate gated (`harness.worker.run_gate_job`); its report as JSON.
+    """The Dask task of a gate run: one substrate gated (`harness.gate.worker.run_gate_job`); its report as JSON.
 
     The job shares its host's memory with the items the host's Dask workers run beside it."""
     job = dataclasses.replace(job, jobs_at_once=_items_on_this_host())
@@ -258,10 +258,9 @@ def _wait_as_spare() -> str | None:
     stdin; None when no item came within SPARE_IDLE_SECONDS or the Dask worker closed the pipe."""
     import multiprocessing.forkserver
 
-    from harness.worker import quiet_openmp, worker_context
-
     import harness.engine.compile  # noqa: F401  what the item imports before its first worker
     import harness.engine.run  # noqa: F401
+    from harness.processes import quiet_openmp, worker_context
 
     quiet_openmp()  # as start_worker does, before the fork server starts
     if worker_context().get_start_method() == "forkserver":
@@ -285,7 +284,7 @@ def main(argv: list[str]) -> int:
 
 def _gate(spec: dict) -> dict:
     from harness.backends import BackendUnavailable
-    from harness.worker import run_gate_job
+    from harness.gate.worker import run_gate_job
 
     device = []
     try:

@@ -1,5 +1,5 @@
 """The campaign's compile stage: each substrate's mutants in batches fixed by the plan, every batch compiled
-as one NVRTC program (harness.batches composes it and cuts out each mutant's own code) through the compile
+as one NVRTC program (harness.compiler.batches composes it and cuts out each mutant's own code) through the compile
 cache, by a pool ahead of the workers and by the worker that needs it where the pool has not got there."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from harness.batches import batch_program, code_digests
+from harness.compiler.batches import batch_program, code_digests
 
 
 def to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
@@ -25,8 +25,8 @@ def to_load(sources: list[str], variants: list, digests: dict | None) -> list[st
 
 @dataclass(frozen=True)
 class Variant:
-    kernel: object  # harness.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
-    digest: str     # harness.batches.code_digest: comparable across batches
+    kernel: object  # harness.compiler.nvrtc.CompiledKernel, sharing its batch's PTX and cubin
+    digest: str     # harness.compiler.batches.code_digest: comparable across batches
 
 
 def compile_variants(sources: list[str], entry, arch: str, program: str, compile_program=None) -> list[Variant | None]:
@@ -34,9 +34,9 @@ def compile_variants(sources: list[str], entry, arch: str, program: str, compile
 
     None stands for a source that does not compile in batch form (a compile error, which compiling
     it alone then reports, or a construct the batch's composition cannot take). `compile_program`
-    is harness.nvrtc's, or one through the cache (a campaign's workers: the batch compiled ahead).
+    is harness.compiler.nvrtc's, or one through the cache (a campaign's workers: the batch compiled ahead).
     """
-    from harness import nvrtc  # here: the pure part above needs no NVRTC
+    from harness.compiler import nvrtc  # here: the pure part above needs no NVRTC
 
     compile_program = compile_program or nvrtc.compile_program
 
@@ -84,7 +84,7 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
     mutants one at a time, as it would have) or another process is compiling it."""
     from pathlib import Path
 
-    from harness import cache, nvrtc
+    from harness.compiler import cache, nvrtc
 
     composed = batch_program(sources, kernel_name, program)
     folder = Path(cache_dir) if cache_dir else None
@@ -102,8 +102,8 @@ def precompile_batch(sources: list[str], kernel_name: str, program: str, arch: s
 
 def checked_cubin_ptx(ptx: str, count: int, checked_variants) -> str:
     """The PTX whose address-checked cubin runs a batch's `checked_variants` (indices into its `count`): the batch's
-    own where that is every one of them, else the batch's without the others (harness.batches.pruned_ptx)."""
-    from harness.batches import pruned_ptx
+    own where that is every one of them, else the batch's without the others (harness.compiler.batches.pruned_ptx)."""
+    from harness.compiler.batches import pruned_ptx
 
     return pruned_ptx(ptx, count, set(checked_variants))
 
@@ -114,7 +114,7 @@ class CompilePool:
     NVRTC needs no GPU, and a worker that compiles its next batch itself leaves its GPU idle meanwhile; the
     cores the workers leave compile every batch ahead instead, the first batch of each substrate first. A worker
     that needs a batch not compiled yet compiles it itself, or waits for the pool process compiling it
-    (harness.cache.lookup_or_make).
+    (harness.compiler.cache.lookup_or_make).
 
     The processes are spawned, not forked from the workers' fork server: NVRTC and nvJitLink need neither
     torch nor the CUDA libraries torch loads, so a pool process imports no torch.
@@ -186,8 +186,8 @@ def _lower_some(still_to_lower) -> None:
 def _ready() -> None:
     """A pool process's first task where the pool was started ahead (CompilePool.start): what precompile_batch
     imports, imported."""
-    from harness import cache, nvrtc  # noqa: F401
     from harness.backends import address_check  # noqa: F401
+    from harness.compiler import cache, nvrtc  # noqa: F401
 
 
 def _timed_precompile(*task) -> tuple[bool, float, float]:
@@ -279,8 +279,8 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     processes run at nice POOL_NICENESS (those beyond the cores the workers leave). `pool`: one made (and started)
     already with those, given the batches instead of a new one."""
     from harness.backends import address_check, gpu_arch
-    from harness.cache import default_cache_dir
-    from harness.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
+    from harness.compiler.cache import default_cache_dir
+    from harness.compiler.nvrtc import DEFAULT_ARCH, arch_without_gpu, ptx_only
 
     pool = pool or CompilePool(processes, lowered)
     arch = ((gpu_arch() or DEFAULT_ARCH) if backend == "cuda"

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.engine.store import ResultKey, ResultStore
+from harness.gate.records import CheckStatus
 from harness.oracles import last_line, program_env
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.oracles.sanitizer import SanitizerTarget, sanitize
-from harness.records import CheckStatus
 
 VALUES = "values"
 SANITIZERS = "sanitizers"
@@ -171,7 +171,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
                      limits: tuple[float, float], trial=("t0", 0, "least")) -> tuple[dict, str, str | None]:
     """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or ""; None when
     the trial along `axis` is one along another axis already run)."""
-    from harness.worker import start_worker
+    from harness.processes import start_worker
 
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
     # Forked from the fork server: a kernel that faults ends its process, and the next starts in milliseconds.
@@ -203,7 +203,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
     source, axis, size = trial_kind
     min_elements, max_elements = counts
     from harness.oracles.large_index_run import run_in_worker
-    from harness.worker import exit_description
+    from harness.processes import exit_description
 
     results: dict[str, tuple[bool, str]] = {}
     trial, attempt, unmutated_seconds = "", 0, None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from harness.engine import kill_matrix
 from harness.engine.kill_matrix import MutantRow, trial_test_id
 
-T0_SUITE = "T0_original"  # harness.suite_rules.T0_NAME, named here without importing the suites' rules (torch)
+T0_SUITE = "T0_original"  # harness.gate.checks.suite_rules.T0_NAME, named here without importing the suites' rules (torch)
 CELLS = "cells"  # the stored result's key
 
 

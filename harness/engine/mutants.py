@@ -4,7 +4,7 @@ A mutant is one small rewrite of the source (`Mutant.apply`); `generate(source, 
 mutant of every operator in `OPERATORS`, in source order then operator order. Each operator is a short
 generator over the tokens with a one-line docstring of what it rewrites.
 
-How the source is read: as `harness.source_rules` reads it (its helpers are reused): comments and
+How the source is read: as `harness.gate.checks.source_rules` reads it (its helpers are reused): comments and
 string/char literals are blanked, preprocessor lines (`#include`, `#pragma`, `#define` with their `\\`
 continuations) are skipped, the rest is cut into tokens. Only tokens inside function bodies are mutated,
 so declarations outside them (struct members, typedefs, parameters) and `#define` bodies are left alone:
@@ -62,7 +62,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
-from harness.source_rules import _IDENT, _TOKEN, _match, _operand_back, _operand_fwd, _scope, _statement_end, _strip
+from harness.gate.checks.source_rules import (_IDENT, _TOKEN, _match, _operand_back, _operand_fwd, _scope,
+                                              _statement_end, _strip)
 
 
 class Operator(str, enum.Enum):

@@ -7,10 +7,10 @@ import enum
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness import admissions
 from harness.candidates import candidate_files
 from harness.engine.mutants import Mutant, generate
-from harness.worker import discover
+from harness.gate import admissions
+from harness.gate.worker import discover
 
 
 class UsageError(Exception):

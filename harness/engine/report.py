@@ -342,7 +342,9 @@ def score_note(report: dict) -> str:
 
 def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = ("values",)) -> list[MutantOutcome]:
     """Each stored mutant's outcome: the value suites' verdict, or a chosen later oracle's kill of a survivor."""
-    from harness.engine import judge as oracles  # here: the rest of this module needs no torch (report_diff)
+    from harness.engine import (
+        judge as oracles,  # here: the rest of this module needs no torch (report_diff)
+    )
 
     found = []
     for mutant in plan.mutants:

@@ -18,8 +18,7 @@ from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
 from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
                                    make_backend_ahead, run_campaign_job)
-from harness.worker import WorkerLost, WorkerStarter, _converse
-
+from harness.processes import WorkerLost, WorkerStarter, converse
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
 
@@ -184,7 +183,7 @@ def part_of(name: str) -> str:
 
 
 def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter, keep_worker: bool = True) -> None:
-    """_converse with the worker's wall time and reported phases added to worker_time, however it ends; a worker
+    """converse with the worker's wall time and reported phases added to worker_time, however it ends; a worker
     that ran its job through and may take another is given back to `starter` for the slot's next job (unless not
     `keep_worker`)."""
     reported, reusable = {}, []
@@ -200,7 +199,7 @@ def _timed_converse(worker_time: WorkerTime, job, handle, starter: WorkerStarter
     worker = starter.take()
     kept = False
     try:
-        _converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker, keep=True)
+        converse(_campaign_worker_main, (job,), STARTUP_TIMEOUT, keep_timings, worker=worker, keep=True)
         kept = starter.keep(worker) if keep_worker and reusable == [True] else False
     finally:
         if not kept:
@@ -231,7 +230,7 @@ class WarmingStarter:
 
 
 class _PlanMessages:
-    """What run_plan hears from one worker, as _converse's handler: results stored as they come, and in `state` what
+    """What run_plan hears from one worker, as converse's handler: results stored as they come, and in `state` what
     run_plan needs once the worker is gone (the mutant it ran, whether it was compiling a batch, how many mutants it
     started, and under --matrix the row so far). Returns True where the conversation is over."""
 
@@ -592,7 +591,7 @@ def workers_that_fit(per_gpu: int, worker_bytes: list[int], gpu_bytes: int | Non
     """At most `per_gpu` workers a GPU, fewer where the largest substrates' workers would not fit in its memory
     together: a campaign worker keeps every trial of its substrate on the device, and the slots take the largest
     substrates first, side by side. `worker_bytes`: each substrate's worker's estimate
-    (harness.scheduling.estimate_bytes of its T0); `gpu_bytes` None: not known, no limit. At least one. Pure."""
+    (harness.gate.scheduling.estimate_bytes of its T0); `gpu_bytes` None: not known, no limit. At least one. Pure."""
     largest = sorted(worker_bytes, reverse=True)[:per_gpu]
     if gpu_bytes is None or sum(largest) <= gpu_bytes:
         return per_gpu

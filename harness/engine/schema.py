@@ -58,8 +58,8 @@ MAX_GROWTH = 40
 
 def switch_symbol(variant: int = 0) -> str:
     """SWITCH's symbol (mangled) in a module compiled from a batch holding the schema as its `variant`
-    (harness.batches gives each variant a namespace)."""
-    from harness.batches import tag
+    (harness.compiler.batches gives each variant a namespace)."""
+    from harness.compiler.batches import tag
 
     namespace = tag(variant)
     return f"_ZN{len(namespace)}{namespace}{len(SWITCH)}{SWITCH}E"
@@ -153,7 +153,7 @@ def _expression_around(code: str, start: int, end: int) -> tuple[int, int] | Non
 
 def _sites(source: str, mutants: list[Mutant], operators: bool) -> tuple[list[_Site], list[str]]:
     """The switchable sites as a forest by containment, and the ids of the mutants left out."""
-    from harness.source_rules import _strip
+    from harness.gate.checks.source_rules import _strip
 
     code = _strip(source)[1]
     by_span: dict[tuple[int, int], tuple[str, list[Mutant]]] = {}

@@ -2,7 +2,7 @@
 
 The worker builds every trial's inputs and computes the official reference once, compiles the
 unmutated source once, and then takes the mutants `batch_size` at a time: compiles them as one
-NVRTC program (`harness.engine.compile`, `harness.batches`; a batch that fails is compiled one mutant at a time, and a
+NVRTC program (`harness.engine.compile`, `harness.compiler.batches`; a batch that fails is compiled one mutant at a time, and a
 mutant that does not compile alone is a CompileError), and for each mutant compares its code
 with the original's and with earlier mutants' (identical code is Equivalent or Duplicate and
 never runs), then runs the trials, most kills per byte first (`trial_order`), until the first
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends import KernelFault
+from harness.compiler.nvrtc import CompileError
 from harness.engine.compile import CAMPAIGN_BACKEND_SETTINGS
 from harness.engine.report import MutantStatus
-from harness.nvrtc import CompileError
 
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
@@ -98,7 +98,7 @@ def prepare_trials(entry, official, device, clock, state: tuple = ()) -> list[Tr
     import torch
 
     from harness.candidates import call_builder
-    from harness.guards import POISON_BYTES, poison_held, read_together
+    from harness.gate.checks.guards import POISON_BYTES, poison_held, read_together
 
     made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
     for suite, n_trials, builder in entry.suites():
@@ -125,7 +125,7 @@ def _unswitched_cubins(compiled: dict, batch: tuple[str, ...], switches: dict) -
     their code is only compared."""
     import dataclasses
 
-    from harness.batches import variant_index
+    from harness.compiler.batches import variant_index
     from harness.engine.compile import checked_cubin_ptx
 
     unswitched: dict[str, list[int]] = {}  # each program's PTX (a batch's, or a mutant's alone): its variants to run
@@ -176,7 +176,7 @@ def trial_checksums(trials: list["Trial"]) -> list[tuple[int, ...]]:
     device each, not one a tensor: a checked campaign sums every trial after each fault the check foresees)."""
     import torch
 
-    from harness.guards import checksum_parts, read_together
+    from harness.gate.checks.guards import checksum_parts, read_together
 
     tensors = [[x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)] for trial in trials]
     read = iter(read_together([checksum_parts(x) for group in tensors for x in group]))
@@ -237,8 +237,8 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False, process
     a spare worker warmed ahead of a fault (WorkerStarter.warm). processor_since: the process's processor time when
     this job began (a kept worker's earlier jobs reported theirs), 0 for its first.
     """
+    from harness.gate.phases import PhaseClock
     from harness.interrupt import die_quietly_on_interrupt
-    from harness.phases import PhaseClock
 
     die_quietly_on_interrupt()  # Ctrl-C ends the campaign, which says so once: no traceback per worker
     phases, mutant_parts, setup_parts = Counter(), PhaseClock(), PhaseClock()
@@ -315,8 +315,8 @@ def import_ahead(backend: str) -> None:
     """
     import importlib
 
-    for module in ("torch", "cuda.bindings.nvrtc", "harness.batches", "harness.engine.compile", "harness.cache", "harness.pipeline",
-                   "harness.compare", "harness.candidates", "harness.problems", "harness.engine.mutants",
+    for module in ("torch", "cuda.bindings.nvrtc", "harness.compiler.batches", "harness.engine.compile", "harness.compiler.cache", "harness.gate.pipeline",
+                   "harness.gate.checks.compare", "harness.candidates", "harness.problems", "harness.engine.mutants",
                    f"harness.backends.{backend}", *(("cuda.bindings.driver",) if backend == "cuda" else ())):
         importlib.import_module(module)
 
@@ -386,7 +386,7 @@ class _SubstrateRun:
     def compile_batch_ptx(self, source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
         """Through the cache, which holds what the pool compiled ahead. Alone where a schema runs some of the batch:
         the checked cubin of the rest is assembled (or found, the pool's) as they load (checked_cubin_ptx)."""
-        from harness.cache import compile_program_cached
+        from harness.compiler.cache import compile_program_cached
 
         with self.setup_parts.timing("compiling: NVRTC, or the cache"):
             return compile_program_cached(source, name_expressions, arch, program_name, self.cache_dir)
@@ -394,7 +394,7 @@ class _SubstrateRun:
     def compile_batch(self, source: str, name_expressions: tuple[str, ...], arch: str, program_name: str):
         """compile_batch_ptx; checked, with the batch's checked cubin too, so that a batch ptxas refuses fails here
         (and is split) rather than as it loads."""
-        from harness.cache import address_checked_cubin
+        from harness.compiler.cache import address_checked_cubin
 
         compiled = self.compile_batch_ptx(source, name_expressions, arch, program_name)
         if self.job.check_addresses:
@@ -403,8 +403,8 @@ class _SubstrateRun:
         return compiled
 
     def compile_digest(self, source: str) -> str:
-        from harness.batches import ptx_digest
-        from harness.cache import compile_cached
+        from harness.compiler.batches import ptx_digest
+        from harness.compiler.cache import compile_cached
 
         # For the backend's own architecture: its load() then finds this compile in the cache.
         compiled, _ = compile_cached(source, self.entry.kernel_name, self.backend.nvrtc_arch, self.cache_dir,
@@ -458,7 +458,7 @@ class _SubstrateRun:
         from harness.engine.compile import group_by_batch
         from harness.engine.mutants import generate
         from harness.engine.schema import schema
-        from harness.guards import GuardedBuffers
+        from harness.gate.checks.guards import GuardedBuffers
 
         job = self.job
         self.digests: dict = {}
@@ -466,7 +466,7 @@ class _SubstrateRun:
             self.digests.update(dict(job.known_digests))
             self.digests[self.original_digest] = None
         # Mutants change the CUDA source, never launch: whether launch initialises out is found once per trial, and
-        # what launch returns is recorded then and reused (harness.pipeline.LaunchRecord).
+        # what launch returns is recorded then and reused (harness.gate.pipeline.LaunchRecord).
         self.initialised: dict[int, bool] = {}
         self.launches: dict = {}  # trial -> LaunchRecord
         self.buffers = GuardedBuffers()  # one trial's guarded copies and output, kept from run to run
@@ -506,8 +506,8 @@ class _SubstrateRun:
         return first_failure(self.run_kernel(kernel, i, runs, clock), self.trials[i].expected, self.entry)
 
     def run_kernel(self, kernel, i: int, runs: int = 2, clock=None):
-        """The kernel on trial i (harness.pipeline.run_kernel), launch's findings kept for the next kernels."""
-        from harness.pipeline import run_kernel
+        """The kernel on trial i (harness.gate.pipeline.run_kernel), launch's findings kept for the next kernels."""
+        from harness.gate.pipeline import run_kernel
 
         trial = self.trials[i]
         run = run_kernel(self.entry, kernel, self.backend, trial.inputs, trial.expected,

@@ -9,7 +9,7 @@ from pathlib import Path
 def program_env(**extra: str) -> dict[str, str]:
     """The environment of an oracle's own program (`python -m harness.oracles...`): this one's, with the
     repository on PYTHONPATH so the program finds harness from any working folder, and `extra`."""
-    from harness.worker import quiet_openmp
+    from harness.processes import quiet_openmp
 
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),

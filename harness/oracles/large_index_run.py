@@ -219,8 +219,8 @@ def main(argv: list[str]) -> int:
 
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
+    from harness.gate.checks.suite_rules import official_inputs
     from harness.problems import ProblemSearch, load_problem, model_state
-    from harness.suite_rules import official_inputs
 
     plan = json.loads(Path(argv[0]).read_text())
     if plan.get("watch_pid"):  # the campaign: gone, this run is for nothing
@@ -297,9 +297,9 @@ def main(argv: list[str]) -> int:
 
 
 def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
-    from harness import signature
-    from harness.compare import compare
-    from harness.guards import POISON_BYTES, poisoned_allocations, tensor_checksum
+    from harness.compiler import signature
+    from harness.gate.checks.compare import compare
+    from harness.gate.checks.guards import POISON_BYTES, poisoned_allocations, tensor_checksum
 
     sums = [tensor_checksum(x) if isinstance(x, torch.Tensor) else None for x in inputs]
     expected_sum = tensor_checksum(expected)

@@ -17,7 +17,7 @@ CUDA error after a launch leaves the context unusable: the program writes `lost`
 the parent starts another for the substrates left.
 
 Started ahead (the gate starts each tool's process beside its discovery of the candidates): the environment's
-`START_ENV` holds the backend, compile cache and watched process as JSON; the program makes its backend, writes
+`START_ENV` (harness.oracles.sanitizer's) holds the backend, compile cache and watched process as JSON; the program makes its backend, writes
 `ready`, and waits for PLAN to appear (the parent writes it whole, by rename) once the substrates are known.
 """
 
@@ -29,11 +29,12 @@ import sys
 import time
 from pathlib import Path
 
+from harness.oracles.sanitizer import START_ENV, read_verdict
+
 LOST_EXIT = 3
 # racecheck watches shared memory only: a kernel whose module has none gets no cases under it.
 NO_SHARED_MEMORY = ("the kernel's PTX declares and addresses no shared memory (no .shared state space), the only "
                     "memory racecheck watches")
-START_ENV = "HARNESS_SANITIZED_START"
 PLAN_POLL_SECONDS = 0.01
 
 
@@ -44,7 +45,7 @@ def _bytes(inputs: list) -> int:
 def cases(entry, t0_bytes: int, max_bytes: int, torch) -> tuple[list[tuple[str, list]], list[str]]:
     """The (where, host inputs) cases of one substrate, and a note for each suite left out."""
     from harness.candidates import builder_output
-    from harness.suite_rules import T0_NAME
+    from harness.gate.checks.suite_rules import T0_NAME
 
     found, notes = [], []
     for t, (_label, tensors) in enumerate(entry.probe(torch)):
@@ -85,8 +86,8 @@ def _model_state(entry, path: Path, kb_root: str | None, device) -> list:
 
 def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
     """Launch one substrate's kernel on its cases under `tool`; False when the CUDA context was lost."""
-    from harness import signature
     from harness.candidates import import_candidate, make_entry, register_candidate
+    from harness.compiler import signature
 
     registered, name = target["name"], target.get("label") or target["name"]  # name: the program's, a mutant's
     started = time.perf_counter()
@@ -133,7 +134,6 @@ def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
 def wait_for_verdict(verdicts: Path, target: dict, events) -> str:
     """The gate's verdict on a target that awaits it ("go", or "skip: why"), once written; meanwhile the
     `waiting` event tells the parent that this is the gate's time, not a stalled kernel's."""
-    from harness.oracles.sanitizer import read_verdict
 
     name = target.get("label") or target["name"]
     _write(events, event="waiting", substrate=name)

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.candidates import locate_line
+from harness.gate.records import CheckName, CheckResult, CheckStatus
 from harness.interrupt import descendants
 from harness.oracles import last_line, program_env
-from harness.records import CheckName, CheckResult, CheckStatus
-from harness.worker import DEFAULT_STEP_TIMEOUT, exit_description
+from harness.processes import DEFAULT_STEP_TIMEOUT, exit_description
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 CHECK_OF_TOOL = {tool: CheckName(tool) for tool in TOOLS}  # each tool's check bears its name
@@ -43,6 +43,8 @@ PROCESS_TIMEOUT = 300.0  # seconds one sanitized process may run, start-up inclu
 STALL_TIMEOUT = DEFAULT_STEP_TIMEOUT
 MIN_STALL = 60.0
 SHOWN_FINDINGS = 3
+# A process started ahead (prestart) finds its backend, cache and watched process here, as JSON.
+START_ENV = "HARNESS_SANITIZED_START"
 
 
 def add_processes_argument(parser) -> None:
@@ -353,7 +355,7 @@ def _program_env(**extra: str) -> dict:
 class Prestarted:
     """A tool's first process, started before its substrates are known: the tool's start, Python's imports and
     the CUDA context under the tool (3 to 5 s on the H200) are paid beside the gate's discovery of the candidates.
-    It waits for its plan (sanitized_run's START_ENV) and is then watched like any other."""
+    It waits for its plan (START_ENV) and is then watched like any other."""
 
     process: subprocess.Popen
     work: Path
@@ -363,8 +365,6 @@ class Prestarted:
 def prestart(tools: tuple[str, ...], sanitizer: Path, backend: str = "cuda", cache_dir: str | None = None,
              processes: int = 1) -> dict[str, list[Prestarted]]:
     """`processes` waiting processes per tool; each is used by sanitize(), or ended by discard()."""
-    from harness.oracles.sanitized_run import START_ENV
-
     start = json.dumps({"backend": backend, "cache_dir": cache_dir, "watch_pid": os.getpid()})
     started: dict[str, list[Prestarted]] = {}
     for tool in tools:

@@ -3,7 +3,7 @@
 - `T0_original`: exactly 5 trials with get_inputs()'s shapes and dtypes, their values either
   bit-identical to the official `get_inputs()` under `torch.manual_seed(1000 + t)` (the way
   KernelBench seeds its own evaluation) or drawn from the same distribution, as a statistical
-  test per tensor shows (harness.distribution);
+  test per tensor shows (harness.gate.checks.distribution);
 - two or three targeted suites besides it, names unique;
 - every builder deterministic: the same trial built twice is the same, whatever the global RNG;
 - the probe: exactly two entries of CPU tensors, each entry under 1 MB, one aligned like T0 (its
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.compare import bits
-from harness.distribution import (SCALE_FREE_FORM_WORDS, CallSamples, drawn_once_per_call, same_distribution,
-                                  scale_free_form, scale_free_test)
+from harness.gate.checks.compare import bits
+from harness.gate.checks.distribution import (SCALE_FREE_FORM_WORDS, CallSamples, drawn_once_per_call,
+                                              same_distribution, scale_free_form, scale_free_test)
 
 T0_NAME = "T0_original"
 T0_TRIALS = 5
@@ -167,7 +167,7 @@ def t0_trial_match(t: int, built: list, official: list, identical: bool = False)
     """T0 trial t against get_inputs() under torch.manual_seed(1000 + t).
 
     Shapes, dtypes and non-tensor values must be get_inputs()'s exactly. Tensor values are either
-    bit-identical, or drawn from the same distribution (harness.distribution, one test per tensor).
+    bit-identical, or drawn from the same distribution (harness.gate.checks.distribution, one test per tensor).
     """
     where, seed = f"{T0_NAME} trial {t}", T0_SEED_BASE + t
     if identical:  # already compared, bit for bit, where the trial was built

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.compare import bits
+from harness.gate.checks.compare import bits
 
 # A multiple of 256 bytes, so the guarded tensor keeps the alignment of a fresh allocation.
 GUARD_BYTES = 4096

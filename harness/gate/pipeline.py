@@ -22,19 +22,21 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness import signature, source_rules, suite_rules, suite_safety
 from harness.backends import Backend, KernelFault, LoadedKernel
 from harness.backends.base import PendingFault
 from harness.candidates import Entry, builder_form, where_defined
-from harness.compare import (Comparison, PendingComparison, compare, compare_bitwise, compare_later, compared_bitwise,
-                             coords_of)
-from harness.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts, poison_held,
-                            poison_mask, poisoned_allocations, read_together, tensor_checksum, unwritten_after)
-from harness.nvrtc import CompileError
-from harness.phases import PhaseClock
+from harness.compiler import signature
+from harness.compiler.nvrtc import CompileError
+from harness.gate.checks import source_rules, suite_rules, suite_safety
+from harness.gate.checks.compare import (Comparison, PendingComparison, compare, compare_bitwise, compare_later,
+                                         compared_bitwise, coords_of)
+from harness.gate.checks.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts,
+                                        poison_held, poison_mask, poisoned_allocations, read_together, tensor_checksum,
+                                        unwritten_after)
+from harness.gate.phases import PhaseClock
+from harness.gate.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
+from harness.gate.trial_inputs import TrialInputs, build_here
 from harness.problems import ProblemError, ProblemSearch, load_problem, model_state
-from harness.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
-from harness.trial_inputs import TrialInputs, build_here
 
 MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
@@ -1077,7 +1079,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
         book.ran(CheckName.FITS_DEVICE_MEMORY, f"all {ctx.trials_on_device} trials fit the device's memory")
     if not book.decided(CheckName.FITS_HOST_MEMORY) and ctx.trials_on_device:
         # Decided here only when it passes: a worker the host's out-of-memory killer ends never gets here,
-        # and run_gate_job reports that death under this check (harness.worker.classify_death).
+        # and run_gate_job reports that death under this check (harness.gate.worker.classify_death).
         book.ran(CheckName.FITS_HOST_MEMORY, "the worker ran to its end: the host's memory sufficed")
     why = "not run: " + (ctx.fault or ("the kernel did not compile" if ctx.kernel is None and ctx.official is not None
                                        else "the official reference did not load" if ctx.official is None

@@ -3,7 +3,7 @@
 Every trial is built by its builder under a fixed global RNG state (`DETERMINISM_SEEDS[0]`); a
 builder must not depend on that state, so a trial that is not T0 bit-identical to get_inputs() is
 built a second time under another state and must come out the same. T0 trial t is also set
-beside get_inputs() under `torch.manual_seed(1000 + t)` (harness.suite_rules compares them).
+beside get_inputs() under `torch.manual_seed(1000 + t)` (harness.gate.checks.suite_rules compares them).
 
 A KernelBench level-1 get_inputs() draws gigabytes with the CPU generator, one value after
 another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the candidate's and the
@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 
 from harness.candidates import builder_output
-from harness.guards import tensor_checksum
-from harness.scheduling import FORKED_HELPERS_FROM_BYTES
+from harness.gate.checks.guards import tensor_checksum
+from harness.gate.scheduling import FORKED_HELPERS_FROM_BYTES
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
@@ -97,7 +97,7 @@ def build_trial(builder, t: int, device) -> list:
 
 
 def _same_values(first: list, second: list) -> bool:
-    from harness.suite_rules import first_difference
+    from harness.gate.checks.suite_rules import first_difference
 
     return not first_difference(first, second)
 
@@ -117,7 +117,7 @@ def _sum_difference(first_sums: list, second_sums: list) -> str:
 
 def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
     """Build trial t in this process; with `problem`, it is a T0 trial and get_inputs() is drawn beside it."""
-    from harness.suite_rules import first_difference, official_inputs
+    from harness.gate.checks.suite_rules import first_difference, official_inputs
 
     try:
         inputs = _build(builder, t, device, DETERMINISM_SEEDS[0])
@@ -145,7 +145,7 @@ def build_here(builder, t: int, device, problem=None) -> BuiltTrial:
 
 def t0_bytes(problem, known: tuple | None = None) -> int:
     """The bytes of get_inputs()'s tensors (`known`: its portable_signature, where discovery made one)."""
-    from harness.suite_rules import official_signature
+    from harness.gate.checks.suite_rules import official_signature
 
     try:
         inputs = official_signature(problem, known)
@@ -189,7 +189,7 @@ def _plain_error(error: Exception) -> Exception:
 
 
 def _official_task(t: int):
-    from harness.suite_rules import official_inputs
+    from harness.gate.checks.suite_rules import official_inputs
 
     try:
         return official_inputs(_helper["problem"], t), None
@@ -239,8 +239,8 @@ class TrialInputs:
         Whatever keeps T0 from being found here (no kb_file, a problem that does not load, suites()
         raising) leaves the start to the pipeline, which reports it.
         """
+        from harness.gate.checks.suite_rules import T0_NAME
         from harness.problems import load_problem
-        from harness.suite_rules import T0_NAME
 
         try:
             problem = load_problem(entry.kb_file, search)

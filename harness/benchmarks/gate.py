@@ -1,4 +1,4 @@
-"""`python -m harness.bench_gate CANDIDATE_FILE...`: the gate against a KernelBench-style check, time and memory.
+"""`python -m harness.benchmarks.gate CANDIDATE_FILE...`: the gate against a KernelBench-style check, time and memory.
 
 For every substrate each file registers (or only those given with --name), one after another,
 never at the same time, in one invocation:
@@ -34,7 +34,7 @@ never at the same time, in one invocation:
      (or fetching from the compile cache) and loading the kernel, and the trials. "wall s" is the
      parent's clock from spawning the process to its exit. Peak memory: that process's
      torch.cuda.max_memory_reserved (and max_memory_allocated, in the JSON) after the trials.
-2. the GATE: `harness.worker.run_gate_job` in its own worker process, its wall time measured
+2. the GATE: `harness.gate.worker.run_gate_job` in its own worker process, its wall time measured
    around the call; its report's `seconds` (time inside the pipeline) and `peak_device_bytes`.
 
 Then a table, one row per substrate, and what each column measures. Exit status: 0 every gate
@@ -54,15 +54,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import admissions
+from harness.gate import admissions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-DEFAULT_TOLERANCE = 1e-2  # the harness's (harness.compare.DEFAULT_TOLERANCE); eval.py's fp32 is 1e-4
+DEFAULT_TOLERANCE = 1e-2  # the harness's (harness.gate.checks.compare.DEFAULT_TOLERANCE); eval.py's fp32 is 1e-4
 EVAL_PY_FP32_TOLERANCE = 1e-4
 DEFAULT_SEED = 42  # eval.py's seed_num default
 PRECISIONS = {"keep": None, "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 GIB = 2**30
-PROG = "python -m harness.bench_gate"
+PROG = "python -m harness.benchmarks.gate"
 
 
 class UsageError(Exception):
@@ -171,8 +171,8 @@ def _failed(result: BaselineResult, why: str) -> BaselineResult:
 def _baseline_trials(job: BaselineJob, result: BaselineResult, entry, problem, backend, placed: _Placed, progress,
                      started: float) -> None:
     """The Model built and the kernel compiled as eval.py does, then its trials, into `result`."""
-    from harness import signature
     from harness.checkers.kernelbench import set_seed, trial_seeds
+    from harness.compiler import signature
     from harness.problems import model_state
 
     torch, on_gpu = placed.torch, placed.device.type == "cuda"
@@ -240,8 +240,8 @@ def _baseline_in_worker(job: BaselineJob, conn) -> None:
 
     import harness.backends  # noqa: F401
     import harness.candidates  # noqa: F401
+    import harness.compiler.signature  # noqa: F401
     import harness.problems  # noqa: F401
-    import harness.signature  # noqa: F401
 
     conn.send(("step", "start"))
     result = baseline_check(job, progress=lambda step: conn.send(("step", step)))
@@ -250,7 +250,7 @@ def _baseline_in_worker(job: BaselineJob, conn) -> None:
 
 def run_baseline(job: BaselineJob, step_timeout: float, on_message=lambda message: None) -> BaselineResult:
     """The baseline in a fresh spawned worker; returns once that process has exited (its memory returned)."""
-    from harness.worker import STARTUP_TIMEOUT, start_worker
+    from harness.processes import STARTUP_TIMEOUT, start_worker
 
     started = time.perf_counter()
     worker = start_worker()
@@ -455,7 +455,7 @@ def format_table(rows: list[Row]) -> str:
 
 def legend(tolerance: float, trials: int, seed: int, precision: str) -> str:
     text = (
-        "columns: gate = verdict of harness.worker.run_gate_job; gate wall s = wall time of that call (spawn, "
+        "columns: gate = verdict of harness.gate.worker.run_gate_job; gate wall s = wall time of that call (spawn, "
         "imports, every check, exit); pipeline s = time inside the gate's pipeline (SubstrateReport.seconds); "
         "gate GiB / base GiB = peak torch.cuda.max_memory_reserved of that process (n/a on the CPU backend); "
         "base wall s = the baseline process, spawn to exit; check s = the baseline check after its imports "
@@ -476,7 +476,7 @@ def legend(tolerance: float, trials: int, seed: int, precision: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from harness.backends import BACKEND_NAMES
     from harness.problems import KB_ROOT_ENV, kb_root_from_env
-    from harness.worker import DEFAULT_STEP_TIMEOUT
+    from harness.processes import DEFAULT_STEP_TIMEOUT
 
     parser = argparse.ArgumentParser(
         prog=PROG, description="Gate each substrate and check it KernelBench-style, one after the other, and "
@@ -589,7 +589,7 @@ class BenchJob:
 
 def _jobs(args) -> list[BenchJob]:
     """The substrates, in the order of the files and of their registration; raises UsageError."""
-    from harness.worker import discover
+    from harness.gate.worker import discover
 
     files = list(dict.fromkeys(f.resolve() for f in args.files))
     entries, errors = discover(files, args.timeout, args.kb_root, cache_dir=args.cache_dir)
@@ -658,7 +658,7 @@ class _Bench:
 
     def gate_phase(self, row: Row, count: str) -> None:
         from harness.backends import BackendUnavailable
-        from harness.worker import GateJob, run_gate_job
+        from harness.gate.worker import GateJob, run_gate_job
 
         bar = _progress_bar(f"{row.substrate}: gate")
 
@@ -744,6 +744,6 @@ def _run(args) -> int:
 
 if __name__ == "__main__":
     # Run from the module proper, not __main__, so the spawned baseline process finds its function by name.
-    from harness.bench_gate import main as _main
+    from harness.benchmarks.gate import main as _main
 
     sys.exit(_main())

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.candidates import SUBSTRATES_DIR
-from harness.records import SubstrateReport
+from harness.gate.records import SubstrateReport
 
 RECORD_NAME = "admissions.json"
 DEFAULT_RECORD = SUBSTRATES_DIR / RECORD_NAME

@@ -19,18 +19,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import admissions, preflight
-from harness.backends import BACKEND_NAMES, BackendUnavailable, cpu_compiler, gpu_count, gpu_visible, resolve_backend_name
+from harness import preflight
+from harness.backends import (BACKEND_NAMES, BackendUnavailable, cpu_compiler, gpu_count, gpu_visible,
+                              resolve_backend_name)
 from harness.candidates import candidate_files
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.cluster.item import ITEM_RETRIES
+from harness.gate import admissions
+from harness.gate.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
+from harness.gate.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, JobQueue, MemoryBudget, auto_jobs,
+                                     device_memory_bytes, estimate_bytes, may_reuse_worker)
+from harness.gate.worker import FileWorker, GateJob, WorkersAhead, discover, run_gate_job
 from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, kill_descendants
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.scheduling import (AUTO_CPU_JOBS, AUTO_GPU_JOBS, JobQueue, MemoryBudget, auto_jobs,
-                                device_memory_bytes, estimate_bytes, may_reuse_worker)
-from harness.records import CheckName, CheckResult, CheckStatus, GateReport, SubstrateReport, with_not_run
-from harness.worker import DEFAULT_STEP_TIMEOUT, FileWorker, GateJob, WorkersAhead, discover, run_gate_job
+from harness.processes import DEFAULT_STEP_TIMEOUT
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 

@@ -1,4 +1,4 @@
-"""Time substrates on the GPU: `python -m harness.bench [NAME ...]`.
+"""Time substrates on the GPU: `python -m harness.benchmarks.kernels [NAME ...]`.
 
 Each substrate's kernel runs on trial 0 of its T0_original suite; the baseline, in the same
 process, is a device-to-device copy of the same number of bytes (the bandwidth ceiling of a
@@ -54,8 +54,8 @@ def median_ms(run, warmup: int, repeats: int) -> float:
 def time_entry(entry, backend, warmup: int, repeats: int) -> Timing:
     import torch
 
-    from harness import signature
     from harness.candidates import call_builder
+    from harness.compiler import signature
 
     kernel = backend.load(entry.cuda, entry.kernel_name, f"{entry.name}.cu")
     builder = dict((name, b) for name, _n, b in entry.suites())["T0_original"]
@@ -82,7 +82,7 @@ def format_table(timings: list[Timing]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.benchmarks.kernels", description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="substrates to time (default: every registered one)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default: 10)")
     parser.add_argument("--repeats", type=int, default=100, help="timed runs; the median is kept (default: 100)")
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 entries[name] = entry
     unknown = [n for n in args.names if n not in entries]
     if unknown:
-        print(f"harness.bench: error: unknown substrate(s) {', '.join(unknown)}", file=sys.stderr)
+        print(f"harness.benchmarks.kernels: error: unknown substrate(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
     backend = create_backend("cuda")
     timings = [time_entry(entries[n], backend, args.warmup, args.repeats) for n in (args.names or sorted(entries))]

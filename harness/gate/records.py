@@ -109,7 +109,7 @@ class SubstrateReport:
     kb_file: str = ""
     compile_options: list[str] = field(default_factory=list)
     peak_device_bytes: int | None = None  # the worker's peak device memory, where the backend can tell
-    phase_seconds: dict[str, float] = field(default_factory=dict)  # harness.phases: where the time went
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # harness.gate.phases: where the time went
 
     @property
     def verdict(self) -> Verdict:

@@ -1,16 +1,8 @@
-"""Worker processes: every candidate file is imported, and its substrates gated, in a fresh process with a time limit.
+"""The gate's workers: every candidate file is imported, and its substrates gated, in a fresh worker process.
 
-A fresh process (forked from a fork server that has imported torch and the harness and never
-touched a device, or spawned where there is no fork server) is what makes three guarantees hold:
-the import-safety proof starts from a process with no CUDA state; a fault that poisons the CUDA
-context, a crash or a hang takes down only the substrate that caused it; and the parent, which
-never touches CUDA, can always kill a worker that stops making progress (a GPU without a watchdog
-runs a stuck kernel forever).
-
-A worker gets its job over its pipe, as (function, arguments), so that it can be started before
-the job is known (a campaign keeps one started ahead per worker slot: `WorkerStarter`). The worker
-reports over the same pipe: ("step", what), ("plan", n_steps), ("device", text, seconds from the
-job's start to its backend made, whether the worker started for it, those seconds by part), ("checks",
+The processes themselves (started from the fork server, spoken to over a pipe, killed when silent) are
+harness.processes'. A gate worker reports ("step", what), ("plan", n_steps), ("device", text, seconds from
+the job's start to its backend made, whether the worker started for it, those seconds by part), ("checks",
 [...]) and finally ("report", {...}) or ("entries", ...) for discovery; a worker whose pipeline raises
 sends ("crash", why) before it dies. A gate worker whose substrate did not fault, and whose device is
 still sound after its report, says ("ready",) and takes another substrate of the same file
@@ -18,25 +10,15 @@ still sound after its report, says ("ready",) and takes another substrate of the
 """
 from __future__ import annotations
 
-import functools
-import multiprocessing
-import multiprocessing.context
-import os
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 
+from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 from harness.interrupt import die_quietly_on_interrupt
-from harness.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
-from harness.watch import watch_starter
-
-DEFAULT_STEP_TIMEOUT = 120.0
-# Until a worker's first message it is starting Python and importing torch, which on a cold
-# machine can take far longer than any step; a hang is only judged after that.
-STARTUP_TIMEOUT = 300.0
+from harness.processes import DEFAULT_STEP_TIMEOUT, StartedWorker, WorkerLost, converse, oom_kills, start_worker
 
 
 @dataclass(frozen=True)
@@ -46,7 +28,7 @@ class GateJob:
     backend: str
     cache_dir: str | None = None
     kb_root: str | None = None
-    # T0s of at least this many bytes are drawn ahead in helper processes (None: harness.trial_inputs' default).
+    # T0s of at least this many bytes are drawn ahead in helper processes (None: harness.gate.trial_inputs' default).
     helpers_from_bytes: int | None = None
     # Gate jobs running at once on this host (--jobs): each draws T0 ahead in its share of the host's memory.
     jobs_at_once: int = 1
@@ -67,9 +49,6 @@ class EntrySummary:
     cuda: str = ""  # the CUDA source, from which a campaign's parent makes the mutants
     t0_bytes: int = 0  # the bytes of get_inputs()'s tensors, for scheduling by memory
     official_inputs: tuple | None = None  # get_inputs()'s suite_rules.portable_signature, for the gate's workers
-
-
-# ---------------------------------------------------------------- in the worker process
 
 
 @dataclass
@@ -140,18 +119,6 @@ def _entry_checks(imported: ImportedFile, path: Path, name: str):
     return entry, checks, raw
 
 
-def quiet_openmp(environment=os.environ) -> None:
-    """Make OpenMP threads sleep, not spin, between parallel regions, in processes started after this (or, given
-    `environment`, in one started with it).
-
-    libgomp reads it once, when torch loads it, and a spawned worker imports torch before its
-    target runs (it re-imports the parent's __main__), so it must be in the environment the
-    worker inherits. Its default (spin a while after each region) lets the CPU backend's kernel
-    threads starve torch's on a small machine: a gate ran ten times slower. A user's setting wins.
-    """
-    environment.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def _gate_in_worker(job: GateJob, conn) -> None:
     """Gate `job`; then, while no kernel has faulted, the device is sound and the parent sends more, further
     substrates of the same file.
@@ -161,7 +128,7 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     """
     began = time.perf_counter()
     die_quietly_on_interrupt()
-    import torch  # imported before the first message: start-up, not the candidate's import
+    import torch  # noqa: F401  imported before the first message: start-up, not the candidate's import
 
     conn.send(("step", "import"))
     _serve_file(job, *_import_timed(job.file), None, conn, began)
@@ -205,13 +172,14 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     """
     die_quietly_on_interrupt()
     import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
+
     from harness.backends import BackendUnavailable
 
     imported, start_parts = _import_timed(file)
     backend = None
     if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
         if backend_name == "cuda":  # as _gate_one does; this worker forks no helpers (a kept worker spawns them)
-            from harness.suite_safety import import_meta_shapes_in_background
+            from harness.gate.checks.suite_safety import import_meta_shapes_in_background
 
             import_meta_shapes_in_background()
         try:
@@ -231,11 +199,12 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
     ("device", ...) message of a worker started for the job."""
     import torch
+
     from harness.backends import BackendUnavailable
-    from harness.pipeline import count_cases, cuda_source_check, gate_entry
+    from harness.gate.checks.suite_safety import import_meta_shapes_in_background
+    from harness.gate.pipeline import count_cases, cuda_source_check, gate_entry
+    from harness.gate.trial_inputs import TrialInputs
     from harness.problems import ProblemSearch
-    from harness.suite_safety import import_meta_shapes_in_background
-    from harness.trial_inputs import TrialInputs
 
     path = Path(job.file)
     search = ProblemSearch.for_candidate(path, Path(job.kb_root) if job.kb_root else None)
@@ -292,11 +261,11 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
 
 def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | None, conn) -> None:
     die_quietly_on_interrupt()
-    from harness.cache import signature_cached
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
+    from harness.compiler.cache import signature_cached
+    from harness.gate.checks.suite_rules import official_signature, portable_signature, signature_inputs
+    from harness.gate.trial_inputs import inputs_bytes
     from harness.problems import ProblemSearch, load_problem_file
-    from harness.suite_rules import official_signature, portable_signature, signature_inputs
-    from harness.trial_inputs import inputs_bytes
 
     for file in files:
         path = Path(file)
@@ -336,221 +305,6 @@ def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | 
         conn.send(("entries", file, summaries))
 
 
-# ---------------------------------------------------------------- in the parent
-
-
-class WorkerLost(Exception):
-    """The worker stopped without a result: it died, or it made no progress in time (timed_out)."""
-
-    def __init__(self, message: str, timed_out: bool = False, exitcode: int | None = None):
-        super().__init__(message)
-        self.timed_out = timed_out
-        self.exitcode = exitcode  # of a worker that died: negative, the signal that killed it
-
-
-def exit_description(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def _run_watched(target, parent_pid: int, *args) -> None:
-    """Run target(*args) in a worker that exits as soon as the process that started it is gone.
-
-    That process is `parent_pid`; a worker forked by the fork server has the server as its parent,
-    and the server exits when that process does: either going ends the worker.
-    """
-    watch_starter(parent_pid)
-    target(*args)
-
-
-@dataclass
-class StartedWorker:
-    """A worker process, waiting for its job on `connection` (the parent's end of its pipe)."""
-
-    process: multiprocessing.process.BaseProcess
-    connection: Connection
-    warmed: bool = False  # it was sent work ahead (WorkerStarter.warm), done or under way, for the job it is given
-    kept: bool = False  # it ran an earlier job of its slot and was kept for this one (WorkerStarter.keep)
-
-    def stop(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(10)
-        self.connection.close()
-
-
-# Imported once by the fork server, so that a worker forked from it has them already. None of them
-# touches a device: the server has no CUDA state to hand on (cuda.bindings' driver module is left to
-# the workers that need it). Not torch._dynamo (800 modules, 1 to 2 s, on the path of every gate and campaign
-# before its first worker can start): the poisoned allocations opt out of it (harness.guards), and only discovery,
-# building get_inputs() on the meta device, imports it; the workers are handed what it found (GateJob.official_inputs).
-# Campaigns too: nothing their workers do imports it or sympy (compare.coords_of, not torch.unravel_index), and on the
-# H200 a campaign ran as fast without it as with it (MEASUREMENTS.md, twenty-sixth session).
-FORK_SERVER_PRELOAD = ("torch", "numpy", "harness.pipeline", "harness.candidates", "harness.problems",
-                       "harness.trial_inputs", "harness.suite_safety", "harness.compare", "harness.guards",
-                       "harness.nvrtc", "harness.cache", "harness.batches", "harness.engine.compile", "harness.engine.mutants",
-                       "harness.engine.worker", "harness.backends.cpu")
-
-
-START_METHOD_ENV = "SUBSTRATE_WORKER_START"  # "spawn": every worker spawned, as before the fork server
-
-
-@functools.cache
-def worker_context(method: str | None = None) -> multiprocessing.context.BaseContext:
-    """How workers start: forked from a fork server where the platform has one, else spawned; `method` "spawn"
-    spawns them whatever the platform (a campaign's --naive mode: each mutant pays a fresh Python's start).
-
-    A spawned worker starts Python and imports torch and the harness, seconds each time, and a
-    campaign starts a worker per substrate and again after every fault. The fork server (started
-    once, with the first worker, from this process's environment) imports them once and forks each
-    worker from itself in milliseconds. It never touches a device, so a worker still starts with
-    no CUDA state and the import-safety proof holds as with spawn. SUBSTRATE_WORKER_START=spawn
-    spawns every worker instead.
-    """
-    spawned = "spawn" in (method, os.environ.get(START_METHOD_ENV))
-    if spawned or "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
-    return context
-
-
-def start_worker(env: dict[str, str] | None = None, prepare=None, method: str | None = None) -> StartedWorker:
-    """Start a worker that runs prepare() (imports, say) and then waits for its job; `method` as worker_context's.
-
-    The worker runs in this process's current environment and folder, `env` added (CUDA_VISIBLE_DEVICES,
-    say): a forked worker inherits the fork server's, so it is handed them.
-    """
-    quiet_openmp()  # before the fork server starts: libgomp reads it once, when torch loads it
-    context = worker_context(method)
-    parent_end, child_end = context.Pipe()
-    environment = {**os.environ, **(env or {})}
-    process = context.Process(target=_run_watched, daemon=True,
-                              args=(_serve, os.getpid(), environment, os.getcwd(), prepare, child_end))
-    process.start()
-    child_end.close()  # else the parent would never see the pipe close when the worker dies
-    return StartedWorker(process, parent_end)
-
-
-def _serve(environment: dict[str, str], folder: str, prepare, conn) -> None:
-    os.environ.clear()
-    os.environ.update(environment)
-    os.chdir(folder)
-    if prepare is not None:
-        prepare()
-    target, args = conn.recv()
-    target(*args, conn)
-
-
-class WorkerStarter:
-    """Starts a worker slot's workers; with `ahead`, keeps one started ahead of need.
-
-    Starting Python and importing torch take seconds, and a campaign starts a worker for every
-    substrate and again after every fault; a worker started ahead does that while the slot's
-    current worker runs. One that died while it waited is replaced by a fresh start.
-    """
-
-    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True, method: str | None = None):
-        self.env, self.prepare, self.ahead, self.method = env, prepare, ahead, method
-        self._spare: StartedWorker | None = None
-        self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
-        self._kept: StartedWorker | None = None  # a worker whose job ended well, waiting for the slot's next (keep)
-
-    def adopt(self, worker: StartedWorker) -> None:
-        """Take `worker`, started before this starter existed (a campaign's first workers, started while it plans),
-        as the spare the next take() gives out."""
-        if self._spare is not None:
-            self._spare.stop()
-        self._spare, self._spare_key = worker, None
-
-    def keep(self, worker: StartedWorker) -> bool:
-        """Hold `worker`, which finished its job and waits for another, for the next take(); False (and it is
-        not held) where it has died."""
-        if not worker.process.is_alive():
-            return False
-        if self._kept is not None:
-            self._kept.stop()
-        self._kept = worker
-        return True
-
-    def take(self, key=None) -> StartedWorker:
-        """A worker for a job: the kept one (keep), if alive and no spare is warmed for `key`; else the spare, if it
-        is alive and cold or warmed for `key`; else one started now.
-
-        A spare warmed for another key is of no use (it holds another substrate's trials) and is stopped.
-        """
-        kept, self._kept = self._kept, None
-        if kept is not None:
-            if kept.process.is_alive() and not (key is not None and self._spare_key == key):
-                kept.warmed, kept.kept = False, True
-                return kept
-            kept.stop()
-        worker, warmed_for = self._spare, self._spare_key
-        self._spare, self._spare_key = None, None
-        if worker is None or not worker.process.is_alive() or warmed_for not in (None, key):
-            if worker is not None:
-                worker.stop()
-            worker, warmed_for = start_worker(self.env, self.prepare, self.method), None
-        worker.warmed = warmed_for is not None
-        if self.ahead:
-            self._spare = start_worker(self.env, self.prepare, self.method)
-        return worker
-
-    def warm(self, key, target, args) -> None:
-        """Send the cold spare `target(*args, conn)`: work it does ahead for a job keyed `key` (a campaign
-        worker's trials, say), after which it reads its job as any worker does. take(key) then gives it out."""
-        if self._spare is None or self._spare_key is not None:
-            return
-        try:
-            self._spare.connection.send((target, args))
-        except OSError:  # died while it waited: take() replaces it
-            return
-        self._spare_key = key
-
-    def close(self) -> None:
-        """Stop the worker started ahead and the one kept, if any."""
-        stop_all([self])
-
-    def release(self) -> list[StartedWorker]:
-        """The workers this starter holds (started ahead, kept), which it then no longer holds."""
-        held = [worker for worker in (self._spare, self._kept) if worker is not None]
-        self._spare = self._kept = None
-        return held
-
-
-def stop_all(starters: list[WorkerStarter]) -> None:
-    """Stop every worker the `starters` hold, killed all at once and then waited for: a GPU worker's exit destroys its
-    CUDA context, which takes a while, and the exits of many go on side by side rather than one after another."""
-    workers = [worker for starter in starters for worker in starter.release()]
-    for worker in workers:
-        if worker.process.is_alive():
-            worker.process.kill()
-    for worker in workers:
-        worker.stop()
-
-
-def _died(worker: StartedWorker, step: str) -> WorkerLost:
-    worker.process.join(10)
-    return WorkerLost(f"the worker process died during {step} ({exit_description(worker.process.exitcode)})",
-                      exitcode=worker.process.exitcode)
-
-
-def oom_kills(vmstat: Path = Path("/proc/vmstat")) -> int | None:
-    """Processes the kernel's out-of-memory killer has ended since boot (Linux 4.13+), or None where unknown."""
-    try:
-        for line in vmstat.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == "oom_kill":
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def classify_death(lost: WorkerLost, oom_kills_before: int | None,
                    oom_kills_after: int | None) -> tuple[CheckName, str]:
     """The check a lost worker fails, and what to say of the death beyond `lost` itself.
@@ -568,52 +322,13 @@ def classify_death(lost: WorkerLost, oom_kills_before: int | None,
     if oom_kills_after <= oom_kills_before:
         return CheckName.RUNS_TO_COMPLETION, (" (not the host's out-of-memory killer: /proc/vmstat's oom_kill count "
                                               "did not change)")
-    from harness.trial_inputs import host_memory_available
+    from harness.gate.trial_inputs import host_memory_available
 
     available = host_memory_available()
     now = f"; {available / 2**30:.1f} GiB of host memory available afterwards" if available is not None else ""
     return CheckName.FITS_HOST_MEMORY, (f": the host's out-of-memory killer ended it (/proc/vmstat oom_kill rose by "
                                         f"{oom_kills_after - oom_kills_before} meanwhile{now}): a limit of this "
                                         f"machine, not a fault of the kernel")
-
-
-def _converse(target, args, step_timeout: float, on_message, worker: StartedWorker | None = None,
-              keep: bool = False, first=None):
-    """Run `target(*args, conn)` in a worker; hand each message to on_message until it returns True.
-
-    `worker` is one already started (`WorkerStarter`); without one a worker is started now. `first`, if given,
-    is sent instead of (target, args): the next job of a worker kept waiting (`keep`). Raises WorkerLost naming
-    the last step if the worker dies or is silent for step_timeout s. A ("step_timeout", s) message from the
-    worker sets step_timeout from then on. The worker is stopped however this ends, except that with `keep` one
-    whose conversation ended as on_message wished is left running.
-    """
-    worker = worker or start_worker()
-    connection = worker.connection
-    step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
-    finished = False
-    try:
-        try:
-            connection.send((target, args) if first is None else first)
-        except OSError:  # a spare that died after it was taken
-            raise _died(worker, step)
-        while True:
-            if not connection.poll(timeout):
-                raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)", timed_out=True)
-            timeout = step_timeout
-            try:
-                message = connection.recv()
-            except EOFError:
-                raise _died(worker, step)
-            if message[0] == "step":
-                step = message[1]
-            elif message[0] == "step_timeout":
-                step_timeout = timeout = float(message[1])
-            if on_message(message):
-                finished = True
-                return
-    finally:
-        if not (keep and finished):
-            worker.stop()
 
 
 def lost_mid_suite(partial: SubstrateReport, why: str,
@@ -624,7 +339,7 @@ def lost_mid_suite(partial: SubstrateReport, why: str,
     or fits_host_memory when the host's out-of-memory killer ended the worker); the checks still
     undecided then (suites_can_fail, say) are not run, for that reason.
     """
-    from harness.pipeline import PENDING
+    from harness.gate.pipeline import PENDING
 
     checks = []
     for check in partial.checks:
@@ -755,7 +470,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 
     kills_before = oom_kills()
     try:
-        _converse(_gate_in_worker, (job,), step_timeout, handle, worker=worker, keep=keeper is not None, first=first)
+        converse(_gate_in_worker, (job,), step_timeout, handle, worker=worker, keep=keeper is not None, first=first)
     except WorkerLost as lost:
         if "report" in outcome:
             return outcome["report"]  # it ended (or stuck) after its report rather than wait for more: not kept
@@ -782,7 +497,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None,
              on_first_message=lambda: None, cache_dir: Path | None = None, stop=lambda: False):
     """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}). Each problem's
-    get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.cache).
+    get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.compiler.cache).
 
     on_first_message() is called when the first worker first speaks: the fork server started (the first worker
     of a run starts it) and the worker forked. Once stop() is true (an interrupt) no fresh worker is started."""
@@ -806,7 +521,7 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_r
             return not remaining
 
         try:
-            _converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None,
+            converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None,
                                             str(cache_dir) if cache_dir else None), step_timeout, handle)
         except WorkerLost as lost:
             if stop():

@@ -14,7 +14,9 @@ from functools import lru_cache
 
 import torch
 
-from harness.tolerance import Tolerance  # also named from here by compare's callers
+from harness.gate.checks.tolerance import (
+    Tolerance,  # also named from here by compare's callers
+)
 
 SHOWN_MISMATCHES = 3
 COMPARE_CHUNK = 1 << 22  # elements compared at once: 32 MiB per float64 temporary, a few of them

@@ -1,4 +1,4 @@
-"""`python -m harness.bench_compile`: compiling mutants alone against compiling them in batches.
+"""`python -m harness.benchmarks.compile`: compiling mutants alone against compiling them in batches.
 
 For every substrate of the folders given, every mutant is compiled twice with NVRTC, in this
 process, one at a time: alone (as the naive mode and `--batch-size 1` do) and in batches as a
@@ -31,13 +31,13 @@ def classes(original: str, digests: list[str | None]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
-    from harness.batches import ptx_digest
+    from harness.compiler.batches import ptx_digest
+    from harness.compiler.nvrtc import DEFAULT_ARCH, CompileError, compile_cuda, compiler_version
     from harness.engine.compile import compile_variants
     from harness.engine.mutants import generate
     from harness.engine.worker import BATCH_SIZE
-    from harness.nvrtc import DEFAULT_ARCH, CompileError, compile_cuda, compiler_version
 
-    parser = argparse.ArgumentParser(prog="python -m harness.bench_compile", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="python -m harness.benchmarks.compile", description=__doc__.splitlines()[0],
                                      epilog="Exit status: 0 both ways class every mutant alike, 1 otherwise.")
     parser.add_argument("folders", nargs="*", type=Path, default=[Path("substrates"), Path("examples/substrates")])
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)

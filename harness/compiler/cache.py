@@ -1,6 +1,6 @@
 """The on-disk cache of compiled kernels: the one place that knows compiling can be skipped.
 
-Compilers are pure functions (harness.nvrtc, the CPU backend's g++ step); this module stores
+Compilers are pure functions (harness.compiler.nvrtc, the CPU backend's g++ step); this module stores
 what they produce under a key that covers everything that can change it: the source, the
 kernel name, the options (which name the arch and header folders), the compiler's version
 and CACHE_VERSION, bumped whenever this project changes what it stores. Beside them, each problem's get_inputs()
@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from harness import nvrtc
+from harness.compiler import nvrtc
 
 CACHE_VERSION = 2
 
@@ -93,7 +93,7 @@ def _signature_from_json(data: bytes) -> tuple:
 
 def signature_cached(problem_source: bytes, make: Callable[[], tuple | None],
                      cache_dir: Path | None = None) -> tuple | None:
-    """get_inputs()'s portable signature (harness.suite_rules) through the cache: `make()` where it is not stored.
+    """get_inputs()'s portable signature (harness.gate.checks.suite_rules) through the cache: `make()` where it is not stored.
 
     Keyed by the problem file's bytes and torch's version: a problem file is a module whose get_inputs() reads its
     own constants (KernelBench's format), and the admission records take its bytes for all that decides a verdict

@@ -2,7 +2,7 @@
 
 Uses cuda.bindings.nvrtc rather than CuPy: it needs no GPU or driver (so CI can compile every
 substrate), and it adds no option of its own (CuPy appends -ftz=true, which changes float
-results on subnormals). Caching lives in harness.cache, not here.
+results on subnormals). Caching lives in harness.compiler.cache, not here.
 """
 
 from __future__ import annotations

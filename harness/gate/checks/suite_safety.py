@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.compare import Comparison, Tolerance, compare, compare_bitwise
-from harness.phases import PhaseClock
-from harness.trial_inputs import host_memory_available, inputs_bytes
+from harness.gate.checks.compare import Comparison, Tolerance, compare, compare_bitwise
+from harness.gate.phases import PhaseClock
+from harness.gate.trial_inputs import host_memory_available, inputs_bytes
 
 
 def _is_float(x) -> bool:
@@ -530,7 +530,9 @@ def _first_input_chunk(inputs: list, like: torch.Tensor, start: int, stop: int) 
 
 def passes_everywhere(write_chunk, expected: torch.Tensor, tolerance: Tolerance) -> bool:
     """Does the output `write_chunk(start, stop)` describes match `expected` (chunk by chunk, never whole)?"""
-    from harness.compare import _scalar_as_expected  # the scalar rule of compare(), for a (1,) vs 0-dim output
+    from harness.gate.checks.compare import (
+        _scalar_as_expected,  # the scalar rule of compare(), for a (1,) vs 0-dim output
+    )
 
     flat = expected.detach().reshape(-1)
     if flat.numel() <= WRITER_CHUNK:

@@ -38,7 +38,7 @@ AUTO_CPU_JOBS = 2
 
 
 # A T0 this large is drawn ahead by helper processes that a gate worker forks before its backend exists
-# (harness.trial_inputs, which reads it from here: the gate's own process never imports torch).
+# (harness.gate.trial_inputs, which reads it from here: the gate's own process never imports torch).
 FORKED_HELPERS_FROM_BYTES = 16 * 2**20
 
 
