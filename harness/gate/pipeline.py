@@ -60,6 +60,19 @@ class CheckBook:
         self._notes: dict[CheckName, str] = {}
         self._not_run: dict[CheckName, str] = {}
 
+    @classmethod
+    def of(cls, results: list[CheckResult]) -> "CheckBook":
+        """A book that starts from checks decided before the pipeline (the import's)."""
+        book = cls()
+        for result in results:
+            if result.status is CheckStatus.FAILED:
+                book.fail(result.check, result.detail)
+            elif result.status is CheckStatus.PASSED:
+                book.ran(result.check, result.detail)
+            else:
+                book.skip(result.check, result.detail)
+        return book
+
     def ran(self, check: CheckName, note: str = "") -> None:
         self._passes[check] = self._passes.get(check, 0) + 1
         if note:
@@ -391,104 +404,158 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
-    device = backend.device
     clock = clock or PhaseClock()
     with clock.timing("kernel: guarded input copies"):
         if guarded is None:
-            guarded = [_guarded_copy(buffers, i, x, device) if isinstance(x, torch.Tensor) else None
+            guarded = [_guarded_copy(buffers, i, x, backend.device) if isinstance(x, torch.Tensor) else None
                        for i, x in enumerate(inputs)]
         views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
         sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]
     result = KernelRun()
-
-    try:
-        with clock.timing("kernel: launch calls"):
-            if launched is None:
-                # Whether launch initialises out is known (a campaign's mutants share one launch): out's first
-                # contents are then never read, and filling a fresh allocation with poison would be wasted.
-                returned = _launch(entry, views, POISON_BYTES[0]) if initialised is None else entry.launch(views, torch)
-                result.argument_problems += _launch_problems(returned, views, device)
-                if result.argument_problems:
-                    return result
-                out, grid, block, args = returned
-                result.argument_problems += signature.check_arguments(kernel.params, args)
-                if result.argument_problems:
-                    return result
-                shape, dtype = tuple(out.shape), out.dtype
-                if initialised is None:
-                    writes_out = out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out))
-                    result.uninitialised_accumulator = entry.accumulates and out.numel() > 0 and not writes_out
-                    initialised = entry.accumulates or writes_out
-            else:
-                out, grid, block = launched.initial, launched.grid, launched.block
-                shape, dtype, initialised = launched.shape, launched.dtype, launched.initial is not None
-            result.out_elements = math.prod(shape)
-            result.initialised_by_launch = initialised
-    except Exception as error:
-        result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
+    with clock.timing("kernel: launch calls"):
+        called = _call_launch(entry, kernel, backend.device, views, initialised, launched, result)
+    if called is None:
         return result
-
-    guarded_out = (buffers.take("out", shape, dtype, device) if buffers is not None
-                   else GuardedTensor(shape, dtype, device))
-    if launched is None:
-        run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
-        if pointer_problems:
-            result.argument_problems += pointer_problems
-            return result
-        if record_launch:
-            result.launch = LaunchRecord.of(out, grid, block, args, views, initialised)
-    else:
-        run_args = launched.arguments(views, guarded_out.tensor)
-        result.argument_problems += signature.check_arguments(kernel.params, run_args)  # this kernel's parameters
-        if result.argument_problems:
-            return result
+    out, grid, block, args, shape, dtype = called
+    guarded_out = (buffers.take("out", shape, dtype, backend.device) if buffers is not None
+                   else GuardedTensor(shape, dtype, backend.device))
+    run_args = _run_arguments(result, kernel, (out, grid, block, args), views, guarded_out, launched, record_launch)
+    if run_args is None:
+        return result
+    runs_of = _OutputRuns(entry, kernel, backend, inputs, views, sums, guarded, expected, expected_poison, out,
+                          guarded_out, clock, result)
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
+        held = runs_of.run(run_number, pattern, run_number == runs, (grid, block, run_args))
+        with clock.timing("kernel: guards, unwritten output, inputs"):
+            still_first = _track_unwritten(result, run_number, guarded_out.tensor, pattern, held, still_first, shape)
+    result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
+    return result
+
+
+def _call_launch(entry: Entry, kernel: LoadedKernel, device, views: list, initialised: bool | None,
+                 launched: LaunchRecord | None, result: KernelRun):
+    """launch's (out, grid, block, args, shape, dtype) on this trial, called now or `launched`'s record of it; None,
+    with `result`'s argument problems saying why, where launch raised or returned what cannot be run."""
+    try:
+        if launched is not None:
+            result.out_elements = math.prod(launched.shape)
+            result.initialised_by_launch = launched.initial is not None
+            return launched.initial, launched.grid, launched.block, None, launched.shape, launched.dtype
+        # Whether launch initialises out is known (a campaign's mutants share one launch): out's first contents are
+        # then never read, and filling a fresh allocation with poison would be wasted.
+        returned = _launch(entry, views, POISON_BYTES[0]) if initialised is None else entry.launch(views, torch)
+        result.argument_problems += _launch_problems(returned, views, device)
+        if result.argument_problems:
+            return None
+        out, grid, block, args = returned
+        result.argument_problems += signature.check_arguments(kernel.params, args)
+        if result.argument_problems:
+            return None
+        if initialised is None:
+            writes_out = out.numel() > 0 and _launch_initialises_out(entry, views, out, tensor_checksum(out))
+            result.uninitialised_accumulator = entry.accumulates and out.numel() > 0 and not writes_out
+            initialised = entry.accumulates or writes_out
+        result.out_elements = math.prod(tuple(out.shape))
+        result.initialised_by_launch = initialised
+        return out, grid, block, args, tuple(out.shape), out.dtype
+    except Exception as error:
+        result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
+        return None
+
+
+def _run_arguments(result: KernelRun, kernel: LoadedKernel, returned: tuple, views: list,
+                   guarded_out: GuardedTensor, launched: LaunchRecord | None, record_launch: bool) -> list | None:
+    """The kernel's arguments with launch's out swapped for the guarded output (recorded, if asked, for the next
+    kernels of this trial); None, with `result`'s argument problems saying why, where they cannot be run."""
+    out, grid, block, args = returned
+    if launched is not None:
+        run_args = launched.arguments(views, guarded_out.tensor)
+        result.argument_problems += signature.check_arguments(kernel.params, run_args)  # this kernel's parameters
+        return None if result.argument_problems else run_args
+    run_args, pointer_problems = _redirect_pointers(list(args), out, guarded_out.tensor, views)
+    if pointer_problems:
+        result.argument_problems += pointer_problems
+        return None
+    if record_launch:
+        result.launch = LaunchRecord.of(out, grid, block, args, views, result.initialised_by_launch)
+    return run_args
+
+
+@dataclass
+class _OutputRuns:
+    """One trial's kernel runs over one guarded output, once launch's arguments are known: each run launched, its
+    output compared, its guards, inputs and poison read into `result`."""
+
+    entry: Entry
+    kernel: LoadedKernel
+    backend: Backend
+    inputs: list
+    views: list          # the inputs as the kernel sees them: their guarded copies
+    sums: list           # their byte sums as built, to show a write into an input
+    guarded: list
+    expected: torch.Tensor
+    expected_poison: tuple[bool, bool] | None
+    out: torch.Tensor    # launch's own out: what an initialising launch put there
+    guarded_out: GuardedTensor
+    clock: PhaseClock
+    result: KernelRun
+
+    def run(self, run_number: int, pattern: int, last: bool, launch: tuple) -> int:
+        """Run `run_number` from poison `pattern` (or from launch's out) with launch's (grid, block, arguments); the
+        elements still holding the pattern (0 where the output is known written)."""
+        result, output, clock, backend = self.result, self.guarded_out.tensor, self.clock, self.backend
+        grid, block, run_args = launch
         with clock.timing("kernel: runs"):
             if result.initialised_by_launch:
-                guarded_out.tensor.copy_(out)  # what launch put there (zeros) is what the kernel adds to
+                output.copy_(self.out)  # what launch put there (zeros) is what the kernel adds to
             else:
-                guarded_out.poison(pattern)
-            backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
+                self.guarded_out.poison(pattern)
+            backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
         with clock.timing("kernel: output compared"), _faults_raised_as_the_backend_raises_them(backend.synchronize):
             # A small output's verdict is read with the guards' signals below, and so is whether the kernel failed
             # (Backend.pending_fault); only a mismatch (to be described) or a large output is compared on its own,
             # after the kernel is known to have run.
-            pending = (compare_later(guarded_out.tensor, expected, entry.tolerance) if reads_wait(device)
+            pending = (compare_later(output, self.expected, self.entry.tolerance) if reads_wait(backend.device)
                        else None)
         with clock.timing("kernel: runs"):
             fault = backend.pending_fault() if pending is not None else None
             if fault is None:
                 backend.synchronize()
         with clock.timing("kernel: output compared"):
-            comparison = compare(guarded_out.tensor, expected, entry.tolerance) if pending is None else None
+            comparison = compare(output, self.expected, self.entry.tolerance) if pending is None else None
         with clock.timing("kernel: guards, unwritten output, inputs"):
             # The poison search is skipped where the output is known written (it matches an `expected` without
             # the pattern); a comparison still pending is not known yet, so its poison is searched for beside it.
-            written = result.initialised_by_launch or _written_everywhere(comparison, expected, entry,
-                                                                          expected_poison, run_number)
-            held, compared = _after_run(result, run_number, guarded_out, views, inputs, sums,
-                                        None if written else pattern, pending,
-                                        guarded if run_number == runs else None, fault, backend.synchronize)
+            written = result.initialised_by_launch or self._written(comparison, run_number)
+            held, compared = _after_run(result, run_number, self.guarded_out, self.views, self.inputs, self.sums,
+                                        None if written else pattern, pending, self.guarded if last else None, fault,
+                                        backend.synchronize)
         if pending is not None:
             with clock.timing("kernel: output compared"):
-                comparison = pending.finish(compared) or compare(guarded_out.tensor, expected, entry.tolerance)
-            written = result.initialised_by_launch or _written_everywhere(comparison, expected, entry,
-                                                                          expected_poison, run_number)
-            held = 0 if written else held
+                comparison = pending.finish(compared) or compare(output, self.expected, self.entry.tolerance)
+            held = 0 if result.initialised_by_launch or self._written(comparison, run_number) else held
         result.comparisons.append(comparison)
-        with clock.timing("kernel: guards, unwritten output, inputs"):
-            if run_number == 1 and not result.initialised_by_launch:
-                still_first = poison_mask(guarded_out.tensor, pattern) if held else None
-            elif not result.initialised_by_launch and held and still_first is not None:
-                unwritten = unwritten_after(guarded_out.tensor, still_first)
-                result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
-                if result.unwritten:
-                    flat = int(torch.nonzero(unwritten.reshape(-1))[0])
-                    result.first_unwritten = coords_of(flat, shape)
-                del unwritten
-    result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
-    return result
+        return held
+
+    def _written(self, comparison: Comparison | None, run_number: int) -> bool:
+        return _written_everywhere(comparison, self.expected, self.entry, self.expected_poison, run_number)
+
+
+def _track_unwritten(result: KernelRun, run_number: int, output: torch.Tensor, pattern: int, held: int,
+                     still_first, shape: tuple):
+    """After run one, where its pattern is still held (None if nowhere); after run two, the elements that held both
+    runs' patterns, never written, counted into `result` with the first one's coordinates."""
+    if result.initialised_by_launch:
+        return still_first
+    if run_number == 1:
+        return poison_mask(output, pattern) if held else None
+    if held and still_first is not None:
+        unwritten = unwritten_after(output, still_first)
+        result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
+        if result.unwritten:
+            result.first_unwritten = coords_of(int(torch.nonzero(unwritten.reshape(-1))[0]), shape)
+    return still_first
 
 
 @dataclass
@@ -553,65 +620,12 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
             yield Case("probe", t, len(probe), list(tensors))
         except Exception as error:
             yield Case("probe", t, len(probe), error=error)
-
-    if entry.suites is None:
-        book.skip(CheckName.SUITE_RULES, "not run: the entry has no valid suites")
+    well_formed = _well_formed_suites(entry, book)
+    if well_formed is None:
         return
-    try:
-        suites = list(entry.suites())
-    except Exception as error:
-        book.fail(CheckName.SUITES_BUILD, f"suites() raised {type(error).__name__}: {error}")
-        book.skip(CheckName.SUITE_RULES, "not run: suites() raised")
-        return
-    well_formed = []
-    for i, suite in enumerate(suites):
-        if (isinstance(suite, (tuple, list)) and len(suite) == 3 and isinstance(suite[0], str)
-                and type(suite[1]) is int and suite[1] >= 1 and callable(suite[2])):
-            well_formed.append(tuple(suite))
-        else:
-            book.fail(CheckName.SUITES_BUILD, f"suites()[{i}] is {suite!r:.80}, not (name, n_trials >= 1, builder)")
-    suites_where = where_defined(entry.suites, 'suites')
-    for text in suite_rules.suite_list_problems(well_formed):
-        book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
-    t0_notes, t0_matches = [], []
-    for suite_name, n_trials, builder in well_formed:
-        is_t0 = suite_name == suite_rules.T0_NAME
-        ahead = is_t0 and trial_inputs is not None and problem is not None
-        if ahead:
-            trial_inputs.start(problem, builder, n_trials)
-        for t in range(n_trials):
-            case = Case(suite_name, t, n_trials)
-            progress(case.where)
-            with clock.timing("inputs from helpers (waiting)" if ahead and trial_inputs.helping else "inputs built"):
-                built = (trial_inputs.t0(t) if ahead
-                         else build_here(builder, t, device, problem if is_t0 else None))
-            if built.error is not None:
-                case.error = built.error
-                yield case
-                continue
-            case.inputs = built.inputs
-            where = where_defined(builder, 'the builder')
-            if built.difference:
-                book.fail(CheckName.SUITE_RULES, f"{where}: {case.where} is not deterministic: built twice, "
-                                                 f"{built.difference}")
-            if built.official_error is not None:
-                book.fail(CheckName.OFFICIAL_REFERENCE, f"{case.where}: get_inputs() raised "
-                                                        f"{type(built.official_error).__name__}: {built.official_error}")
-            if is_t0 and built.official is not None:
-                with clock.timing("T0 against get_inputs()"):
-                    match = suite_rules.t0_trial_match(t, built.inputs, built.official, built.identical)
-                for text in match.problems:
-                    book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
-                t0_notes.append(match.how)
-                t0_matches.append(match)
-            del built
-            yield case
-        if is_t0 and t0_matches:
-            with clock.timing("T0 against get_inputs()"):
-                problems, notes = suite_rules.settle_t0(t0_matches)
-            for text in problems:
-                book.fail(CheckName.SUITE_RULES, f"{where_defined(builder, 'the builder')}: {text}")
-            t0_notes += notes
+    t0_notes = []
+    for suite in well_formed:
+        yield from _suite_cases(suite, device, book, problem, progress, trial_inputs, clock, t0_notes)
     if well_formed:
         forms = {}
         for suite_name, _n, builder in well_formed:
@@ -623,6 +637,77 @@ def _cases(entry: Entry, device, book: CheckBook, problem, progress, trial_input
         book.ran(CheckName.SUITE_RULES, f"{suite_rules.T0_NAME} has get_inputs()'s shapes and dtypes in all "
                                         f"{suite_rules.T0_TRIALS} trials, its values {how}; "
                                         f"{len(well_formed) - 1} targeted suites; every builder deterministic")
+
+
+def _well_formed_suites(entry: Entry, book: CheckBook) -> list[tuple] | None:
+    """suites()'s (name, n_trials, builder) triples that are well formed, the others failed in `book` with the suite
+    list's rules; None where there are none to build (no valid suites, or suites() raised)."""
+    if entry.suites is None:
+        book.skip(CheckName.SUITE_RULES, "not run: the entry has no valid suites")
+        return None
+    try:
+        suites = list(entry.suites())
+    except Exception as error:
+        book.fail(CheckName.SUITES_BUILD, f"suites() raised {type(error).__name__}: {error}")
+        book.skip(CheckName.SUITE_RULES, "not run: suites() raised")
+        return None
+    well_formed = []
+    for i, suite in enumerate(suites):
+        if (isinstance(suite, (tuple, list)) and len(suite) == 3 and isinstance(suite[0], str)
+                and type(suite[1]) is int and suite[1] >= 1 and callable(suite[2])):
+            well_formed.append(tuple(suite))
+        else:
+            book.fail(CheckName.SUITES_BUILD, f"suites()[{i}] is {suite!r:.80}, not (name, n_trials >= 1, builder)")
+    suites_where = where_defined(entry.suites, 'suites')
+    for text in suite_rules.suite_list_problems(well_formed):
+        book.fail(CheckName.SUITE_RULES, f"{suites_where}: {text}")
+    return well_formed
+
+
+def _suite_cases(suite: tuple, device, book: CheckBook, problem, progress, trial_inputs: TrialInputs | None,
+                 clock: PhaseClock, t0_notes: list):
+    """Yield a Case per trial of one suite, its build checked (deterministic, get_inputs() ran); T0's trials are
+    drawn ahead where there are helpers, matched against get_inputs()'s, and settled together after the last
+    (`t0_notes` hears how their values matched)."""
+    suite_name, n_trials, builder = suite
+    is_t0 = suite_name == suite_rules.T0_NAME
+    ahead = is_t0 and trial_inputs is not None and problem is not None
+    if ahead:
+        trial_inputs.start(problem, builder, n_trials)
+    where = where_defined(builder, 'the builder')
+    t0_matches = []
+    for t in range(n_trials):
+        case = Case(suite_name, t, n_trials)
+        progress(case.where)
+        with clock.timing("inputs from helpers (waiting)" if ahead and trial_inputs.helping else "inputs built"):
+            built = (trial_inputs.t0(t) if ahead
+                     else build_here(builder, t, device, problem if is_t0 else None))
+        if built.error is not None:
+            case.error = built.error
+            yield case
+            continue
+        case.inputs = built.inputs
+        if built.difference:
+            book.fail(CheckName.SUITE_RULES, f"{where}: {case.where} is not deterministic: built twice, "
+                                             f"{built.difference}")
+        if built.official_error is not None:
+            book.fail(CheckName.OFFICIAL_REFERENCE, f"{case.where}: get_inputs() raised "
+                                                    f"{type(built.official_error).__name__}: {built.official_error}")
+        if is_t0 and built.official is not None:
+            with clock.timing("T0 against get_inputs()"):
+                match = suite_rules.t0_trial_match(t, built.inputs, built.official, built.identical)
+            for text in match.problems:
+                book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
+            t0_notes.append(match.how)
+            t0_matches.append(match)
+        del built
+        yield case
+    if is_t0 and t0_matches:
+        with clock.timing("T0 against get_inputs()"):
+            problems, notes = suite_rules.settle_t0(t0_matches)
+        for text in problems:
+            book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
+        t0_notes += notes
 
 
 def count_cases(entry: Entry) -> int:
@@ -1022,14 +1107,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
-    book = CheckBook()
-    for result in checks_so_far:
-        if result.status is CheckStatus.FAILED:
-            book.fail(result.check, result.detail)
-        elif result.status is CheckStatus.PASSED:
-            book.ran(result.check, result.detail)
-        else:
-            book.skip(result.check, result.detail)
+    book = CheckBook.of(checks_so_far)
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file or "",
                              source_sha256=entry.source_sha256(search))
     device = backend.device
@@ -1075,6 +1153,14 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             trial_inputs.close()
     if ctx.official is not None:
         _conclude_suites(ctx, entry, suites)
+    return _concluded(ctx, report, suites, started)
+
+
+def _concluded(ctx: GateContext, report: SubstrateReport, suites: dict[str, SuiteResult],
+               started: float) -> SubstrateReport:
+    """The report once every trial ran (or the run stopped): the memory checks passed where nothing failed them,
+    every check no trial reached skipped saying why, the peak memory and the phases' time."""
+    book = ctx.book
     if not book.decided(CheckName.FITS_DEVICE_MEMORY) and ctx.trials_on_device:
         book.ran(CheckName.FITS_DEVICE_MEMORY, f"all {ctx.trials_on_device} trials fit the device's memory")
     if not book.decided(CheckName.FITS_HOST_MEMORY) and ctx.trials_on_device:
@@ -1089,7 +1175,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report.checks = book.results()
     report.suites = list(suites.values())
     report.seconds = time.perf_counter() - started
-    report.peak_device_bytes = backend.peak_memory_bytes()
+    report.peak_device_bytes = ctx.backend.peak_memory_bytes()
     report.phase_seconds = ctx.clock.seconds()
     return report
 
