@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.checkers.under_test import CheckerVerdict
-from harness.cli import main as gate_main
+from harness.gate.command import main as gate_main
 from harness.engine import tests_view
 from harness.engine.page import CSP, NotAReport, report_page, status_word
 from harness.engine.report import (OWN_KEY, MutantStatus, SubstrateCampaign, format_table, percent, report_html,
