@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import preflight
@@ -35,8 +36,8 @@ from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.page import report_page
 from harness.engine.plan import Plan, Refused, UsageError, plans as make_plans
-from harness.engine.report import (NOT_VALID, SubstrateCampaign, describe_schemata, format_survivors, format_table,
-                                   outcomes, report_html, report_json)
+from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
+                                   format_table, outcomes, report_html, report_json)
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
                                 worker_environment, worker_log, workers_that_fit)
@@ -369,17 +370,56 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
         plan.to_run = _to_run(plan, store, backend, args)
-    total = sum(len(p.mutants) for p in plans)
     pending = sum(len(p.to_run) for p in plans)
-    where = f"{gpus} GPU(s)" if gpus else "the CPU"
-    compilers, lowered = (compile_pool.processes, compile_pool.lowered) if pending else (0, 0)
-    # Items at once per GPU; a remote cluster's GPUs keep the 4 its campaigns were measured with (each item's
-    # device memory share is 1 / per_gpu, and a worker there is a Dask worker's, not one of this host's cores').
-    per_gpu = max(1, workers // gpus) if gpus else REMOTE_ITEMS_PER_GPU
-    running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
-               else f"{workers} worker(s) over {where}")
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
     spares = "never" if args.naive or args.scheduler else spare_mode(args.spare_workers, backend, workers, cores)
+    _announce(args, plans, backend, workers, gpus, compile_pool if pending else None, spares)
+    run = _Run(pending=pending, progress=Progress(pending, args.no_progress), started=time.perf_counter())
+    run.start_times = StartTimes(run.started)
+    where = f"{gpus} GPU(s)" if gpus else "the CPU"
+    try:
+        _run_stage(args, plans, backend, store, run, (gpus, workers, spares), compile_pool, first_workers)
+        if args.naive:
+            print(run.worker_time.describe())
+            print(_naive_summary(run.naive_results, pending, run.seconds))
+            return EXIT_RAN
+        judged = _judge_stage(args, plans, backend, store, remote, chosen, tools)
+    except KeyboardInterrupt as interrupt:
+        # What was judged whole is in the store; the report says what that is, marked incomplete, before main's line.
+        kill_descendants()
+        run.progress.close()
+        _report_interrupted(args, plans, store, backend, chosen, where, log_size, interrupt)
+        raise
+    campaigns = _campaigns(plans, store, backend, chosen, where)
+    judged = judged_view(plans, campaigns, store, backend, args) if args.matrix or args.checker else None
+    _print_and_write_report(args, plans, campaigns, judged, log_size)
+    _print_times(args, plans, backend, store, run, workers, started)
+    if judged:  # last: what a --matrix or --checker campaign is run for
+        print(format_judged(judged), flush=True)
+    return _exit_status(plans, refused)
+
+
+@dataclass
+class _Run:
+    """The run stage's clocks and counters, which the report and the lines after it read."""
+
+    pending: int
+    progress: Progress
+    started: float
+    seconds: float = 0.0
+    worker_time: WorkerTime = field(default_factory=WorkerTime)
+    start_times: StartTimes | None = None
+    naive_results: dict = field(default_factory=dict)
+
+
+def _announce(args, plans: list[Plan], backend: str, workers: int, gpus: int, compile_pool: CompilePool | None,
+              spares: str) -> None:
+    """The campaign's first line: what runs, on what, with which helpers."""
+    total = sum(len(p.mutants) for p in plans)
+    pending = sum(len(p.to_run) for p in plans)
+    compilers, lowered = (compile_pool.processes, compile_pool.lowered) if compile_pool else (0, 0)
+    running = (f"one item per substrate on the Dask cluster {args.scheduler}" if args.scheduler
+               else f"{workers} worker(s) over {f'{gpus} GPU(s)' if gpus else 'the CPU'}")
     print(f"campaign: {len(plans)} substrate(s), {total} mutants, {pending} to run ({total - pending} stored) on "
           f"backend {backend}, {running}"
           + (f", {compilers} process(es) compiling batches ahead" if compilers else "")
@@ -389,59 +429,81 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     if checks_addresses(args, backend):
         print(address_check.describe_assembly(ahead=compilers > 0), flush=True)
 
-    progress = Progress(pending, args.no_progress)
-    naive_results: dict[str, dict] = {}
-    worker_time = WorkerTime()
-    run_started = time.perf_counter()
-    start_times = StartTimes(run_started)
+
+def _run_stage(args, plans: list[Plan], backend: str, store: ResultStore, run: _Run, slots: tuple,
+               compile_pool: CompilePool, first_workers: list) -> None:
+    """Every plan's mutants run and stored: on this host's workers, or an item per substrate on a Dask cluster.
+    `slots`: (GPUs, workers, spare workers' mode)."""
+    gpus, workers, spares = slots
     if args.scheduler:
+        # Items at once per GPU; a remote cluster's GPUs keep the 4 its campaigns were measured with (each item's
+        # device memory share is 1 / per_gpu, and a worker there is a Dask worker's, not one of this host's cores').
+        per_gpu = max(1, workers // gpus) if gpus else REMOTE_ITEMS_PER_GPU
         try:
             with cluster_client(args.scheduler, gpus, args.workers or 1, per_gpu,
                                 os.environ.get("CUDA_VISIBLE_DEVICES")) as client:
                 if backend == "cuda":
                     require_gpu_workers(client, args.scheduler)
                 run_on_cluster(client, sorted(plans, key=lambda plan: -len(plan.to_run)), args, backend, store,
-                               progress, worker_time, gpu_share=1 / per_gpu if backend == "cuda" else 0)
+                               run.progress, run.worker_time, gpu_share=1 / per_gpu if backend == "cuda" else 0)
         except ClusterUnavailable as error:
             raise UsageError(str(error))
     else:
-        _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, progress,
-                  worker_time, naive_results, workers, gpus, compile_pool, start_times, first_workers)
-    progress.close()
-    run_seconds = time.perf_counter() - run_started
-    if args.naive:
-        print(worker_time.describe())
-        print(_naive_summary(naive_results, pending, run_seconds))
-        return EXIT_RAN
+        _run_here(plans, argparse.Namespace(**{**vars(args), "spare_workers": spares}), backend, store, run.progress,
+                  run.worker_time, run.naive_results, workers, gpus, compile_pool, run.start_times, first_workers)
+    run.progress.close()
+    run.seconds = time.perf_counter() - run.started
 
+
+def _judge_stage(args, plans: list[Plan], backend: str, store: ResultStore, remote: bool, chosen: tuple,
+                 tools: tuple) -> str:
+    """The value survivors judged by the chosen oracles, here; what they said ("" when nothing)."""
     if remote and backend == "cuda" and not gpu_visible() and len(chosen) > 1:
         # The oracles run here, after the items: a host without a GPU leaves the survivors to a later run.
         print("\n".join(f"oracle {o}: skipped (the oracles run on the client's host, which has no GPU: run the "
                         f"campaign again on a GPU host to judge the survivors; the value results are stored)"
                         for o in chosen[1:]), flush=True)
-        judged = ""
-    else:
-        judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
+        return ""
+    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
     if judged:
         print(judged, flush=True)
-    campaigns = [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
-                                   device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
-    judged = judged_view(plans, campaigns, store, backend, args) if args.matrix or args.checker else None
-    _print_and_write_report(args, plans, campaigns, judged, log_size)
+    return judged
+
+
+def _campaigns(plans: list[Plan], store: ResultStore, backend: str, chosen: tuple, where: str):
+    return [SubstrateCampaign(name=p.name, source=p.source, source_sha256=p.source_sha256, backend=backend,
+                              device=where, outcomes=outcomes(p, store, backend, chosen)) for p in plans]
+
+
+def _print_times(args, plans: list[Plan], backend: str, store: ResultStore, run: _Run, workers: int,
+                 started: float) -> None:
+    """Where the run's time went, and its rate."""
     if uses_schemata(args, backend):
         print(describe_schemata(plans, store, backend))
-    if worker_time.workers:
-        print(worker_time.describe())
-    if said := start_times.describe(workers):
+    if run.worker_time.workers:
+        print(run.worker_time.describe())
+    if said := run.start_times.describe(workers):
         print(said)
-    if said := start_times.describe_end(workers):
+    if said := run.start_times.describe_end(workers):
         print(said)
-    rate = f", {pending / run_seconds:.2f} mutants/s" if pending and run_seconds else ""
-    print(f"{pending} mutants run in {run_seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
+    rate = f", {run.pending / run.seconds:.2f} mutants/s" if run.pending and run.seconds else ""
+    print(f"{run.pending} mutants run in {run.seconds:.1f} s{rate} ({time.perf_counter() - started:.1f} s in all)",
           flush=True)
-    if judged:  # last: what a --matrix or --checker campaign is run for
-        print(format_judged(judged), flush=True)
-    return _exit_status(plans, refused)
+
+
+def _report_interrupted(args, plans: list[Plan], store: ResultStore, backend: str, chosen: tuple, where: str,
+                        log_size: int, interrupt: KeyboardInterrupt) -> None:
+    """The table and the reports of what was judged before the interrupt, the JSON marked incomplete: which signal,
+    and how many mutants have no verdict yet."""
+    if args.naive:
+        return  # the naive mode stores nothing: there is nothing judged to report
+    campaigns = _campaigns(plans, store, backend, chosen, where)
+    judged = sum(len(c.outcomes) for c in campaigns)
+    incomplete = {"interrupted_by": interrupt.args[0] if interrupt.args else "SIGINT",
+                  "not_judged": sum(len(p.mutants) for p in plans) - judged}
+    print(f"campaign: interrupted: {judged} mutant(s) judged, {incomplete['not_judged']} not; the table and "
+          f"reports below hold the judged ones", file=sys.stderr, flush=True)
+    _print_and_write_report(args, plans, campaigns, None, log_size, incomplete)
 
 
 def _exit_status(plans: list[Plan], refused: list) -> int:
@@ -470,8 +532,9 @@ def nothing_to_run(args, backend: str, refused: list) -> str:
     return f"nothing to run: {asked} is admitted on {backend} (each refusal above says why and what to run)"
 
 
-def _print_and_write_report(args, plans, campaigns, judged, log_size: int) -> None:
-    """The table (a column per checker), the survivors, what did not run, and the JSON and HTML reports."""
+def _print_and_write_report(args, plans, campaigns, judged, log_size: int, incomplete: dict | None = None) -> None:
+    """The table (a column per checker), the survivors, what did not run, and the JSON and HTML reports (marked
+    `incomplete`, when the campaign was interrupted, under the report's own key)."""
     print(format_table(campaigns, judged.columns if judged else None))
     survivors = format_survivors(plans, campaigns)
     if survivors:
@@ -483,6 +546,8 @@ def _print_and_write_report(args, plans, campaigns, judged, log_size: int) -> No
         print(f"the workers' own messages (tracebacks of those that died) are in {worker_log(args)}")
     if args.json or args.html:
         report = report_json(campaigns, tests=judged.view if judged else None)
+        if incomplete:
+            report[OWN_KEY]["incomplete"] = incomplete
         if args.json:
             args.json.write_text(json.dumps(report, indent=2) + "\n")
         if args.html:

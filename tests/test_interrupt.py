@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from harness.gate.scheduling import JobQueue
 from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, descendants
+from harness.report_diff import status_differences
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,27 +132,43 @@ def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leav
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_an_interrupted_campaign_says_so_once_and_the_same_command_goes_on_without_running_anything_twice(tmp_path):
-    store = tmp_path / "store" / "results.jsonl"
+    store, report = tmp_path / "store" / "results.jsonl", tmp_path / "report.json"
     command = [sys.executable, "-m", "harness.campaign", "--backend", "cpu", "--no-progress", "--store", str(store),
-               "pad_const_b4"]
+               "--json", str(report), "pad_const_b4"]
     campaign = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (store.is_file() and len(store.read_text().splitlines()) >= 3) and time.monotonic() < deadline:
         time.sleep(0.1)
     os.killpg(campaign.pid, signal.SIGINT)
-    _out, err = campaign.communicate(timeout=60)
+    sent = time.monotonic()
+    out, err = campaign.communicate(timeout=60)
+    assert time.monotonic() - sent < 15, "the campaign took more than 15 s to stop"
     assert campaign.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1] == (f"campaign: interrupted by SIGINT: every mutant judged before it is in "
                                             f"{store}; run the same command to go on from there")
     stored = [json.loads(line) for line in store.read_text().splitlines()]
+    # What was judged is printed and written, the report marked incomplete with what is missing.
+    partial = json.loads(report.read_text())
+    judged = partial["files"]["pad_const_b4.cu"]["mutants"]
+    assert {m["id"] for m in judged} == {row["mutant_id"] for row in stored}
+    total = int(re.search(r"^campaign: 1 substrate\(s\), (\d+) mutants, ", out, re.M).group(1))
+    assert partial["substrateHarness"]["incomplete"] == {"interrupted_by": "SIGINT", "not_judged": total - len(stored)}
+    assert re.search(rf"^pad_const_b4 +{len(stored)} ", out, re.M), out  # the table of the judged ones
+    assert f"campaign: interrupted: {len(stored)} mutant(s) judged, {total - len(stored)} not;" in err
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     resumed = [json.loads(line) for line in store.read_text().splitlines()]
     assert resumed[:len(stored)] == stored  # kept as stored
     ids = [row["mutant_id"] for row in resumed]
     assert len(ids) == len(set(ids))  # nothing run twice
+    assert "incomplete" not in json.loads(report.read_text())["substrateHarness"]
+    # ... and every status and killer as a campaign never interrupted gives them.
+    whole = tmp_path / "whole.json"
+    assert subprocess.run([*command[:-5], "--store", str(tmp_path / "whole.jsonl"), "--json", str(whole),
+                           "pad_const_b4"], cwd=ROOT, capture_output=True, timeout=600).returncode == 0
+    assert status_differences(json.loads(whole.read_text()), json.loads(report.read_text())) == []
     deadline = time.monotonic() + 5
     while _processes_in_group(campaign.pid) and time.monotonic() < deadline:
         time.sleep(0.1)

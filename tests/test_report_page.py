@@ -147,6 +147,15 @@ def test_the_summary_and_table_show_the_jsons_scores_as_the_terminal_formats_the
     assert page_table(page) == table_rows(format_table(campaigns()))
 
 
+def test_an_interrupted_campaigns_page_says_it_is_incomplete_and_what_is_missing():
+    report = report_json(campaigns())
+    assert "incomplete" not in parse(report_page(report)).by_id
+    report[OWN_KEY]["incomplete"] = {"interrupted_by": "SIGTERM", "not_judged": 17}
+    assert parse(report_page(report)).by_id["incomplete"]["text"] == (
+        "Incomplete: the campaign was interrupted by SIGTERM with 17 mutant(s) not judged yet; the figures are those "
+        "of the judged ones. The same command goes on from its store.")
+
+
 def test_a_checkers_column_is_the_terminals():
     substrates = [tests_view.SubstrateRecords(
         c.name, {o.mutant_id: o.status for o in c.outcomes},

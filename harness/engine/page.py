@@ -207,6 +207,12 @@ def _summary(own: dict, title: str, views: list[SubstrateView]) -> str:
     checkers = [checker.get("headline") for checker in (own.get("checkers") or {}).values()
                 if isinstance(checker, dict) and checker.get("headline")]
     notes = [f"<p class='note'>checker {_e(line)}</p>" for line in checkers]
+    if isinstance(own.get("incomplete"), dict):
+        stop = own["incomplete"]
+        notes.insert(0, f"<p class='note incomplete' id='incomplete'>Incomplete: the campaign was interrupted by "
+                        f"{_e(str(stop.get('interrupted_by', '?')))} with {_e(str(stop.get('not_judged', '?')))} "
+                        f"mutant(s) not judged yet; the figures are those of the judged ones. The same command goes "
+                        f"on from its store.</p>")
     if own.get("matrix"):
         notes.append("<p class='note'>The kill matrix's analyses (per suite and trial) are in the report's JSON, "
                      "under substrateHarness.matrix, and in the campaign's terminal output.</p>")
