@@ -28,8 +28,22 @@ def missing_packages(modules: dict[str, str] | None = None) -> list[str]:
     return [package for module, package in (modules or REQUIRED_MODULES).items() if not _installed(module)]
 
 
+OLDEST_PYTHON = (3, 11)  # pyproject.toml's requires-python
+
+
+def python_problem(version: tuple = tuple(sys.version_info[:3])) -> str:
+    """One line naming a Python older than the harness runs on; "" for one it runs on. First: an older Python
+    has no wheels for the packages either, and its pip would fail later, naming none of this."""
+    if tuple(version[:2]) >= OLDEST_PYTHON:
+        return ""
+    return (f"Python {'.'.join(map(str, version))} ({sys.executable}) is older than the harness runs on: it needs "
+            f"Python {'.'.join(map(str, OLDEST_PYTHON))} or newer (make the virtual environment with one)")
+
+
 def packages_problem(modules: dict[str, str] | None = None) -> str:
-    """One line naming what is missing and how to install it; "" when nothing is."""
+    """One line naming what is missing and how to install it (or the Python too old for them); "" when nothing is."""
+    if too_old := python_problem():
+        return too_old
     missing = missing_packages(modules)
     if not missing:
         return ""

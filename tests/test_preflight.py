@@ -91,3 +91,41 @@ def test_list_exits_1_when_a_candidate_does_not_import(tmp_path, capsys):
     assert "import failed: " in captured.out and "broken on purpose" in captured.out
     family = len(candidate_files())
     assert captured.err == f"1 of {family + 1} candidate file(s) did not import\n"
+
+
+def test_a_python_older_than_the_harness_runs_on_is_named_first():
+    assert preflight.python_problem((3, 10, 13)) == (
+        f"Python 3.10.13 ({os.sys.executable}) is older than the harness runs on: it needs Python 3.11 or newer "
+        f"(make the virtual environment with one)")
+    assert preflight.python_problem((3, 11, 0)) == preflight.python_problem((3, 13, 1)) == ""
+
+
+def test_the_oldest_python_is_the_one_pyproject_requires():
+    import tomllib
+
+    required = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert required == ">=" + ".".join(map(str, preflight.OLDEST_PYTHON))
+
+
+def _python_3_10() -> str | None:
+    """A Python 3.10 that runs: on PATH, or one pyenv installed (its shim on PATH may not run it)."""
+    import subprocess
+
+    found = [shutil.which("python3.10"), *map(str, sorted(Path.home().glob(".pyenv/versions/3.10*/bin/python3.10")))]
+    for python in filter(None, found):
+        if subprocess.run([python, "-c", "pass"], capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+def test_under_python_3_10_the_gate_names_the_version_not_the_packages():
+    import subprocess
+
+    python = _python_3_10()
+    if python is None:
+        pytest.skip("needs a Python 3.10 (on PATH, or under ~/.pyenv/versions)")
+    done = subprocess.run([python, "gate.py", "--list"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr.startswith("gate.py: error: Python 3.10.") and "it needs Python 3.11 or newer" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
