@@ -464,7 +464,7 @@ def _judge_stage(args, plans: list[Plan], backend: str, store: ResultStore, remo
                         f"campaign again on a GPU host to judge the survivors; the value results are stored)"
                         for o in chosen[1:]), flush=True)
         return ""
-    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools)
+    judged = oracles.judge_survivors(plans, args, backend, store, chosen, tools, checks_addresses(args, backend))
     if judged:
         print(judged, flush=True)
     return judged

@@ -109,6 +109,7 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
                                  on_substrate=lambda *said: heard.append(said))
     assert notes == {}
     assert [said[:3] for said in heard] == [("forms_row_sum", 2, 1)] and heard[0][3] > 0
+    assert heard[0][4] == 4  # a process per trial: T0 along axis 0 and the last, the lowest rank (T0's), the largest
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
     assert "elements differ" in killed["detail"]
@@ -187,22 +188,30 @@ def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next
     assert store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))["killed_by"] == LARGE_INDEX
 
 
-@pytest.mark.parametrize("fault, detail", [
+@pytest.mark.parametrize("fault, detail, processes", [
     # The CPU shim catches the read: the launch fails, as an illegal address does on the GPU.
     (" if (i >= 300000) out[0] = x[i + (1LL << 40)];",
-     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)"),
+     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 4),
+    # Caught, but after a write into an input: the trial is no longer the one the next survivor must meet.
+    (" if (i >= 300000) { ((float*)x)[0] = 7.0f; out[0] = x[i + (1LL << 40)]; }",
+     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 5),
     # A death the process does not survive: a fresh process judges the next survivor.
     ("\n#ifdef HARNESS_CPU\n if (i >= 300000) std::abort();\n#endif\n",
-     "the oracle's process died while it ran: the process ended (killed by signal SIGABRT)"),
-], ids=["caught", "died"])
+     "the oracle's process died while it ran: the process ended (killed by signal SIGABRT)", 5),
+], ids=["caught", "caught-after-a-write", "died"])
 def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is_still_judged(tmp_path, fault,
-                                                                                              detail):
+                                                                                              detail, processes):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     crashing = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:crash:0",
                         unmutated.source.replace(GUARD, GUARD + fault))
     harmless = _guarded_survivor("i >= (1LL << 40)", 1)
-    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12, max_elements=2**21) == {}
+    heard = []
+    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12,
+                                max_elements=2**21, on_substrate=lambda *said: heard.append(said)) == {}
+    # One process a trial (four); a fault the shim caught, with nothing written first, ends none of them (the GPU's
+    # address check foresees one as the shim catches it), while a death costs a fifth.
+    assert [said[4] for said in heard] == [processes]
     died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
     assert died["killed_by"] == LARGE_INDEX
     assert died["detail"].startswith(detail), died["detail"]
@@ -350,3 +359,38 @@ def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipp
     assert record == {"event": "skipped", "why": "the large trial did not fit in the device's memory while it was "
                       "built (about 0.0 GiB estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a "
                       "total capacity of 139.80 GiB of which 27.19 GiB is free."}
+
+
+def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(tmp_path, monkeypatch, capsys):
+    import argparse
+    import threading
+
+    from harness.engine import judge
+
+    unmutated, survivor = _substrate()
+    monkeypatch.setattr(judge, "_value_survivors", lambda plans, store, backend, oracle: ([unmutated], [survivor]))
+    both_running = threading.Barrier(2, timeout=20)  # broken, and raising, if one oracle waited for the other
+    seen = {}
+
+    def sanitizers(*args, **kwargs):
+        both_running.wait()
+        return {}
+
+    def large_index(*args, check_addresses=False, on_substrate=None, **kwargs):
+        both_running.wait()
+        seen["check_addresses"] = check_addresses
+        on_substrate("forms_row_sum", 1, 0, 2.5, 4)
+        return {"forms_row_sum": "T0 trial 0 along axis -1: skipped"}
+
+    monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
+    monkeypatch.setattr(judge, "judge_on_large_trial", large_index)
+    args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1)
+    said = judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
+                                 ("values", SANITIZERS, LARGE_INDEX), ("memcheck",), check_addresses=True)
+    lines = said.splitlines()
+    assert re.fullmatch(r"oracle sanitizers: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[0]), lines
+    assert re.fullmatch(r"oracle large-index: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[1]), lines
+    assert lines[2:] == ["  forms_row_sum: T0 trial 0 along axis -1: skipped"]
+    assert seen == {"check_addresses": True}
+    out = capsys.readouterr().out
+    assert "  large-index: forms_row_sum: 1 survivor(s) judged, 0 killed, in 2.5 s, 4 process(es)\n" in out

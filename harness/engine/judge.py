@@ -19,6 +19,7 @@ import os
 import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,11 +115,13 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
                          kb_root: str | None = None, cache_dir: str | None = None,
                          min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT,
                          hang_floor: float = HANG_FLOOR_SECONDS,
-                         max_elements: int = MAX_LARGE_ELEMENTS,
-                         on_substrate=lambda name, judged, killed, seconds: None) -> dict[str, str]:
+                         max_elements: int = MAX_LARGE_ELEMENTS, check_addresses: bool = False,
+                         on_substrate=lambda name, judged, killed, seconds, processes: None) -> dict[str, str]:
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
     not judge them (the device's memory, the unmutated kernel failing it), if so. `on_substrate` hears each
-    substrate's count of survivors judged and killed as it is done (minutes each at 2^31 elements).
+    substrate's count of survivors judged and killed as it is done (minutes each at 2^31 elements), and how many
+    processes built a trial for them. `check_addresses` (cuda): the kernels run address-checked, so a fault that
+    would have ended the process is foreseen and the next survivor runs on the trial already built.
 
     LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
     axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
@@ -130,15 +133,16 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
             continue
         started = time.perf_counter()
         judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
-        trials, why_not = [], []
+        trials, why_not, processes = [], [], 0
         for source, axis, size in LARGE_TRIALS:
             left = [s for s in mine if not judged.get(s.mutant_id, (False,))[0]]
             if not left:
                 break
             kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
-            results, trial, why = _run_large_trial(u, kernels, backend, kb_root, cache_dir,
-                                                   (min_elements, max_elements), (timeout, hang_floor),
-                                                   (source, axis, size))
+            results, trial, why, started_here = _run_large_trial(u, kernels, backend, kb_root, cache_dir,
+                                                                 (min_elements, max_elements), (timeout, hang_floor),
+                                                                 (source, axis, size), check_addresses)
+            processes += started_here
             base = results.get(u.substrate)
             if why is None:
                 continue
@@ -163,14 +167,15 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
                        "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
                        "trial": trial if killed else "; ".join(trials)})
         on_substrate(u.substrate, len(judged), sum(1 for killed, _d, _t in judged.values() if killed),
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, processes)
     return notes
 
 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, counts: tuple[int, int],
-                     limits: tuple[float, float], trial=("t0", 0, "least")) -> tuple[dict, str, str | None]:
-    """{key: (killed, detail)} over `kernels`, a description of the trial, and why none ran (or ""; None when
-    the trial along `axis` is one along another axis already run)."""
+                     limits: tuple[float, float], trial=("t0", 0, "least"),
+                     check_addresses: bool = False) -> tuple[dict, str, str | None, int]:
+    """{key: (killed, detail)} over `kernels`, a description of the trial, why none ran (or ""; None when
+    the trial along `axis` is one along another axis already run), and how many processes ran them."""
     from harness.processes import start_worker
 
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
@@ -178,7 +183,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              kb_root, cache_dir, counts, limits, trial)
+                              kb_root, cache_dir, counts, limits, trial, check_addresses)
     finally:
         spare[0].stop()
 
@@ -194,7 +199,7 @@ def _events(path: Path) -> list[dict]:
 
 
 def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, counts, limits,
-                   trial_kind=("t0", 0, "least")):
+                   trial_kind=("t0", 0, "least"), check_addresses: bool = False):
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
 
     `limits`: (timeout, hang floor). A mutant that runs past `hang_limit` of the unmutated kernel's time is
@@ -213,7 +218,8 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
                                     "watch_pid": os.getpid(), "source": source, "axis": axis, "size": size,
                                     "name": u.substrate, "min_elements": min_elements,
-                                    "max_elements": max_elements, "kernels": remaining}))
+                                    "max_elements": max_elements, "kernels": remaining,
+                                    "check_addresses": check_addresses}))
         worker, spare[0] = spare[0], start()
         stderr = work / f"stderr-{attempt}.txt"
         began, ended = time.monotonic(), ""
@@ -244,7 +250,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
         judged, deliberate_end = [], False
         for record in _events(events):
             if record["event"] == "skipped":  # None: nothing new to judge (the trial along another axis was it)
-                return results, trial, None if record.get("redundant") else record["why"]
+                return results, trial, None if record.get("redundant") else record["why"], attempt
             if record["event"] == "trial":
                 trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
                          + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
@@ -257,14 +263,14 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir
                 if record["key"] == u.substrate and "seconds" in record:
                     unmutated_seconds = record["seconds"]
         if not trial:
-            return results, trial, f"the large trial could not be built: {ended}"
+            return results, trial, f"the large trial could not be built: {ended}", attempt
         left = [k for k in remaining if k[0] not in judged]
         if left and not deliberate_end:  # the process died (or hung) inside the next kernel: its doing
             results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}"
                                    if not ended.startswith("hung") else f"the kernel {ended}")
             left = left[1:]
         remaining = left
-    return results, trial, ""
+    return results, trial, "", attempt
 
 
 def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, str]:
@@ -282,41 +288,65 @@ def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, s
 
 
 def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen: tuple[str, ...],
-                    tools: tuple[str, ...]) -> str:
-    """Every chosen oracle after the values over every value survivor it has not judged; lines saying what each did."""
-    lines = []
-    cache_dir = str(args.cache_dir) if args.cache_dir else None
-    path = args.sanitizer or sanitizer_tools.find_sanitizer()
+                    tools: tuple[str, ...], check_addresses: bool = False) -> str:
+    """Every chosen oracle after the values over every value survivor it has not judged; lines saying what each did.
+
+    The oracles run side by side, each in a thread of its own driving its processes: each judges every survivor
+    (the first in ORACLES order that kills one is credited), so neither waits for the other's verdicts, and the
+    sanitizers' small cases run on the device beside the large-index trials. `check_addresses`: the large-index
+    kernels run address-checked (harness.engine.run.checks_addresses)."""
+    lines: dict[str, list[str]] = {}
+    work = []
     for oracle in chosen[1:]:
-        if backend == "cpu":
-            lines.append(f"oracle {oracle}: skipped (CPU backend; "
-                         + ("compute-sanitizer checks CUDA kernels)" if oracle == SANITIZERS
-                            else "a trial of more than 2^31 elements is for the GPU)"))
-            continue
-        if oracle == SANITIZERS and path is None:
-            lines.append("oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)")
-            continue
-        unmutated, survivors = _value_survivors(plans, store, backend, oracle)
-        if not survivors:
-            lines.append(f"oracle {oracle}: every survivor is judged already")
+        unmutated, survivors = ([], []) if backend == "cpu" else _value_survivors(plans, store, backend, oracle)
+        said = _not_judging(oracle, backend, args, survivors)
+        if said:
+            lines[oracle] = [said]
             continue
         print(f"oracle {oracle}: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s)"
               + (f" under {', '.join(tools)}" if oracle == SANITIZERS else ""), flush=True)
-        started = time.perf_counter()
-        if oracle == SANITIZERS:
-            notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, path, cache_dir,
-                                          args.sanitize_processes, str(args.kb_root) if args.kb_root else None)
-        else:
-            notes = judge_on_large_trial(
-                unmutated, survivors, store, backend, str(args.kb_root) if args.kb_root else None, cache_dir,
-                on_substrate=lambda name, judged, killed, seconds: print(
-                    f"  {name}: {judged} survivor(s) judged, {killed} killed, in {seconds:.1f} s", flush=True))
-        killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id,
-                                                                                oracle))) and r.get("killed_by"))
-        lines.append(f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
-                     f"{time.perf_counter() - started:.1f} s")
-        lines += [f"  {name}: {why}" for name, why in notes.items()]
-    return "\n".join(lines)
+        work.append((oracle, unmutated, survivors))
+    settings = {"cache_dir": str(args.cache_dir) if args.cache_dir else None,
+                "kb_root": str(args.kb_root) if args.kb_root else None, "tools": tools,
+                "sanitizer": args.sanitizer or sanitizer_tools.find_sanitizer(),
+                "processes": args.sanitize_processes, "check_addresses": check_addresses}
+    with ThreadPoolExecutor(max_workers=max(1, len(work))) as pool:
+        running = {oracle: pool.submit(_judge_by, oracle, unmutated, survivors, store, backend, settings)
+                   for oracle, unmutated, survivors in work}
+        for oracle, done in running.items():
+            lines[oracle] = done.result()
+    return "\n".join(line for oracle in chosen[1:] for line in lines.get(oracle, []))
+
+
+def _not_judging(oracle: str, backend: str, args, survivors: list) -> str:
+    """Why `oracle` judges nothing in this campaign ("" when it has survivors to judge)."""
+    if backend == "cpu":
+        return (f"oracle {oracle}: skipped (CPU backend; "
+                + ("compute-sanitizer checks CUDA kernels)" if oracle == SANITIZERS
+                   else "a trial of more than 2^31 elements is for the GPU)"))
+    if oracle == SANITIZERS and (args.sanitizer or sanitizer_tools.find_sanitizer()) is None:
+        return "oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)"
+    return "" if survivors else f"oracle {oracle}: every survivor is judged already"
+
+
+def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore,
+              backend: str, settings: dict) -> list[str]:
+    """One oracle over its survivors, stored as judged; its lines for the campaign's output."""
+    started = time.perf_counter()
+    if oracle == SANITIZERS:
+        notes = judge_with_sanitizers(unmutated, survivors, store, backend, settings["tools"], settings["sanitizer"],
+                                      settings["cache_dir"], settings["processes"], settings["kb_root"])
+    else:
+        notes = judge_on_large_trial(
+            unmutated, survivors, store, backend, settings["kb_root"], settings["cache_dir"],
+            check_addresses=settings["check_addresses"],
+            on_substrate=lambda name, judged, killed, seconds, processes: print(
+                f"  {oracle}: {name}: {judged} survivor(s) judged, {killed} killed, in {seconds:.1f} s, "
+                f"{processes} process(es)", flush=True))
+    killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id, oracle)))
+                 and r.get("killed_by"))
+    return [f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
+            f"{time.perf_counter() - started:.1f} s"] + [f"  {name}: {why}" for name, why in notes.items()]
 
 
 def _value_survivors(plans: list, store: ResultStore, backend: str, oracle: str):

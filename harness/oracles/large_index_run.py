@@ -12,9 +12,10 @@ official Model's output is made once (the tiling is done on the device; a device
 for it makes the program say `skipped` with the bytes); then each kernel runs once and is compared as the gate
 compares, its out poisoned as the gate poisons one. Events: `trial` (its shapes), then per kernel a `start`
 (the parent's clock: a mutant running far past the unmutated kernel is killed as hung) and a `result`,
-the unmutated source first; a
-kernel that faults, or changes an input or the official output (there are no guard bands at this
-size), is killed and ends the process, and the parent starts another for the kernels after it.
+the unmutated source first. A kernel that faults, or changes an input or the official output (there are no guard
+bands at this size), is killed; where the fault poisoned the context or the trial was written into, it ends the
+process, and the parent starts another for the kernels after it. Address-checked (plan["check_addresses"], on cuda)
+or on the CPU shim, a fault that wrote nothing first leaves the process to judge the next kernel on the same trial.
 """
 
 from __future__ import annotations
@@ -227,7 +228,12 @@ def main(argv: list[str]) -> int:
         from harness.watch import watch_process
 
         watch_process(plan["watch_pid"])
-    backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
+    # Address-checked on cuda (plan["check_addresses"]): a survivor's out-of-range access is foreseen and raised with
+    # the context alive, so the next survivor runs on the trial already built rather than in a process that builds
+    # it again.
+    settings = {"check_addresses": True} if plan.get("check_addresses") else {}
+    backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None,
+                             **settings)
     device = backend.device
     path = Path(plan["file"])
     entry, _problems = make_entry(plan["name"], register_candidate(import_candidate(path), path)[plan["name"]], path)
@@ -321,16 +327,17 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
             backend.synchronize()
             ran = time.perf_counter() - started
         except Exception as error:  # a fault on an input within the contract: detected
-            _write(events, event="result", key=key, killed=True, ends=True,
+            # A fault that leaves the context usable (foreseen by the address check, or caught by the CPU shim) ends
+            # the process only where the kernel wrote into the trial before it: the next kernel is judged on it.
+            ends = getattr(error, "poisons_context", True) or bool(harmed_by(inputs, sums, expected, expected_sum))
+            _write(events, event="result", key=key, killed=True, ends=ends,
                    detail=f"the kernel faulted: {type(error).__name__}: {error}")
-            return False
+            return not ends
         comparison = compare(out, expected, entry.tolerance)
         del out
         # No guard bands here: a kernel that wrote outside its output may have changed what the next is judged
         # by. It is killed for that, and a fresh process takes the kernels after it.
-        harmed = [f"input {i}" for i, (x, before) in enumerate(zip(inputs, sums))
-                  if before is not None and tensor_checksum(x) != before]
-        harmed += ["the official output"] if tensor_checksum(expected) != expected_sum else []
+        harmed = harmed_by(inputs, sums, expected, expected_sum)
         if harmed:
             _write(events, event="result", key=key, killed=True, ends=True,
                    detail=f"wrote outside its output: {', '.join(harmed)} changed")
@@ -343,6 +350,15 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
         if not judge(key, cuda):
             return LOST_EXIT
     return 0
+
+
+def harmed_by(inputs: list, sums: list, expected, expected_sum) -> list[str]:
+    """What of the trial a kernel changed, by the checksums taken when it was built: inputs, the official output."""
+    from harness.gate.checks.guards import tensor_checksum
+
+    harmed = [f"input {i}" for i, (x, before) in enumerate(zip(inputs, sums))
+              if before is not None and tensor_checksum(x) != before]
+    return harmed + (["the official output"] if tensor_checksum(expected) != expected_sum else [])
 
 
 def run_in_worker(plan_path: str, events_path: str, stderr_path: str, conn) -> None:
