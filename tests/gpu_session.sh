@@ -73,6 +73,9 @@
 #                  a bug the mutation operators make, 2 as they are): the gate over it with its sanitizers and with
 #                  --no-sanitize, in turn, BROKEN_BATCH_ROUNDS times each (default 2), warm caches; the ratio of the
 #                  medians printed last, and the verdicts of the two compared
+#   MANY=1         issue 45's many files (tests/many_files.py: 100 one-substrate files, the corpus at stand-in sizes then
+#                  the family): gated at once, then one at a time until MANY_BUDGET seconds (default 300), the rest
+#                  counted at the mean; the ratio and the verdicts compared printed last
 #   MATRIX=1       the full kill matrix (--matrix) over every admitted substrate, value suites only: first alone
 #                  (campaign matrix-values: its time is the issue's 60 s figure), then again with each of
 #                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
@@ -534,6 +537,46 @@ print(f"broken batch: with the sanitizers {statistics.median(times['sanitize']):
       f"{statistics.median(times['sanitize']) / statistics.median(times['no-sanitize']):.2f}x; "
       f"{sum(verdicts['sanitize'][0].values())} of {len(verdicts['sanitize'][0])} admitted; verdicts the same in "
       f"every run: {same}")
+PY
+  pack
+fi
+if [ "${MANY:-0}" = 1 ]; then
+  # Issue 45 criterion 4: 100 one-substrate files (tests/many_files.py: the corpus at stand-in sizes, then the family)
+  # gated at once, against the gate run on one file at a time. Both warm: one gate over them first. One at a time, every
+  # file until MANY_BUDGET seconds (default 300) are spent; the rest are counted at the mean of those run.
+  python3 tests/many_files.py "$out/many" | tee "$out/many.log"
+  many_gate() { python3 gate.py --no-record --no-progress --kb-root tests/kernelbench_standin "$@"; }
+  many_gate --json "$out/many-warm.json" "$out/many" > "$out/many-warm.log" 2>&1
+  began=$(date +%s.%N)
+  many_gate --json "$out/many-all.json" "$out/many" > "$out/many-all.log" 2>&1
+  echo "many at once: exit $?, $(python3 -c "import time; print(f'{time.time() - $began:.1f}')") s" | tee -a "$out/many.log"
+  grep -E "^timeline:|admitted, " "$out/many-all.log" | tee -a "$out/many.log"
+  spent=0
+  for file in "$out/many"/candidate_*.py; do
+    [ "$(python3 -c "print(int($spent >= ${MANY_BUDGET:-300}))")" = 1 ] && break
+    began=$(date +%s.%N)
+    many_gate --json "$out/many-one-$(basename "$file" .py).json" "$file" > /dev/null 2>&1
+    status=$?
+    took=$(python3 -c "import time; print(f'{time.time() - $began:.2f}')")
+    spent=$(python3 -c "print($spent + $took)")
+    echo "many one at a time: $(basename "$file"): exit $status, $took s" >> "$out/many.log"
+  done
+  python3 - "$out" <<'PY' | tee -a "$out/many.log"
+import glob, json, re, statistics, sys
+out = sys.argv[1]
+log = open(f"{out}/many.log").read()
+at_once = float(re.search(r"many at once: exit \d+, ([0-9.]+) s", log).group(1))
+alone = [float(s) for s in re.findall(r"many one at a time: \S+: exit \d+, ([0-9.]+) s", log)]
+files = len(glob.glob(f"{out}/many/candidate_*.py"))
+together = {s["name"]: s["admitted"] for s in json.load(open(f"{out}/many-all.json"))["substrates"]}
+one = {}
+for path in glob.glob(f"{out}/many-one-*.json"):
+    one.update({s["name"]: s["admitted"] for s in json.load(open(path))["substrates"]})
+serial = sum(alone) + statistics.mean(alone) * (files - len(alone))
+print(f"many files: {files} at once {at_once:.1f} s; one at a time {len(alone)} run in {sum(alone):.1f} s (median "
+      f"{statistics.median(alone):.2f} s a file), all {files} {'taken as' if len(alone) < files else 'in'} "
+      f"{serial:.1f} s: {serial / at_once:.2f}x; {sum(together.values())} of {len(together)} admitted at once; the "
+      f"{len(one)} gated alone have the same verdicts: {all(together.get(n) == v for n, v in one.items())}")
 PY
   pack
 fi
