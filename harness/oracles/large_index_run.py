@@ -215,30 +215,38 @@ def _write(events, **record) -> None:
     events.flush()
 
 
-def main(argv: list[str]) -> int:
-    import torch
-
+def _loaded(plan: dict):
+    """The plan's backend, the substrate's entry and its official problem."""
     from harness.backends import create_backend
     from harness.candidates import import_candidate, make_entry, register_candidate
-    from harness.gate.checks.suite_rules import official_inputs
-    from harness.problems import ProblemSearch, load_problem, model_state
+    from harness.problems import ProblemSearch, load_problem
 
-    plan = json.loads(Path(argv[0]).read_text())
-    if plan.get("watch_pid"):  # the campaign: gone, this run is for nothing
-        from harness.watch import watch_process
-
-        watch_process(plan["watch_pid"])
     # Address-checked on cuda (plan["check_addresses"]): a survivor's out-of-range access is foreseen and raised with
     # the context alive, so the next survivor runs on the trial already built rather than in a process that builds
     # it again.
     settings = {"check_addresses": True} if plan.get("check_addresses") else {}
     backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None,
                              **settings)
-    device = backend.device
     path = Path(plan["file"])
     entry, _problems = make_entry(plan["name"], register_candidate(import_candidate(path), path)[plan["name"]], path)
     problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(path, Path(plan["kb_root"])
                                                                       if plan.get("kb_root") else None))
+    return backend, entry, problem
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    from harness.gate.checks.suite_rules import official_inputs
+    from harness.problems import model_state
+
+    plan = json.loads(Path(argv[0]).read_text())
+    if plan.get("watch_pid"):  # the campaign: gone, this run is for nothing
+        from harness.watch import watch_process
+
+        watch_process(plan["watch_pid"])
+    backend, entry, problem = _loaded(plan)
+    device = backend.device
     model = problem.build_model(device)
     state = model_state(model, entry.model_state)  # appended to the large trial's inputs for launch, as in the gate
     small, source = official_inputs(problem, 0), "T0 trial 0"
