@@ -112,7 +112,7 @@ echo "tree digest: $(bash tests/tree_digest.sh)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)  # the KernelBench chains and the campaigns
 g++ --version | head -n 1   # the CPU backend's compiler, for the fidelity test
-python3 -c "import sys, torch, cuda.bindings, tqdm; from harness import nvrtc; \
+python3 -c "import sys, torch, cuda.bindings, tqdm; from harness.compiler import nvrtc; \
 print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda.bindings', cuda.bindings.__version__, \
 'nvrtc', nvrtc.compiler_version())"
 # What the fork server's start costs here (the gate's "discovery" is mostly that start): its imports, in turn;
