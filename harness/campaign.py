@@ -125,6 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
                              "a constant (a mutant schema, harness/engine/schema.py), and run from it; the others "
                              "compile in batches as before; off: every mutant compiles in its batch (default: on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_oracle_arguments(parser)
+    _add_judging_arguments(parser)
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
+                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
+                             f"(--workers on the CPU backend); needs {INSTALL}")
+    return parser
+
+
+def _add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
+    """The oracles past the value suites: which, and how they run."""
     parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
                              f"survivors sanitizers (compute-sanitizer's tools) and large-index (trials past 2^31 "
@@ -134,12 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
     sanitizer_tools.add_processes_argument(parser)
-    _add_judging_arguments(parser)
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="run each substrate as an item of a Dask distributed cluster: a scheduler's address "
-                             "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
-                             f"(--workers on the CPU backend); needs {INSTALL}")
-    return parser
+    parser.add_argument("--large-index-processes", type=int, default=oracles.LARGE_AT_ONCE, metavar="N",
+                        help=f"substrates the large-index oracle judges side by side, a process each on the GPU; one "
+                             f"the device's memory falls short of beside the others is judged again alone, so N "
+                             f"changes no verdict (default: {oracles.LARGE_AT_ONCE})")
 
 
 def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -257,6 +266,8 @@ def _run(args) -> int:
         raise UsageError(f"--sanitize-tools: {args.sanitize_tools!r}: choose from {', '.join(sanitizer_tools.TOOLS)}")
     if problem := sanitizer_tools.processes_problem(args.sanitize_processes):
         raise UsageError(problem)
+    if args.large_index_processes < 1:
+        raise UsageError(f"--large-index-processes must be at least 1, not {args.large_index_processes}")
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     if args.compilers is not None and args.compilers < 0:

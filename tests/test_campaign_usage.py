@@ -64,3 +64,8 @@ def test_a_folder_whose_only_candidate_does_not_import_has_nothing_to_run(tmp_pa
     assert main(argv + ["bad"]) == EXIT_USAGE
     assert capsys.readouterr().err == (f"campaign: error: unknown substrate(s) bad in {tmp_path}; registered: none; "
                                        f"1 file(s) there did not import: {bad}\n")
+
+
+def test_zero_large_index_processes_is_a_usage_error(capsys):
+    assert _usage(capsys, ["--backend", "cpu", "--large-index-processes", "0", "pad_const_b4"]) == (
+        "campaign: error: --large-index-processes must be at least 1, not 0\n")

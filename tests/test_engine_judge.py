@@ -2,13 +2,14 @@
 tests/fake_sanitizer.py (the tools' own runs are tested on the GPU)."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness.campaign import main as campaign_main
 from harness.candidates import import_candidate, register_candidate
-from harness.engine.judge import (LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, hang_limit,
+from harness.engine.judge import (LARGE_INDEX, SANITIZERS, LargeSettings, Survivor, Unmutated, decided, hang_limit,
                                   judge_on_large_trial, judge_with_sanitizers, oracle_key, program_label)
 from harness.engine.store import ResultStore
 from harness.oracles.large_index_run import largest_length, tile_factor
@@ -86,6 +87,8 @@ def test_on_the_cpu_backend_the_sanitizers_oracle_is_skipped_and_a_bad_oracle_li
         capsys.readouterr().err)
 
 
+# On the CPU, "large" is scaled down: past 2^12 elements, within 2^21.
+SMALL = LargeSettings(min_elements=2**12, max_elements=2**21)
 GUARD = "if (i >= rows * cols) return;"
 
 
@@ -105,7 +108,7 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     unmutated, _ = _substrate()
     dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
     heard = []  # what the campaign prints as each substrate is done: the oracle takes minutes per substrate
-    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", min_elements=2**12, max_elements=2**21,
+    notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", SMALL,
                                  on_substrate=lambda *said: heard.append(said))
     assert notes == {}
     assert [said[:3] for said in heard] == [("forms_row_sum", 2, 1)] and heard[0][3] > 0
@@ -162,7 +165,7 @@ def test_a_survivor_wrong_only_past_a_column_count_is_killed_by_the_trial_along_
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     wide = _guarded_survivor("cols > 1000", 2)
-    assert judge_on_large_trial([unmutated], [wide], store, "cpu", min_elements=2**18, max_elements=2**21) == {}
+    assert judge_on_large_trial([unmutated], [wide], store, "cpu", replace(SMALL, min_elements=2**18)) == {}
     killed = store.get(oracle_key("f" * 64, "cpu", wide.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX
     assert killed["trial"] == "T0 trial 0 tiled 17x along axis -1: 64x4352, out 64", killed["trial"]
@@ -175,8 +178,8 @@ def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next
                         unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) { volatile int spin = 1; "
                                                                 "while (spin) {} }"))
     dropping = _guarded_survivor("i >= 300000", 0)
-    assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu", min_elements=2**12,
-                                hang_floor=3.0, max_elements=2**21) == {}
+    assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu",
+                                replace(SMALL, hang_floor=3.0)) == {}
     hung = store.get(oracle_key("f" * 64, "cpu", spinning.mutant_id, LARGE_INDEX))
     assert hung["killed_by"] == LARGE_INDEX
     # The limit is the floor, or 50 times the unmutated kernel's time where that is longer (a loaded machine, or the
@@ -207,8 +210,8 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
                         unmutated.source.replace(GUARD, GUARD + fault))
     harmless = _guarded_survivor("i >= (1LL << 40)", 1)
     heard = []
-    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", min_elements=2**12,
-                                max_elements=2**21, on_substrate=lambda *said: heard.append(said)) == {}
+    assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", SMALL,
+                                on_substrate=lambda *said: heard.append(said)) == {}
     # One process a trial (four); a fault the shim caught, with nothing written first, ends none of them (the GPU's
     # address check foresees one as the shim catches it), while a death costs a fifth.
     assert [said[4] for said in heard] == [processes]
@@ -224,7 +227,7 @@ def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_surv
     broken = Unmutated(unmutated.substrate, unmutated.file, unmutated.kernel_name, 0,
                        unmutated.source.replace(GUARD, "if (i >= rows * cols || i >= 300000) return;"))
     survivor = _guarded_survivor("i >= 300000", 0)
-    notes = judge_on_large_trial([broken], [survivor], store, "cpu", min_elements=2**12, max_elements=2**21)
+    notes = judge_on_large_trial([broken], [survivor], store, "cpu", SMALL)
     assert notes["forms_row_sum"].startswith("T0 trial 0 along axis 0: the unmutated substrate fails its large "
                                              "trial: "), notes
     # Along the last axis T0 stays below 300000 elements: the unmutated kernel passes that trial, which judges.
@@ -244,7 +247,7 @@ def test_a_survivor_wrong_only_along_one_long_axis_is_killed_by_the_suites_rank_
     short = Survivor("pad_replicate_b4", str(path), raw["kernel_name"], 0, "e" * 64, "pad_replicate_b4:L21C9:short:0",
                      raw["cuda"].replace(line, line + " if (i > 5000) i = 0;"))
     store = ResultStore(tmp_path / "results.jsonl")
-    assert judge_on_large_trial([unmutated], [short], store, "cpu", min_elements=2**12, max_elements=2**23) == {}
+    assert judge_on_large_trial([unmutated], [short], store, "cpu", replace(SMALL, max_elements=2**23)) == {}
     killed = store.get(oracle_key("e" * 64, "cpu", short.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX, killed
     # The suites' rank-1 trial of the most elements; T0's two trials judged it first and let it through.
@@ -267,8 +270,7 @@ def test_a_survivor_wrong_only_near_the_largest_legal_count_is_killed_by_the_tri
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     near_the_end = _guarded_survivor("rows * cols > 2097152 - 256", 3)
-    assert judge_on_large_trial([unmutated], [near_the_end], store, "cpu", min_elements=2**12,
-                                max_elements=2**21) == {}
+    assert judge_on_large_trial([unmutated], [near_the_end], store, "cpu", SMALL) == {}
     killed = store.get(oracle_key("f" * 64, "cpu", near_the_end.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX
     assert killed["trial"] == "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192"
@@ -324,8 +326,9 @@ def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_re
 
     monkeypatch.setattr(large_index_run, "_model_peak", measured)
     (record,) = _large_index_events(tmp_path)
-    assert record == {"event": "skipped", "why": "the official Model ran out of device memory on a 64th of the "
-                                                 "large trial: CUDA out of memory. Tried to allocate 2.00 GiB."}
+    assert record == {"event": "skipped", "memory": True,
+                      "why": "the official Model ran out of device memory on a 64th of the large trial: CUDA out of "
+                             "memory. Tried to allocate 2.00 GiB."}
 
 
 def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipped_with_the_reason(tmp_path,
@@ -356,9 +359,10 @@ def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipp
 
     monkeypatch.setattr(problems, "load_problem", lambda *a, **k: OutOfMemoryPast(real_load(*a, **k)))
     (record,) = _large_index_events(tmp_path)
-    assert record == {"event": "skipped", "why": "the large trial did not fit in the device's memory while it was "
-                      "built (about 0.0 GiB estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a "
-                      "total capacity of 139.80 GiB of which 27.19 GiB is free."}
+    assert record == {"event": "skipped", "memory": True,
+                      "why": "the large trial did not fit in the device's memory while it was built (about 0.0 GiB "
+                             "estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total capacity "
+                             "of 139.80 GiB of which 27.19 GiB is free."}
 
 
 def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(tmp_path, monkeypatch, capsys):
@@ -376,21 +380,79 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
         both_running.wait()
         return {}
 
-    def large_index(*args, check_addresses=False, on_substrate=None, **kwargs):
+    def large_index(unmutated, survivors, store, backend, settings, on_substrate=None):
         both_running.wait()
-        seen["check_addresses"] = check_addresses
+        seen["check_addresses"], seen["at_once"] = settings.check_addresses, settings.at_once
         on_substrate("forms_row_sum", 1, 0, 2.5, 4)
         return {"forms_row_sum": "T0 trial 0 along axis -1: skipped"}
 
     monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
     monkeypatch.setattr(judge, "judge_on_large_trial", large_index)
-    args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1)
+    args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1,
+                              large_index_processes=3)
     said = judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
                                  ("values", SANITIZERS, LARGE_INDEX), ("memcheck",), check_addresses=True)
     lines = said.splitlines()
     assert re.fullmatch(r"oracle sanitizers: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[0]), lines
     assert re.fullmatch(r"oracle large-index: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[1]), lines
     assert lines[2:] == ["  forms_row_sum: T0 trial 0 along axis -1: skipped"]
-    assert seen == {"check_addresses": True}
+    assert seen == {"check_addresses": True, "at_once": 3}
     out = capsys.readouterr().out
     assert "  large-index: forms_row_sum: 1 survivor(s) judged, 0 killed, in 2.5 s, 4 process(es)\n" in out
+
+
+def _two_substrates():
+    """forms_row_sum and forms_wrong_distribution (the same kernel on the same problem), a dropping survivor each."""
+    unmutated, _ = _substrate()
+    second = Unmutated("forms_wrong_distribution", unmutated.file, unmutated.kernel_name, 0, unmutated.source)
+    dropping = _guarded_survivor("i >= 300000", 0)
+    return [unmutated, second], [dropping, replace(dropping, substrate=second.substrate,
+                                                   mutant_id=dropping.mutant_id.replace("forms_row_sum",
+                                                                                        second.substrate))]
+
+
+def test_substrates_judged_side_by_side_store_what_they_store_one_at_a_time(tmp_path):
+    unmutated, survivors = _two_substrates()
+    stored = {}
+    for at_once in (1, 2):
+        store = ResultStore(tmp_path / f"results-{at_once}.jsonl")
+        heard = []
+        assert judge_on_large_trial(unmutated, survivors, store, "cpu", replace(SMALL, at_once=at_once),
+                                    on_substrate=lambda *said: heard.append(said)) == {}
+        assert sorted(said[0] for said in heard) == ["forms_row_sum", "forms_wrong_distribution"]
+        stored[at_once] = [store.get(oracle_key("f" * 64, "cpu", s.mutant_id, LARGE_INDEX)) for s in survivors]
+    assert stored[1] == stored[2] and all(record["killed_by"] == LARGE_INDEX for record in stored[1])
+
+
+def test_a_substrate_the_device_s_memory_fell_short_of_beside_others_is_judged_again_alone(tmp_path, monkeypatch):
+    import threading
+
+    from harness.engine import judge
+
+    unmutated, survivors = _two_substrates()
+    calls, running, lock = [], [0], threading.Lock()
+    real = judge._judge_substrate
+
+    def judged(u, mine, backend, settings):
+        with lock:
+            running[0] += 1
+            calls.append((u.substrate, running[0]))  # which substrate, and how many were running with it
+        try:
+            outcome = real(u, mine, backend, settings)
+            if u.substrate == "forms_row_sum" and sum(name == u.substrate for name, _ in calls) == 1:
+                outcome.short_of_memory, outcome.judged = True, {}  # as if a launch ran out beside the other
+            return outcome
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(judge, "_judge_substrate", judged)
+    store = ResultStore(tmp_path / "results.jsonl")
+    heard = []
+    assert judge_on_large_trial(unmutated, survivors, store, "cpu", replace(SMALL, at_once=2),
+                                on_substrate=lambda *said: heard.append(said[:3])) == {}
+    assert sorted(calls[:2]) in ([("forms_row_sum", 1), ("forms_wrong_distribution", 2)],
+                                 [("forms_row_sum", 2), ("forms_wrong_distribution", 1)])
+    assert calls[2] == ("forms_row_sum", 1)  # again, with nothing beside it
+    assert sorted(heard) == [("forms_row_sum", 1, 1), ("forms_wrong_distribution", 1, 1)]  # its first outcome unsaid
+    assert store.get(oracle_key("f" * 64, "cpu", survivors[0].mutant_id, LARGE_INDEX))["killed_by"] == LARGE_INDEX

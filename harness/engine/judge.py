@@ -19,7 +19,7 @@ import os
 import re
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +41,10 @@ LARGE_TIMEOUT = 600.0  # seconds one large-index process may run
 # a grid of more than 2^32 threads, which a block size that does not divide 2^32 gives there and nowhere below.
 LARGE_TRIALS = (("t0", 0, "least"), ("t0", -1, "least"), ("lowest-rank", 0, "least"), ("lowest-rank", 0, "largest"))
 TRIAL_WORDS = {"t0": "T0 trial 0", "lowest-rank": "the suites' lowest-rank trial"}
+# Substrates judged on their large trials at once: a trial of 2^31 float32 elements takes about 32 GiB of the device
+# (its input and three outputs' worth: large_index_run.needed_bytes), an H200 has 139; one the memory falls short of
+# beside the others is judged again alone. Its speed against 1 is not measured yet.
+LARGE_AT_ONCE = 3
 HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
 
 
@@ -111,71 +115,127 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     return unusable
 
 
+@dataclass(frozen=True)
+class LargeSettings:
+    """How the large-index trials run: what the program reads (the campaign's compile cache, KernelBench checkout),
+    their sizes, limits and checking, and how many substrates' processes run at once."""
+
+    kb_root: str | None = None
+    cache_dir: str | None = None
+    min_elements: int = MIN_LARGE_ELEMENTS
+    max_elements: int = MAX_LARGE_ELEMENTS
+    timeout: float = LARGE_TIMEOUT
+    hang_floor: float = HANG_FLOOR_SECONDS
+    check_addresses: bool = False
+    at_once: int = 1
+
+
+@dataclass
+class TrialRun:
+    """One large trial over some kernels, in one or more processes: {key: (killed, detail)}, the trial's
+    description, why none ran ("" when they did; None for a trial along an axis already run), the processes it
+    took, and whether the device's memory fell short of it (a trial skipped or a launch refused for it)."""
+
+    results: dict
+    trial: str
+    why: str | None
+    processes: int
+    short_of_memory: bool = False
+
+
+@dataclass
+class SubstrateJudged:
+    judged: dict      # mutant id: (killed, detail, the trial)
+    trials: list      # the trials run
+    why_not: list     # why a trial judged nothing
+    processes: int
+    short_of_memory: bool
+    seconds: float
+
+
 def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
-                         kb_root: str | None = None, cache_dir: str | None = None,
-                         min_elements: int = MIN_LARGE_ELEMENTS, timeout: float = LARGE_TIMEOUT,
-                         hang_floor: float = HANG_FLOOR_SECONDS,
-                         max_elements: int = MAX_LARGE_ELEMENTS, check_addresses: bool = False,
+                         settings: LargeSettings = LargeSettings(),
                          on_substrate=lambda name, judged, killed, seconds, processes: None) -> dict[str, str]:
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
     not judge them (the device's memory, the unmutated kernel failing it), if so. `on_substrate` hears each
     substrate's count of survivors judged and killed as it is done (minutes each at 2^31 elements), and how many
-    processes built a trial for them. `check_addresses` (cuda): the kernels run address-checked, so a fault that
-    would have ended the process is foreseen and the next survivor runs on the trial already built.
+    processes built a trial for them. `settings.check_addresses` (cuda): the kernels run address-checked, so a fault
+    that would have ended the process is foreseen and the next survivor runs on the trial already built.
+
+    `settings.at_once` substrates run side by side; one the device's memory fell short of beside the others is judged
+    again alone afterwards, so that running them together changes no verdict.
 
     LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
     axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
     spreads over axes that each stay short), then that trial cut to the largest legal count."""
+    work = [(u, mine) for u in unmutated if (mine := [s for s in survivors if s.substrate == u.substrate])]
     notes: dict[str, str] = {}
-    for u in unmutated:
-        mine = [s for s in survivors if s.substrate == u.substrate]
-        if not mine:
+
+    def conclude(u: Unmutated, mine: list[Survivor], outcome: SubstrateJudged) -> None:
+        if outcome.why_not:
+            notes[u.substrate] = "; ".join(outcome.why_not)
+        _store_judged(mine, outcome, store, backend)
+        on_substrate(u.substrate, len(outcome.judged), sum(1 for k, _d, _t in outcome.judged.values() if k),
+                     outcome.seconds, outcome.processes)
+
+    alone = []
+    with ThreadPoolExecutor(max_workers=max(1, settings.at_once)) as pool:
+        running = {pool.submit(_judge_substrate, u, mine, backend, settings): (u, mine) for u, mine in work}
+        for done in as_completed(running):
+            outcome = done.result()
+            if outcome.short_of_memory and settings.at_once > 1:
+                alone.append(running[done])
+            else:
+                conclude(*running[done], outcome)
+    for u, mine in sorted(alone, key=lambda item: unmutated.index(item[0])):
+        conclude(u, mine, _judge_substrate(u, mine, backend, settings))
+    return {u.substrate: notes[u.substrate] for u in unmutated if u.substrate in notes}
+
+
+def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings: LargeSettings) -> SubstrateJudged:
+    """One substrate's survivors through LARGE_TRIALS, what survives one going to the next; nothing stored."""
+    started = time.perf_counter()
+    outcome = SubstrateJudged({}, [], [], 0, False, 0.0)
+    for source, axis, size in LARGE_TRIALS:
+        left = [s for s in mine if not outcome.judged.get(s.mutant_id, (False,))[0]]
+        if not left:
+            break
+        kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
+        run = _run_large_trial(u, kernels, backend, settings, (source, axis, size))
+        outcome.processes += run.processes
+        outcome.short_of_memory |= run.short_of_memory
+        base = run.results.get(u.substrate)
+        if run.why is None:
             continue
-        started = time.perf_counter()
-        judged: dict[str, tuple[bool, str, str]] = {}  # mutant id: (killed, detail, the trial)
-        trials, why_not, processes = [], [], 0
-        for source, axis, size in LARGE_TRIALS:
-            left = [s for s in mine if not judged.get(s.mutant_id, (False,))[0]]
-            if not left:
-                break
-            kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
-            results, trial, why, started_here = _run_large_trial(u, kernels, backend, kb_root, cache_dir,
-                                                                 (min_elements, max_elements), (timeout, hang_floor),
-                                                                 (source, axis, size), check_addresses)
-            processes += started_here
-            base = results.get(u.substrate)
-            if why is None:
-                continue
-            if why or base is None or base[0]:
-                why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}"
-                               + (" at the largest legal count" if size == "largest" else "") + ": " + (why or ("the unmutated substrate fails its large trial: " + (
-                    base[1] if base else "it did not run"))))
-                continue
-            trials.append(trial)
-            for s in left:
-                found = results.get(program_label(s.mutant_id))
-                if found is not None:  # None: not judged (launch raised), left for a later run
-                    judged[s.mutant_id] = (found[0], found[1], trial)
-        if why_not:
-            notes[u.substrate] = "; ".join(why_not)
-        for s in mine:
-            if s.mutant_id not in judged:
-                continue
-            killed, detail, trial = judged[s.mutant_id]
-            store.put(oracle_key(s.source_sha256, backend, s.mutant_id, LARGE_INDEX),
-                      {"oracle": LARGE_INDEX, "killed_by": LARGE_INDEX if killed else "",
-                       "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
-                       "trial": trial if killed else "; ".join(trials)})
-        on_substrate(u.substrate, len(judged), sum(1 for killed, _d, _t in judged.values() if killed),
-                     time.perf_counter() - started, processes)
-    return notes
+        if run.why or base is None or base[0]:
+            outcome.why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}"
+                                   + (" at the largest legal count" if size == "largest" else "") + ": "
+                                   + (run.why or ("the unmutated substrate fails its large trial: "
+                                                  + (base[1] if base else "it did not run"))))
+            continue
+        outcome.trials.append(run.trial)
+        for s in left:
+            found = run.results.get(program_label(s.mutant_id))
+            if found is not None:  # None: not judged (launch raised), left for a later run
+                outcome.judged[s.mutant_id] = (found[0], found[1], run.trial)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
 
 
-def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_dir, counts: tuple[int, int],
-                     limits: tuple[float, float], trial=("t0", 0, "least"),
-                     check_addresses: bool = False) -> tuple[dict, str, str | None, int]:
-    """{key: (killed, detail)} over `kernels`, a description of the trial, why none ran (or ""; None when
-    the trial along `axis` is one along another axis already run), and how many processes ran them."""
+def _store_judged(mine: list[Survivor], outcome: SubstrateJudged, store: ResultStore, backend: str) -> None:
+    for s in mine:
+        if s.mutant_id not in outcome.judged:
+            continue
+        killed, detail, trial = outcome.judged[s.mutant_id]
+        store.put(oracle_key(s.source_sha256, backend, s.mutant_id, LARGE_INDEX),
+                  {"oracle": LARGE_INDEX, "killed_by": LARGE_INDEX if killed else "",
+                   "killer": f"the large-index trial ({trial})" if killed else "", "detail": detail,
+                   "trial": trial if killed else "; ".join(outcome.trials)})
+
+
+def _run_large_trial(u: Unmutated, kernels: list, backend: str, settings: LargeSettings,
+                     trial=("t0", 0, "least")) -> TrialRun:
+    """`kernels` on one large trial, a process at a time (a fresh one after a kernel that ends one)."""
     from harness.processes import start_worker
 
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
@@ -183,7 +243,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, kb_root, cache_d
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              kb_root, cache_dir, counts, limits, trial, check_addresses)
+                              settings, trial)
     finally:
         spare[0].stop()
 
@@ -198,79 +258,98 @@ def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a line half-written is read next time
 
 
-def _judge_in_turn(remaining, spare, start, work, u, backend, kb_root, cache_dir, counts, limits,
-                   trial_kind=("t0", 0, "least"), check_addresses: bool = False):
+def _judge_in_turn(remaining, spare, start, work, u, backend, settings: LargeSettings,
+                   trial_kind=("t0", 0, "least")) -> TrialRun:
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
 
-    `limits`: (timeout, hang floor). A mutant that runs past `hang_limit` of the unmutated kernel's time is
-    killed as hung; a process as a whole (building the trial, the unmutated kernel) has the timeout."""
-    timeout, hang_floor = limits
-    source, axis, size = trial_kind
-    min_elements, max_elements = counts
+    A mutant that runs past `hang_limit` of the unmutated kernel's time is killed as hung; a process as a whole
+    (building the trial, the unmutated kernel) has `settings.timeout`."""
     from harness.oracles.large_index_run import run_in_worker
-    from harness.processes import exit_description
 
-    results: dict[str, tuple[bool, str]] = {}
-    trial, attempt, unmutated_seconds = "", 0, None
+    source, axis, size = trial_kind
+    run = TrialRun({}, "", "", 0)
+    unmutated_seconds = None
     while remaining:
-        attempt += 1
-        plan, events = work / f"plan-{attempt}.json", work / f"events-{attempt}.jsonl"
-        plan.write_text(json.dumps({"backend": backend, "cache_dir": cache_dir, "kb_root": kb_root, "file": u.file,
-                                    "watch_pid": os.getpid(), "source": source, "axis": axis, "size": size,
-                                    "name": u.substrate, "min_elements": min_elements,
-                                    "max_elements": max_elements, "kernels": remaining,
-                                    "check_addresses": check_addresses}))
+        run.processes += 1
+        plan, events = work / f"plan-{run.processes}.json", work / f"events-{run.processes}.jsonl"
+        plan.write_text(json.dumps({"backend": backend, "cache_dir": settings.cache_dir, "kb_root": settings.kb_root,
+                                    "file": u.file, "watch_pid": os.getpid(), "source": source, "axis": axis,
+                                    "size": size, "name": u.substrate, "min_elements": settings.min_elements,
+                                    "max_elements": settings.max_elements, "kernels": remaining,
+                                    "check_addresses": settings.check_addresses}))
         worker, spare[0] = spare[0], start()
-        stderr = work / f"stderr-{attempt}.txt"
-        began, ended = time.monotonic(), ""
+        stderr = work / f"stderr-{run.processes}.txt"
         try:
             worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
         except OSError:  # it died before it took the job: judged as any other end
             worker.process.join(10)
-        while worker.process.is_alive():
-            worker.process.join(0.2)
-            running = [r for r in _events(events) if r["event"] in ("start", "result")]
-            unmutated_seconds = next((r["seconds"] for r in running if r["event"] == "result"
-                                      and r["key"] == u.substrate and "seconds" in r), unmutated_seconds)
-            if running and running[-1]["event"] == "start" and running[-1]["key"] != u.substrate \
-                    and unmutated_seconds is not None \
-                    and time.time() - running[-1]["at"] > hang_limit(unmutated_seconds, hang_floor):
-                ended = (f"hung: ran past {hang_limit(unmutated_seconds, hang_floor):.0f} s on the large trial, where the "
-                         f"unmutated kernel took {unmutated_seconds:.3f} s")
-                break
-            if time.monotonic() - began > timeout:
-                ended = f"timed out after {timeout:g} s"
-                break
-        if ended:
-            worker.stop()
-        else:
-            errors = stderr.read_text() if stderr.exists() else ""
-            ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
-        worker.stop()
-        judged, deliberate_end = [], False
-        for record in _events(events):
-            if record["event"] == "skipped":  # None: nothing new to judge (the trial along another axis was it)
-                return results, trial, None if record.get("redundant") else record["why"], attempt
-            if record["event"] == "trial":
-                trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
-                         + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
-                         f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
-            elif record["event"] == "result":
-                judged.append(record["key"])
-                deliberate_end = bool(record.get("ends"))
-                if "error" not in record:
-                    results[record["key"]] = (record["killed"], record.get("detail", ""))
-                if record["key"] == u.substrate and "seconds" in record:
-                    unmutated_seconds = record["seconds"]
-        if not trial:
-            return results, trial, f"the large trial could not be built: {ended}", attempt
+        ended, unmutated_seconds = _watched(worker, events, stderr, u.substrate, unmutated_seconds, settings)
+        judged, deliberate_end, skipped, seconds = _read_events(events, run, u.substrate)
+        unmutated_seconds = seconds if seconds is not None else unmutated_seconds
+        if skipped is not None:
+            run.why = None if skipped.get("redundant") else skipped["why"]
+            run.short_of_memory |= bool(skipped.get("memory"))
+            return run
+        if not run.trial:
+            run.why = f"the large trial could not be built: {ended}"
+            return run
         left = [k for k in remaining if k[0] not in judged]
         if left and not deliberate_end:  # the process died (or hung) inside the next kernel: its doing
-            results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}"
-                                   if not ended.startswith("hung") else f"the kernel {ended}")
+            run.results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}"
+                                       if not ended.startswith("hung") else f"the kernel {ended}")
             left = left[1:]
         remaining = left
-    return results, trial, "", attempt
+    return run
+
+
+def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_seconds: float | None,
+             settings: LargeSettings) -> tuple[str, float | None]:
+    """Wait for the process to end, killing it where a mutant hangs or the whole passes its timeout; how it ended,
+    and the unmutated kernel's time as its events gave it."""
+    from harness.processes import exit_description
+
+    began, ended = time.monotonic(), ""
+    while worker.process.is_alive():
+        worker.process.join(0.2)
+        running = [r for r in _events(events) if r["event"] in ("start", "result")]
+        unmutated_seconds = next((r["seconds"] for r in running if r["event"] == "result"
+                                  and r["key"] == unmutated and "seconds" in r), unmutated_seconds)
+        limit = hang_limit(unmutated_seconds, settings.hang_floor) if unmutated_seconds is not None else None
+        if running and running[-1]["event"] == "start" and running[-1]["key"] != unmutated \
+                and limit is not None and time.time() - running[-1]["at"] > limit:
+            ended = (f"hung: ran past {limit:.0f} s on the large trial, where the unmutated kernel took "
+                     f"{unmutated_seconds:.3f} s")
+            break
+        if time.monotonic() - began > settings.timeout:
+            ended = f"timed out after {settings.timeout:g} s"
+            break
+    if not ended:
+        errors = stderr.read_text() if stderr.exists() else ""
+        ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
+    worker.stop()
+    return ended, unmutated_seconds
+
+
+def _read_events(events: Path, run: TrialRun, unmutated: str) -> tuple[list[str], bool, dict | None, float | None]:
+    """A process's events read into `run` (the trial, the results); the kernels it judged, whether the last of them
+    ended it on purpose, its `skipped` record if it built no trial, and the unmutated kernel's time if it ran."""
+    judged, deliberate_end, seconds = [], False, None
+    for record in _events(events):
+        if record["event"] == "skipped":  # redundant: nothing new to judge (the trial along another axis was it)
+            return judged, deliberate_end, record, seconds
+        if record["event"] == "trial":
+            run.trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
+                         + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
+                         f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
+        elif record["event"] == "result":
+            judged.append(record["key"])
+            deliberate_end = bool(record.get("ends"))
+            if "error" not in record:
+                run.results[record["key"]] = (record["killed"], record.get("detail", ""))
+            run.short_of_memory |= bool(record.get("memory"))
+            if record["key"] == unmutated and "seconds" in record:
+                seconds = record["seconds"]
+    return judged, deliberate_end, None, seconds
 
 
 def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, str]:
@@ -309,7 +388,8 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
     settings = {"cache_dir": str(args.cache_dir) if args.cache_dir else None,
                 "kb_root": str(args.kb_root) if args.kb_root else None, "tools": tools,
                 "sanitizer": args.sanitizer or sanitizer_tools.find_sanitizer(),
-                "processes": args.sanitize_processes, "check_addresses": check_addresses}
+                "processes": args.sanitize_processes, "check_addresses": check_addresses,
+                "large_at_once": getattr(args, "large_index_processes", 1)}
     with ThreadPoolExecutor(max_workers=max(1, len(work))) as pool:
         running = {oracle: pool.submit(_judge_by, oracle, unmutated, survivors, store, backend, settings)
                    for oracle, unmutated, survivors in work}
@@ -338,8 +418,9 @@ def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor]
                                       settings["cache_dir"], settings["processes"], settings["kb_root"])
     else:
         notes = judge_on_large_trial(
-            unmutated, survivors, store, backend, settings["kb_root"], settings["cache_dir"],
-            check_addresses=settings["check_addresses"],
+            unmutated, survivors, store, backend,
+            LargeSettings(kb_root=settings["kb_root"], cache_dir=settings["cache_dir"],
+                          check_addresses=settings["check_addresses"], at_once=settings["large_at_once"]),
             on_substrate=lambda name, judged, killed, seconds, processes: print(
                 f"  {oracle}: {name}: {judged} survivor(s) judged, {killed} killed, in {seconds:.1f} s, "
                 f"{processes} process(es)", flush=True))

@@ -284,14 +284,16 @@ def main(argv: list[str]) -> int:
             model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
                                        device, axis, torch, model_peak)
         except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
-            _write(events, event="skipped", why=f"the official Model ran out of device memory on a 64th of the "
-                                               f"large trial: {_device_words(error)}")
+            _write(events, event="skipped", memory=True,
+                   why=f"the official Model ran out of device memory on a 64th of the "
+                       f"large trial: {_device_words(error)}")
             return 0
         need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
         free, total = backend.memory_info()
         if total and need > free:
-            _write(events, event="skipped", why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
-                                               f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
+            _write(events, event="skipped", memory=True,
+                   why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
+                       f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
             return 0
         try:
             inputs = tiled(small, factor, device, torch, axis)
@@ -300,9 +302,9 @@ def main(argv: list[str]) -> int:
             with torch.no_grad():
                 expected = model(*inputs)
         except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
-            _write(events, event="skipped", why=f"the large trial did not fit in the device's memory while it was "
-                                               f"built (about {need / 2**30:.1f} GiB estimated): "
-                                               f"{_device_words(error)}")
+            _write(events, event="skipped", memory=True,
+                   why=f"the large trial did not fit in the device's memory while it was "
+                       f"built (about {need / 2**30:.1f} GiB estimated): {_device_words(error)}")
             return 0
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
                out=list(expected.shape),
@@ -325,8 +327,9 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
             # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
             with poisoned_allocations(POISON_BYTES[0]):
                 out, grid, block, args = entry.launch(inputs, torch)
-        except Exception as error:
-            _write(events, event="result", key=key, killed=False, error=f"{type(error).__name__}: {error}")
+        except Exception as error:  # not judged; where the device's memory was short, another run may judge it
+            _write(events, event="result", key=key, killed=False, error=f"{type(error).__name__}: {error}",
+                   memory=isinstance(error, torch.OutOfMemoryError))
             return True
         _write(events, event="start", key=key, at=time.time())  # the parent's clock for a kernel that hangs
         started = time.perf_counter()
