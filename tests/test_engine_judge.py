@@ -111,8 +111,16 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     notes = judge_on_large_trial([unmutated], [dropping, harmless], store, "cpu", SMALL,
                                  on_substrate=lambda *said: heard.append(said))
     assert notes == {}
-    assert [said[:3] for said in heard] == [("forms_row_sum", 2, 1)] and heard[0][3] > 0
-    assert heard[0][4] == 4  # a process per trial: T0 along axis 0 and the last, the lowest rank (T0's), the largest
+    ((name, outcome),) = heard
+    assert (name, len(outcome.judged), outcome.killed()) == ("forms_row_sum", 2, 1) and outcome.seconds > 0
+    # A process per trial: T0 along axis 0 and along the last, the lowest rank (T0's), the largest.
+    assert outcome.processes == 4
+    # Where the time went, said on the substrate's line: every part measured, none longer than the whole.
+    assert list(outcome.parts) == ["building the trials", "loading kernels", "running kernels", "checking kernels"]
+    assert all(0 < seconds < outcome.seconds for seconds in outcome.parts.values())
+    said = r"2 survivor\(s\) judged, 1 killed, in \d+\.\d s, 4 process\(es\) \(building the trials \d+\.\d s, "
+    said += r"loading kernels \d+\.\d s, running kernels \d+\.\d s, checking kernels \d+\.\d s\)"
+    assert re.fullmatch(said, outcome.describe()), outcome.describe()
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
     assert "elements differ" in killed["detail"]
@@ -214,7 +222,7 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
                                 on_substrate=lambda *said: heard.append(said)) == {}
     # One process a trial (four); a fault the shim caught, with nothing written first, ends none of them (the GPU's
     # address check foresees one as the shim catches it), while a death costs a fifth.
-    assert [said[4] for said in heard] == [processes]
+    assert [outcome.processes for _name, outcome in heard] == [processes]
     died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
     assert died["killed_by"] == LARGE_INDEX
     assert died["detail"].startswith(detail), died["detail"]
@@ -383,7 +391,7 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
     def large_index(unmutated, survivors, store, backend, settings, on_substrate=None):
         both_running.wait()
         seen["check_addresses"], seen["at_once"] = settings.check_addresses, settings.at_once
-        on_substrate("forms_row_sum", 1, 0, 2.5, 4)
+        on_substrate("forms_row_sum", judge.SubstrateJudged(judged={"m": (False, "", "t")}, processes=4, seconds=2.5))
         return {"forms_row_sum": "T0 trial 0 along axis -1: skipped"}
 
     monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
@@ -450,7 +458,8 @@ def test_a_substrate_the_device_s_memory_fell_short_of_beside_others_is_judged_a
     store = ResultStore(tmp_path / "results.jsonl")
     heard = []
     assert judge_on_large_trial(unmutated, survivors, store, "cpu", replace(SMALL, at_once=2),
-                                on_substrate=lambda *said: heard.append(said[:3])) == {}
+                                on_substrate=lambda name, outcome: heard.append((name, len(outcome.judged),
+                                                                                 outcome.killed()))) == {}
     assert sorted(calls[:2]) in ([("forms_row_sum", 1), ("forms_wrong_distribution", 2)],
                                  [("forms_row_sum", 2), ("forms_wrong_distribution", 1)])
     assert calls[2] == ("forms_row_sum", 1)  # again, with nothing beside it

@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine.store import ResultKey, ResultStore
@@ -141,33 +141,47 @@ class TrialRun:
     why: str | None
     processes: int
     short_of_memory: bool = False
+    parts: dict = field(default_factory=dict)  # seconds: building the trial, loading, running, checking kernels
 
 
 @dataclass
 class SubstrateJudged:
-    judged: dict      # mutant id: (killed, detail, the trial)
-    trials: list      # the trials run
-    why_not: list     # why a trial judged nothing
-    processes: int
-    short_of_memory: bool
-    seconds: float
+    """One substrate's survivors through its large trials: what they judged, and what that took."""
+
+    judged: dict = field(default_factory=dict)   # mutant id: (killed, detail, the trial)
+    trials: list = field(default_factory=list)   # the trials run
+    why_not: list = field(default_factory=list)  # why a trial judged nothing
+    processes: int = 0
+    short_of_memory: bool = False
+    seconds: float = 0.0
+    parts: dict = field(default_factory=dict)    # TrialRun.parts, summed
+
+    def killed(self) -> int:
+        return sum(1 for killed, _detail, _trial in self.judged.values() if killed)
+
+    def describe(self) -> str:
+        """`N survivor(s) judged, K killed, in S s, P process(es) (building the trials 1.2 s, ...)`."""
+        parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.parts.items())
+        return (f"{len(self.judged)} survivor(s) judged, {self.killed()} killed, in {self.seconds:.1f} s, "
+                f"{self.processes} process(es)" + (f" ({parts})" if parts else ""))
 
 
 def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                          settings: LargeSettings = LargeSettings(),
-                         on_substrate=lambda name, judged, killed, seconds, processes: None) -> dict[str, str]:
+                         on_substrate=lambda name, outcome: None) -> dict[str, str]:
     """Each substrate's survivors on its large trials, stored as judged; returns, per substrate, why a trial could
     not judge them (the device's memory, the unmutated kernel failing it), if so. `on_substrate` hears each
-    substrate's count of survivors judged and killed as it is done (minutes each at 2^31 elements), and how many
-    processes built a trial for them. `settings.check_addresses` (cuda): the kernels run address-checked, so a fault
-    that would have ended the process is foreseen and the next survivor runs on the trial already built.
+    substrate's SubstrateJudged as it is done (minutes each at 2^31 elements): survivors judged and killed, the
+    processes that built a trial for them, and where the time went.
 
-    `settings.at_once` substrates run side by side; one the device's memory fell short of beside the others is judged
-    again alone afterwards, so that running them together changes no verdict.
+    `settings.check_addresses` (cuda): the kernels run address-checked, so a fault that would have ended the process
+    is foreseen and the next survivor runs on the trial already built. `settings.at_once` substrates run side by
+    side; one the device's memory fell short of beside the others is judged again alone afterwards, so that running
+    them together changes no verdict.
 
-    LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last
-    axis, then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape
-    spreads over axes that each stay short), then that trial cut to the largest legal count."""
+    LARGE_TRIALS in turn, what survives one going to the next: T0 trial 0 tiled along axis 0, along the last axis,
+    then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape spreads over
+    axes that each stay short), then that trial cut to the largest legal count."""
     work = [(u, mine) for u in unmutated if (mine := [s for s in survivors if s.substrate == u.substrate])]
     notes: dict[str, str] = {}
 
@@ -175,8 +189,7 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
         if outcome.why_not:
             notes[u.substrate] = "; ".join(outcome.why_not)
         _store_judged(mine, outcome, store, backend)
-        on_substrate(u.substrate, len(outcome.judged), sum(1 for k, _d, _t in outcome.judged.values() if k),
-                     outcome.seconds, outcome.processes)
+        on_substrate(u.substrate, outcome)
 
     alone = []
     with ThreadPoolExecutor(max_workers=max(1, settings.at_once)) as pool:
@@ -195,7 +208,7 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
 def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings: LargeSettings) -> SubstrateJudged:
     """One substrate's survivors through LARGE_TRIALS, what survives one going to the next; nothing stored."""
     started = time.perf_counter()
-    outcome = SubstrateJudged({}, [], [], 0, False, 0.0)
+    outcome = SubstrateJudged()
     for source, axis, size in LARGE_TRIALS:
         left = [s for s in mine if not outcome.judged.get(s.mutant_id, (False,))[0]]
         if not left:
@@ -204,6 +217,8 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
         run = _run_large_trial(u, kernels, backend, settings, (source, axis, size))
         outcome.processes += run.processes
         outcome.short_of_memory |= run.short_of_memory
+        for name, seconds in run.parts.items():
+            outcome.parts[name] = outcome.parts.get(name, 0.0) + seconds
         base = run.results.get(u.substrate)
         if run.why is None:
             continue
@@ -338,6 +353,7 @@ def _read_events(events: Path, run: TrialRun, unmutated: str) -> tuple[list[str]
         if record["event"] == "skipped":  # redundant: nothing new to judge (the trial along another axis was it)
             return judged, deliberate_end, record, seconds
         if record["event"] == "trial":
+            _add(run.parts, "building the trials", record.get("seconds", 0.0))
             run.trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
                          + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
                          f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
@@ -347,9 +363,15 @@ def _read_events(events: Path, run: TrialRun, unmutated: str) -> tuple[list[str]
             if "error" not in record:
                 run.results[record["key"]] = (record["killed"], record.get("detail", ""))
             run.short_of_memory |= bool(record.get("memory"))
+            for name, seconds in record.get("parts", {}).items():
+                _add(run.parts, f"{name} kernels", seconds)
             if record["key"] == unmutated and "seconds" in record:
                 seconds = record["seconds"]
     return judged, deliberate_end, None, seconds
+
+
+def _add(parts: dict, name: str, seconds: float) -> None:
+    parts[name] = parts.get(name, 0.0) + seconds
 
 
 def decided(value_record: dict, oracle_records: list[dict]) -> tuple[str, str, str]:
@@ -421,9 +443,7 @@ def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor]
             unmutated, survivors, store, backend,
             LargeSettings(kb_root=settings["kb_root"], cache_dir=settings["cache_dir"],
                           check_addresses=settings["check_addresses"], at_once=settings["large_at_once"]),
-            on_substrate=lambda name, judged, killed, seconds, processes: print(
-                f"  {oracle}: {name}: {judged} survivor(s) judged, {killed} killed, in {seconds:.1f} s, "
-                f"{processes} process(es)", flush=True))
+            on_substrate=lambda name, outcome: print(f"  {oracle}: {name}: {outcome.describe()}", flush=True))
     killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id, oracle)))
                  and r.get("killed_by"))
     return [f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "

@@ -245,6 +245,7 @@ def main(argv: list[str]) -> int:
         from harness.watch import watch_process
 
         watch_process(plan["watch_pid"])
+    began = time.perf_counter()  # what building the trial costs, the process's start and imports aside
     backend, entry, problem = _loaded(plan)
     device = backend.device
     model = problem.build_model(device)
@@ -307,7 +308,7 @@ def main(argv: list[str]) -> int:
                        f"built (about {need / 2**30:.1f} GiB estimated): {_device_words(error)}")
             return 0
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
-               out=list(expected.shape),
+               out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
         return _judge_all(plan, entry, backend, [*inputs, *state], expected, events, torch)
 
@@ -321,8 +322,10 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
     expected_sum = tensor_checksum(expected)
 
     def judge(key: str, cuda: str) -> bool:
+        loading = time.perf_counter()
         try:
             kernel = backend.load(cuda, entry.kernel_name, f"{key}.cu")
+            parts = {"loading": round(time.perf_counter() - loading, 4)}
             # As in the gate: an out that launch leaves uninitialised holds poison, not the last kernel's
             # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
             with poisoned_allocations(POISON_BYTES[0]):
@@ -341,19 +344,22 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
             # A fault that leaves the context usable (foreseen by the address check, or caught by the CPU shim) ends
             # the process only where the kernel wrote into the trial before it: the next kernel is judged on it.
             ends = getattr(error, "poisons_context", True) or bool(harmed_by(inputs, sums, expected, expected_sum))
-            _write(events, event="result", key=key, killed=True, ends=ends,
+            _write(events, event="result", key=key, killed=True, ends=ends, parts=parts,
                    detail=f"the kernel faulted: {type(error).__name__}: {error}")
             return not ends
+        parts["running"] = round(ran, 4)
+        checking = time.perf_counter()
         comparison = compare(out, expected, entry.tolerance)
         del out
         # No guard bands here: a kernel that wrote outside its output may have changed what the next is judged
         # by. It is killed for that, and a fresh process takes the kernels after it.
         harmed = harmed_by(inputs, sums, expected, expected_sum)
+        parts["checking"] = round(time.perf_counter() - checking, 4)
         if harmed:
-            _write(events, event="result", key=key, killed=True, ends=True,
+            _write(events, event="result", key=key, killed=True, ends=True, parts=parts,
                    detail=f"wrote outside its output: {', '.join(harmed)} changed")
             return False
-        _write(events, event="result", key=key, killed=not comparison.ok, seconds=round(ran, 4),
+        _write(events, event="result", key=key, killed=not comparison.ok, seconds=round(ran, 4), parts=parts,
                detail="" if comparison.ok else comparison.describe())
         return True
 
