@@ -171,6 +171,50 @@ def test_a_checkers_column_is_the_terminals():
     assert all(f"checker {v.headline()}" in text for v in judged.checkers)
 
 
+def test_the_test_view_lists_each_test_with_the_mutants_it_ran_and_killed():
+    substrates = [tests_view.SubstrateRecords(
+        c.name, {o.mutant_id: o.status for o in c.outcomes},
+        {o.mutant_id: {"checkers": {"kernelbench": {"accepted": i % 2 == 0}, "t0": {"accepted": False}}}
+         for i, o in enumerate(c.outcomes)},
+        {"kernelbench": CheckerVerdict(True), "t0": CheckerVerdict(c.name == "pad_const", "rejects it")})
+        for c in campaigns()]
+    view = tests_view.judged(substrates, False, ("kernelbench", "t0")).view
+    page = report_page(report_json(campaigns(), tests=view))
+    rows = re.findall(r"<tr class='test( idle)?' data-test-id='([^']*)'><td>([^<]*?) ?(?:<span[^>]*>\(idle\)</span>)?</td>"
+                      r"<td>([^<]*)</td><td>(\d+)</td><td>(?:0|<details><summary>(\d+)</summary><code>(.*?)</code>)", page)
+    shown = {test: (name, group, int(ran), (killed.split("<br>") if killed else []), bool(idle))
+             for idle, test, name, group, ran, _n, killed in rows}
+    expected = {}
+    for test in ("checker:kernelbench", "checker:t0"):
+        ran = sum(test in tests for by_mutant in view.covered.values() for tests in by_mutant.values())
+        killed = [m for by_mutant in view.killed.values() for m, tests in by_mutant.items() if test in tests]
+        expected[test] = (f"checker {test.split(':')[1]}", "checkers", ran, killed, ran > 0 and not killed)
+    # The oracle that killed a value survivor is a test too (it ran only the survivors it is named on).
+    by_racecheck = [o.mutant_id for c in campaigns() for o in c.outcomes if o.oracle == "racecheck"]
+    expected["racecheck"] = ("oracle racecheck", "oracles", len(by_racecheck), by_racecheck, False)
+    assert shown == expected
+    assert shown["checker:kernelbench"][3]  # kernelbench rejects some detected mutants: its kills are listed
+    # Without --matrix or --checker there are no tests, and no test view.
+    assert "id='tests'" not in report_page(report_json(campaigns()))
+
+
+def test_a_matrix_campaigns_page_shows_its_analyses_as_the_terminal_prints_them():
+    import html as html_module
+
+    from harness.engine.kill_matrix import MutantRow
+    from harness.engine.matrix import format_matrix, matrix_json
+
+    matrix = matrix_json({"a": [MutantRow("a:1", frozenset({"a/T0_original/0", "a/edge/0"}), frozenset({"a/edge/0"})),
+                                MutantRow("a:2", frozenset({"a/T0_original/0", "a/edge/0"}))]})
+    report = report_json(campaigns())
+    report[OWN_KEY]["matrix"] = matrix
+    page = report_page(report)
+    shown = re.search(r"<section id='matrix'><h2>Kill matrix</h2>\n<pre>(.*?)</pre>", page, re.S).group(1)
+    assert html_module.unescape(shown) == format_matrix(matrix)
+    assert "Idle trials: a/T0_original/0." in page  # it ran both mutants and killed neither
+    assert all(html_module.escape(meaning, quote=True) in page for meaning in matrix["definitions"].values())
+
+
 def test_every_mutant_is_shown_once_on_its_line_with_its_status_change_and_killer():
     report = report_json(campaigns())
     parsed = parse(report_page(report))

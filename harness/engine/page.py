@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import preflight
+from harness.engine.matrix import format_matrix
 from harness.engine.report import OWN_KEY, TABLE_HEADS, MutantStatus, percent, table_row
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -123,6 +124,34 @@ def substrate_views(report: dict) -> list[SubstrateView]:
     return views
 
 
+@dataclass(frozen=True)
+class TestView:
+    """A test of the report's testFiles (a suite trial, a checker, an oracle) and what it did."""
+
+    test_id: str
+    name: str
+    group: str                 # its testFiles key: `<substrate>/<suite>`, `checkers`, `oracles`
+    killed: tuple[str, ...]    # the mutants whose killedBy names it
+    ran: int                   # the mutants whose coveredBy names it
+
+
+def test_views(report: dict) -> list[TestView]:
+    """Each test of `report`'s testFiles, in their order, with the mutants it killed and how many it ran (read from
+    the mutants' killedBy and coveredBy); none where the report has no testFiles (a campaign without --matrix or
+    --checker)."""
+    killed: dict[str, list[str]] = {}
+    ran: dict[str, int] = {}
+    for entry in report["files"].values():
+        for mutant in entry["mutants"]:
+            for test in mutant.get("killedBy", ()):
+                killed.setdefault(test, []).append(str(mutant["id"]))
+            for test in mutant.get("coveredBy", ()):
+                ran[test] = ran.get(test, 0) + 1
+    return [TestView(str(test["id"]), str(test.get("name", test["id"])), str(group),
+                     tuple(killed.get(test["id"], ())), ran.get(test["id"], 0))
+            for group, tests in (report.get("testFiles") or {}).items() for test in tests.get("tests", ())]
+
+
 def _malformed(error: Exception) -> NotAReport:
     """A report that is no campaign's (hand-edited, or another tool's), refused saying what was missing."""
     return NotAReport(f"not a campaign report ({type(error).__name__}: {error})")
@@ -167,6 +196,11 @@ li.mutant del { background: #ffebe9; text-decoration: none; }
 li.mutant ins { background: #dafbe1; text-decoration: none; }
 .why, .killers { margin: .1em 0 0 1em; color: #424a53; white-space: pre-wrap; }
 .why pre { white-space: pre-wrap; margin: .2em 0; }
+table.tests { border-collapse: collapse; margin: .6em 0 1em; font-size: 14px; }
+table.tests th, table.tests td { padding: .15em .7em; border-bottom: 1px solid #d0d7de; text-align: left;
+  vertical-align: top; }
+.idle-mark { color: var(--survived); }
+#matrix pre { overflow-x: auto; }
 #filters { margin: .6em 0; } #filters label { margin-right: 1em; white-space: nowrap; }
 body.only-mutated .ln:not(.has-mutants) { display: none; }
 """
@@ -190,7 +224,8 @@ def report_page(report: dict, title: str = DEFAULT_TITLE) -> str:
     views = substrate_views(report)
     own = report[OWN_KEY]
     try:
-        body = [_summary(own, title, views), _table(views, own), _filters(views), *map(_section, views)]
+        body = [_summary(own, title, views), _table(views, own), _tests(test_views(report)), _filters(views),
+                *map(_section, views)]
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise _malformed(error) from None
     return ("<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
@@ -213,9 +248,15 @@ def _summary(own: dict, title: str, views: list[SubstrateView]) -> str:
                         f"{_e(str(stop.get('interrupted_by', '?')))} with {_e(str(stop.get('not_judged', '?')))} "
                         f"mutant(s) not judged yet; the figures are those of the judged ones. The same command goes "
                         f"on from its store.</p>")
-    if own.get("matrix"):
-        notes.append("<p class='note'>The kill matrix's analyses (per suite and trial) are in the report's JSON, "
-                     "under substrateHarness.matrix, and in the campaign's terminal output.</p>")
+    if isinstance(own.get("matrix"), dict):
+        # As the terminal prints them (harness.engine.matrix.format_matrix), and the idle trials named.
+        matrix = own["matrix"]
+        idle = ", ".join(map(str, matrix.get("total", {}).get("idleTrials", []))) or "none"
+        terms = "".join(f"<dt>{_e(term)}</dt><dd>{_e(meaning)}</dd>"
+                        for term, meaning in matrix.get("definitions", {}).items())
+        notes.append(f"<section id='matrix'><h2>Kill matrix</h2>\n<pre>{_e(format_matrix(matrix))}</pre>\n"
+                     f"<p class='note'>Idle trials: {_e(idle)}.</p>\n<details><summary>what each figure means"
+                     f"</summary><dl class='note'>{terms}</dl></details></section>")
     return (f"<header id='summary'>\n<h1>{_e(title)}</h1>\n"
             f"<p class='meta'>{len(views)} substrate(s), {sum(int(n) for n in counts.values())} mutants</p>\n"
             f"<p class='scores'>score <strong id='score'>{_e(percent(own.get('score')))}</strong> &middot; "
@@ -233,6 +274,26 @@ def _table(views: list[SubstrateView], own: dict) -> str:
                    + "".join(f"<td>{_e(cell)}</td>" for cell in v.cells[1:]) + "</tr>\n" for v in views)
     return (f"<table class='substrates' id='substrates'>\n<thead><tr>{head}</tr></thead>\n"
             f"<tbody>\n{rows}</tbody>\n</table>")
+
+
+def _tests(tests: list[TestView]) -> str:
+    """The test view: each suite trial, checker and oracle, the mutants it ran and those it killed (listed on
+    demand); a test that killed nothing it ran is marked, as the matrix's analyses name it."""
+    if not tests:
+        return ""
+    rows = []
+    for t in tests:
+        kills = (f"<details><summary>{len(t.killed)}</summary><code>{'<br>'.join(map(_e, t.killed))}</code>"
+                 f"</details>" if t.killed else "0")
+        idle = t.ran and not t.killed
+        mark = " <span class='idle-mark'>(idle)</span>" if idle else ""
+        rows.append(f"<tr class='test{' idle' if idle else ''}' data-test-id='{_e(t.test_id)}'><td>{_e(t.name)}{mark}"
+                    f"</td><td>{_e(t.group)}</td><td>{t.ran}</td><td>{kills}</td></tr>\n")
+    return ("<section id='tests'>\n<h2>Tests</h2>\n<p class='note'>Each suite trial, checker and oracle as a test: the "
+            "mutants it ran, and those it killed. A test that killed none of those it ran is marked idle.</p>\n"
+            "<table class='tests'>\n<thead><tr><th scope='col'>test</th><th scope='col'>of</th>"
+            "<th scope='col'>ran</th><th scope='col'>killed</th></tr></thead>\n<tbody>\n" + "".join(rows)
+            + "</tbody>\n</table>\n</section>")
 
 
 def _filters(views: list[SubstrateView]) -> str:
