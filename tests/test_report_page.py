@@ -156,13 +156,19 @@ def test_an_interrupted_campaigns_page_says_it_is_incomplete_and_what_is_missing
         "of the judged ones. The same command goes on from its store.")
 
 
-def test_a_checkers_column_is_the_terminals():
-    substrates = [tests_view.SubstrateRecords(
+def _checked_substrates() -> list:
+    """The sample campaigns' records with two checkers: kernelbench accepting every other mutant, t0 rejecting every
+    one and the unmutated pad_const too (so it is unsound)."""
+    return [tests_view.SubstrateRecords(
         c.name, {o.mutant_id: o.status for o in c.outcomes},
         {o.mutant_id: {"checkers": {"kernelbench": {"accepted": i % 2 == 0}, "t0": {"accepted": False}}}
          for i, o in enumerate(c.outcomes)},
         {"kernelbench": CheckerVerdict(True), "t0": CheckerVerdict(c.name == "pad_const", "rejects it")})
         for c in campaigns()]
+
+
+def test_a_checkers_column_is_the_terminals():
+    substrates = _checked_substrates()
     judged = tests_view.judged(substrates, False, ("kernelbench", "t0"))
     page = report_page(report_json(campaigns(), tests=judged.view))
     assert page_table(page) == table_rows(format_table(campaigns(), judged.columns))
@@ -172,12 +178,7 @@ def test_a_checkers_column_is_the_terminals():
 
 
 def test_the_test_view_lists_each_test_with_the_mutants_it_ran_and_killed():
-    substrates = [tests_view.SubstrateRecords(
-        c.name, {o.mutant_id: o.status for o in c.outcomes},
-        {o.mutant_id: {"checkers": {"kernelbench": {"accepted": i % 2 == 0}, "t0": {"accepted": False}}}
-         for i, o in enumerate(c.outcomes)},
-        {"kernelbench": CheckerVerdict(True), "t0": CheckerVerdict(c.name == "pad_const", "rejects it")})
-        for c in campaigns()]
+    substrates = _checked_substrates()
     view = tests_view.judged(substrates, False, ("kernelbench", "t0")).view
     page = report_page(report_json(campaigns(), tests=view))
     rows = re.findall(r"<tr class='test( idle)?' data-test-id='([^']*)'><td>([^<]*?) ?(?:<span[^>]*>\(idle\)</span>)?</td>"
