@@ -116,10 +116,12 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     # A process per trial: T0 along axis 0 and along the last, the lowest rank (T0's), the largest.
     assert outcome.processes == 4
     # Where the time went, said on the substrate's line: every part measured, none longer than the whole.
-    assert list(outcome.parts) == ["building the trials", "loading kernels", "running kernels", "checking kernels"]
+    assert list(outcome.parts) == ["building the trials", "compiling kernels", "loading kernels", "running kernels",
+                                   "checking kernels"]
     assert all(0 < seconds < outcome.seconds for seconds in outcome.parts.values())
     said = r"2 survivor\(s\) judged, 1 killed, in \d+\.\d s, 4 process\(es\) \(building the trials \d+\.\d s, "
-    said += r"loading kernels \d+\.\d s, running kernels \d+\.\d s, checking kernels \d+\.\d s\)"
+    said += r"compiling kernels \d+\.\d s, loading kernels \d+\.\d s, running kernels \d+\.\d s, checking kernels "
+    said += r"\d+\.\d s\)"
     assert re.fullmatch(said, outcome.describe()), outcome.describe()
     killed = store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))
     assert killed["killed_by"] == LARGE_INDEX and killed["trial"] == "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160"
@@ -380,7 +382,8 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
     from harness.engine import judge
 
     unmutated, survivor = _substrate()
-    monkeypatch.setattr(judge, "_value_survivors", lambda plans, store, backend, oracle: ([unmutated], [survivor]))
+    monkeypatch.setattr(judge, "_value_survivors",
+                        lambda plans, store, backend, oracle, batch_size: ([unmutated], [survivor]))
     both_running = threading.Barrier(2, timeout=20)  # broken, and raising, if one oracle waited for the other
     seen = {}
 
@@ -465,3 +468,69 @@ def test_a_substrate_the_device_s_memory_fell_short_of_beside_others_is_judged_a
     assert calls[2] == ("forms_row_sum", 1)  # again, with nothing beside it
     assert sorted(heard) == [("forms_row_sum", 1, 1), ("forms_wrong_distribution", 1, 1)]  # its first outcome unsaid
     assert store.get(oracle_key("f" * 64, "cpu", survivors[0].mutant_id, LARGE_INDEX))["killed_by"] == LARGE_INDEX
+
+
+def test_survivors_are_compiled_in_the_programs_the_campaign_compiled_them_in(tmp_path, monkeypatch):
+    from harness.backends.cpu import CpuBackend
+    from harness.candidates import make_entry
+    from harness.compiler import nvrtc
+    from harness.engine.judge import compiled_batches
+    from harness.oracles.large_index_run import compiled_in_batches
+
+    unmutated, _ = _substrate()
+    dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
+    batch = (dropping.source, unmutated.source, harmless.source)  # as a plan's batch holds them, in its order
+    in_batch = [replace(dropping, batch=batch, index=0), replace(harmless, batch=batch, index=2)]
+    alone = replace(dropping, mutant_id="forms_row_sum:alone:0")  # a survivor the campaign compiled alone
+    programs = compiled_batches(unmutated, [*in_batch, alone])
+    assert programs == [
+        {"program": "forms_row_sum.cu", "sources": [unmutated.source], "members": {"forms_row_sum": 0}},
+        {"program": "forms_row_sum.cu", "sources": list(batch),
+         "members": {program_label(in_batch[0].mutant_id): 0, program_label(in_batch[1].mutant_id): 2}}]
+
+    compiles = []
+    real = nvrtc.compile_program
+    monkeypatch.setattr(nvrtc, "compile_program", lambda *a, **k: compiles.append(a[2:]) or real(*a, **k))
+    raw = register_candidate(import_candidate(FORMS), FORMS)["forms_row_sum"]
+    entry, _ = make_entry("forms_row_sum", raw, FORMS)
+    backend = CpuBackend(cache_dir=tmp_path)
+    found = compiled_in_batches(programs, entry, backend)
+    assert len(compiles) == 2  # a program each, not a compile per kernel
+    assert set(found) == {"forms_row_sum", *(program_label(s.mutant_id) for s in in_batch)}
+    survivor_kernels = [found[program_label(s.mutant_id)] for s in in_batch]
+    assert survivor_kernels[0].ptx == survivor_kernels[1].ptx  # one program's code
+    assert survivor_kernels[0].lowered_name != survivor_kernels[1].lowered_name
+    assert compiled_in_batches(programs, entry, backend).keys() == found.keys() and len(compiles) == 2  # cached
+    # And judged from them, the verdicts are those of kernels compiled alone.
+    store, alone_store = ResultStore(tmp_path / "batched.jsonl"), ResultStore(tmp_path / "alone.jsonl")
+    assert judge_on_large_trial([unmutated], in_batch, store, "cpu", SMALL) == {}
+    assert judge_on_large_trial([unmutated], [dropping, harmless], alone_store, "cpu", SMALL) == {}
+    for s in (dropping, harmless):
+        key = oracle_key("f" * 64, "cpu", s.mutant_id, LARGE_INDEX)
+        assert store.get(key) == alone_store.get(key)
+
+
+def test_a_survivor_carries_the_batch_the_plan_compiled_it_in(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.engine.compile import batches
+    from harness.engine.judge import _value_survivors
+    from harness.engine.mutants import generate
+    from harness.engine.store import ResultKey
+
+    unmutated, _ = _substrate()
+    mutants = generate(unmutated.source, "forms_row_sum")
+    plan = SimpleNamespace(name="forms_row_sum", file=unmutated.file, kernel_name=unmutated.kernel_name, t0_bytes=0,
+                           source=unmutated.source, source_sha256="f" * 64, mutants=mutants)
+    store = ResultStore(tmp_path / "results.jsonl")
+    chosen = mutants[3], mutants[-1]  # survivors of two different batches of 4
+    for m in mutants:
+        store.put(ResultKey("f" * 64, "cpu", m.id), {"status": "survived" if m in chosen else "killed"})
+    _, survivors = _value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=4)
+    fixed = batches([m.id for m in mutants], 4)
+    for mutant, survivor in zip(chosen, survivors):
+        (batch,) = [b for b in fixed if mutant.id in b]
+        assert survivor.batch == tuple(m.apply(unmutated.source) for m in mutants if m.id in batch)
+        assert survivor.batch[survivor.index] == survivor.source == mutant.apply(unmutated.source)
+    _, unbatched = _value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=1)
+    assert [s.batch for s in unbatched] == [(), ()]

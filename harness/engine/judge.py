@@ -68,6 +68,10 @@ class Survivor:
     source_sha256: str
     mutant_id: str
     source: str  # the mutated CUDA source
+    # The sources of the batch the campaign compiled it in (the plan's fixed batches; empty where none), and its
+    # place there: the large-index program finds that program in the compile cache rather than compiling it alone.
+    batch: tuple[str, ...] = ()
+    index: int = 0
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,7 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
         if not left:
             break
         kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
-        run = _run_large_trial(u, kernels, backend, settings, (source, axis, size))
+        run = _run_large_trial(u, kernels, backend, settings, (source, axis, size), compiled_batches(u, left))
         outcome.processes += run.processes
         outcome.short_of_memory |= run.short_of_memory
         for name, seconds in run.parts.items():
@@ -237,6 +241,18 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
     return outcome
 
 
+def compiled_batches(u: Unmutated, survivors: list[Survivor]) -> list[dict]:
+    """The NVRTC programs the campaign compiled `survivors` in, once each, and the unmutated source's (a batch of
+    one), as the large-index program compiles them: the same program name and sources, so the compile cache has
+    them; {"program", "sources", "members": {kernel key: its place}}. A survivor with no batch is compiled alone."""
+    found: dict[tuple[str, ...], dict] = {}
+    for key, batch, index in [(u.substrate, (u.source,), 0)] + [(program_label(s.mutant_id), s.batch, s.index)
+                                                                  for s in survivors if s.batch]:
+        found.setdefault(batch, {"program": f"{u.substrate}.cu", "sources": list(batch), "members": {}})
+        found[batch]["members"][key] = index
+    return list(found.values())
+
+
 def _store_judged(mine: list[Survivor], outcome: SubstrateJudged, store: ResultStore, backend: str) -> None:
     for s in mine:
         if s.mutant_id not in outcome.judged:
@@ -249,7 +265,7 @@ def _store_judged(mine: list[Survivor], outcome: SubstrateJudged, store: ResultS
 
 
 def _run_large_trial(u: Unmutated, kernels: list, backend: str, settings: LargeSettings,
-                     trial=("t0", 0, "least")) -> TrialRun:
+                     trial=("t0", 0, "least"), programs: list[dict] = ()) -> TrialRun:
     """`kernels` on one large trial, a process at a time (a fresh one after a kernel that ends one)."""
     from harness.processes import start_worker
 
@@ -258,7 +274,7 @@ def _run_large_trial(u: Unmutated, kernels: list, backend: str, settings: LargeS
     spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
     try:
         return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              settings, trial)
+                              settings, trial, list(programs))
     finally:
         spare[0].stop()
 
@@ -274,7 +290,7 @@ def _events(path: Path) -> list[dict]:
 
 
 def _judge_in_turn(remaining, spare, start, work, u, backend, settings: LargeSettings,
-                   trial_kind=("t0", 0, "least")) -> TrialRun:
+                   trial_kind=("t0", 0, "least"), programs: list[dict] = ()) -> TrialRun:
     """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
 
     A mutant that runs past `hang_limit` of the unmutated kernel's time is killed as hung; a process as a whole
@@ -291,7 +307,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, settings: LargeSet
                                     "file": u.file, "watch_pid": os.getpid(), "source": source, "axis": axis,
                                     "size": size, "name": u.substrate, "min_elements": settings.min_elements,
                                     "max_elements": settings.max_elements, "kernels": remaining,
-                                    "check_addresses": settings.check_addresses}))
+                                    "check_addresses": settings.check_addresses, "batches": list(programs)}))
         worker, spare[0] = spare[0], start()
         stderr = work / f"stderr-{run.processes}.txt"
         try:
@@ -352,6 +368,8 @@ def _read_events(events: Path, run: TrialRun, unmutated: str) -> tuple[list[str]
     for record in _events(events):
         if record["event"] == "skipped":  # redundant: nothing new to judge (the trial along another axis was it)
             return judged, deliberate_end, record, seconds
+        if record["event"] == "compiled":
+            _add(run.parts, "compiling kernels", record.get("seconds", 0.0))
         if record["event"] == "trial":
             _add(run.parts, "building the trials", record.get("seconds", 0.0))
             run.trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
@@ -399,7 +417,8 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
     lines: dict[str, list[str]] = {}
     work = []
     for oracle in chosen[1:]:
-        unmutated, survivors = ([], []) if backend == "cpu" else _value_survivors(plans, store, backend, oracle)
+        unmutated, survivors = ([], []) if backend == "cpu" else _value_survivors(
+            plans, store, backend, oracle, getattr(args, "batch_size", 1) if not getattr(args, "naive", False) else 1)
         said = _not_judging(oracle, backend, args, survivors)
         if said:
             lines[oracle] = [said]
@@ -450,15 +469,26 @@ def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor]
             f"{time.perf_counter() - started:.1f} s"] + [f"  {name}: {why}" for name, why in notes.items()]
 
 
-def _value_survivors(plans: list, store: ResultStore, backend: str, oracle: str):
-    """The substrates and the survivors of the value suites that `oracle` has not judged yet."""
+def _value_survivors(plans: list, store: ResultStore, backend: str, oracle: str, batch_size: int = 1):
+    """The substrates and the survivors of the value suites that `oracle` has not judged yet, each with the batch
+    the campaign compiled it in (batches of `batch_size`, as the plan fixes them; none for 1)."""
+    from harness.engine.compile import batches
+
     unmutated, survivors = [], []
     for plan in plans:
         mine = [m for m in plan.mutants
                 if (r := store.get(ResultKey(plan.source_sha256, backend, m.id))) and r["status"] == "survived"
                 and oracle_key(plan.source_sha256, backend, m.id, oracle) not in store]
-        if mine:
-            unmutated.append(Unmutated(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source))
-            survivors += [Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
-                                           m.id, m.apply(plan.source)) for m in mine]
+        if not mine:
+            continue
+        unmutated.append(Unmutated(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source))
+        by_id = {m.id: m for m in plan.mutants}
+        batch_of = ({i: batch for batch in batches(list(by_id), batch_size) for i in batch} if batch_size > 1
+                    else {})
+        for m in mine:
+            batch = batch_of.get(m.id, ())
+            survivors.append(Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
+                                      m.id, m.apply(plan.source),
+                                      tuple(by_id[i].apply(plan.source) for i in batch),
+                                      batch.index(m.id) if batch else 0))
     return unmutated, survivors

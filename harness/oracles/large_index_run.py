@@ -310,10 +310,32 @@ def main(argv: list[str]) -> int:
         _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
                out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
                shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
-        return _judge_all(plan, entry, backend, [*inputs, *state], expected, events, torch)
+        compiling = time.perf_counter()
+        compiled = compiled_in_batches(plan.get("batches", []), entry, backend)
+        _write(events, event="compiled", programs=len(plan.get("batches", [])), kernels=len(compiled),
+               seconds=round(time.perf_counter() - compiling, 3))
+        return _judge_all(plan, entry, backend, [*inputs, *state], expected, events, torch, compiled)
 
 
-def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
+def compiled_in_batches(programs: list[dict], entry, backend) -> dict:
+    """{kernel key: its CompiledKernel} from the NVRTC programs the campaign compiled its kernels in (the compile
+    cache has them: the same program name and sources), each compiled once here where it has not; a kernel whose
+    program does not compile as a batch is left out, to be compiled alone, and its error said, as it is loaded."""
+    from harness.compiler import cache
+    from harness.engine.compile import compile_variants
+
+    def compile_program(source, name_expressions, arch, program):
+        return cache.compile_program_cached(source, name_expressions, arch, program, backend.cache_dir)
+
+    found = {}
+    for program in programs:
+        variants = compile_variants(program["sources"], entry, backend.nvrtc_arch, program["program"], compile_program)
+        found.update({key: variants[index].kernel for key, index in program["members"].items()
+                      if variants[index] is not None})
+    return found
+
+
+def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: dict) -> int:
     from harness.compiler import signature
     from harness.gate.checks.compare import compare
     from harness.gate.checks.guards import POISON_BYTES, poisoned_allocations, tensor_checksum
@@ -324,7 +346,7 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch) -> int:
     def judge(key: str, cuda: str) -> bool:
         loading = time.perf_counter()
         try:
-            kernel = backend.load(cuda, entry.kernel_name, f"{key}.cu")
+            kernel = backend.load(cuda, entry.kernel_name, f"{key}.cu", compiled=compiled.get(key))
             parts = {"loading": round(time.perf_counter() - loading, 4)}
             # As in the gate: an out that launch leaves uninitialised holds poison, not the last kernel's
             # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
