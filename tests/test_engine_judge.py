@@ -534,3 +534,24 @@ def test_a_survivor_carries_the_batch_the_plan_compiled_it_in(tmp_path):
         assert survivor.batch[survivor.index] == survivor.source == mutant.apply(unmutated.source)
     _, unbatched = _value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=1)
     assert [s.batch for s in unbatched] == [(), ()]
+
+
+def test_a_kernel_whose_campaign_program_does_not_load_is_loaded_alone():
+    from harness.compiler.nvrtc import CompileError
+    from harness.oracles.large_index_run import _load
+
+    class Refusing:  # ptxas refuses the whole program address-checked; the kernel alone loads, unless it too is bad
+        def __init__(self, alone_too: bool = False):
+            self.calls, self.alone_too = [], alone_too
+
+        def load(self, source, kernel_name, program_name, compiled=None):
+            self.calls.append(compiled)
+            if compiled is not None or self.alone_too:
+                raise CompileError("ptxas refused it")
+            return f"{program_name} alone"
+
+    backend = Refusing()
+    assert _load(backend, "src", "k", "m", compiled="its program") == "m.cu alone"
+    assert backend.calls == ["its program", None]
+    with pytest.raises(CompileError):  # compiled alone already: the error is the kernel's own, said as it is
+        _load(Refusing(alone_too=True), "src", "k", "m", None)

@@ -346,7 +346,7 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
     def judge(key: str, cuda: str) -> bool:
         loading = time.perf_counter()
         try:
-            kernel = backend.load(cuda, entry.kernel_name, f"{key}.cu", compiled=compiled.get(key))
+            kernel = _load(backend, cuda, entry.kernel_name, key, compiled.get(key))
             parts = {"loading": round(time.perf_counter() - loading, 4)}
             # As in the gate: an out that launch leaves uninitialised holds poison, not the last kernel's
             # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
@@ -389,6 +389,19 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
         if not judge(key, cuda):
             return LOST_EXIT
     return 0
+
+
+def _load(backend, cuda: str, kernel_name: str, key: str, compiled):
+    """The kernel from its campaign's program where given; alone where that program does not load (ptxas refused it
+    address-checked, another kernel of it at fault), as a campaign's worker does."""
+    from harness.compiler.nvrtc import CompileError
+
+    try:
+        return backend.load(cuda, kernel_name, f"{key}.cu", compiled=compiled)
+    except CompileError:
+        if compiled is None:
+            raise
+        return backend.load(cuda, kernel_name, f"{key}.cu")
 
 
 def harmed_by(inputs: list, sums: list, expected, expected_sum) -> list[str]:
