@@ -555,3 +555,72 @@ def test_a_kernel_whose_campaign_program_does_not_load_is_loaded_alone():
     assert backend.calls == ["its program", None]
     with pytest.raises(CompileError):  # compiled alone already: the error is the kernel's own, said as it is
         _load(Refusing(alone_too=True), "src", "k", "m", None)
+
+
+def test_an_interrupt_while_the_oracles_judge_stops_their_threads_and_stores_nothing_they_decide_after(
+        tmp_path, monkeypatch):
+    import argparse
+    import os
+    import signal
+    import threading
+    import time
+
+    from harness.engine import judge
+
+    unmutated, survivor = _substrate()
+    monkeypatch.setattr(judge, "_value_survivors",
+                        lambda plans, store, backend, oracle, batch_size: ([unmutated], [survivor]))
+    killed, seen, ended = [], {}, []
+
+    def waits_for_the_stop(name, stop):
+        deadline = time.monotonic() + 20
+        while not stop.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen[name] = stop.is_set()
+        ended.append(name)
+        return {}
+
+    large_index_started = threading.Event()
+
+    def sanitizers(unmutated, survivors, store, backend, tools, sanitizer, cache_dir, processes, kb_root, stop):
+        large_index_started.wait(20)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: the main thread gets it, both oracles running
+        return waits_for_the_stop("sanitizers", stop)
+
+    def large_index(unmutated, survivors, store, backend, settings, on_substrate):
+        large_index_started.set()
+        return waits_for_the_stop("large-index", settings.stop)
+
+    monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
+    monkeypatch.setattr(judge, "judge_on_large_trial", large_index)
+    monkeypatch.setattr(judge, "kill_descendants", lambda: killed.append(sorted(seen)))
+    args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1)
+    with pytest.raises(KeyboardInterrupt):
+        judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
+                              ("values", SANITIZERS, LARGE_INDEX), ("memcheck",))
+    assert seen == {"sanitizers": True, "large-index": True}  # both told to stop...
+    assert killed == [[]]  # ... before their processes were killed, which was before either had ended
+    assert sorted(ended) == ["large-index", "sanitizers"]  # and both ended before the interrupt went on
+
+
+def test_once_stopped_the_large_index_oracle_starts_no_process_and_stores_nothing(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    settings = replace(SMALL)
+    settings.stop.set()
+    heard = []
+    assert judge_on_large_trial([unmutated], [_guarded_survivor("i >= 300000", 0)], store, "cpu", settings,
+                                on_substrate=lambda *said: heard.append(said)) == {}
+    assert heard == [] and store.get(oracle_key("f" * 64, "cpu", "forms_row_sum:L6C5:guard:0", LARGE_INDEX)) is None
+
+
+def test_once_stopped_the_sanitizers_oracle_stores_nothing(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("FAKE_SANITIZER_SYNCCHECK", _race_at(program_label(MUTANT_ID)))
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, survivor = _substrate()
+    stop = threading.Event()
+    stop.set()
+    assert judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("synccheck",), FAKE, stop=stop) == {}
+    assert store.get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS)) is None

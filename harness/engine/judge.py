@@ -18,12 +18,14 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine.store import ResultKey, ResultStore
+from harness.interrupt import kill_descendants
 from harness.gate.records import CheckStatus
 from harness.oracles import last_line, program_env
 from harness.oracles import sanitizer as sanitizer_tools
@@ -85,16 +87,21 @@ class Unmutated:
 
 def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                           tools: tuple[str, ...], sanitizer, cache_dir: str | None = None,
-                          processes: int = 1, kb_root: str | None = None) -> dict[str, str]:
+                          processes: int = 1, kb_root: str | None = None,
+                          stop: threading.Event | None = None) -> dict[str, str]:
     """Run the tools over the survivors (and their unmutated substrates) and store a judgement per survivor.
 
-    Returns, per substrate, why a tool could not judge its mutants (the unmutated substrate fails it), if so.
+    Returns, per substrate, why a tool could not judge its mutants (the unmutated substrate fails it), if so. Once
+    `stop` is set (the campaign interrupted, its processes killed) nothing is stored: the tools' findings may be their
+    deaths'.
     """
     targets = [SanitizerTarget(u.file, u.substrate, u.kernel_name, u.t0_bytes, u.source, kb_root=kb_root or "")
                for u in unmutated]
     targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source, kb_root=kb_root or "",
                                 label=program_label(s.mutant_id), replaces_cuda=True) for s in survivors]
     checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes)
+    if stop is not None and stop.is_set():
+        return {}
     unusable: dict[str, str] = {}
     judging: dict[str, set[str]] = {}
     for u in unmutated:
@@ -132,6 +139,9 @@ class LargeSettings:
     hang_floor: float = HANG_FLOOR_SECONDS
     check_addresses: bool = False
     at_once: int = 1
+    # Set when the campaign is interrupted: no trial or process is started after it, and nothing is stored that a
+    # killed process may have decided.
+    stop: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 @dataclass
@@ -190,6 +200,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     notes: dict[str, str] = {}
 
     def conclude(u: Unmutated, mine: list[Survivor], outcome: SubstrateJudged) -> None:
+        if settings.stop.is_set():
+            return
         if outcome.why_not:
             notes[u.substrate] = "; ".join(outcome.why_not)
         _store_judged(mine, outcome, store, backend)
@@ -205,7 +217,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
             else:
                 conclude(*running[done], outcome)
     for u, mine in sorted(alone, key=lambda item: unmutated.index(item[0])):
-        conclude(u, mine, _judge_substrate(u, mine, backend, settings))
+        if not settings.stop.is_set():
+            conclude(u, mine, _judge_substrate(u, mine, backend, settings))
     return {u.substrate: notes[u.substrate] for u in unmutated if u.substrate in notes}
 
 
@@ -215,7 +228,7 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
     outcome = SubstrateJudged()
     for source, axis, size in LARGE_TRIALS:
         left = [s for s in mine if not outcome.judged.get(s.mutant_id, (False,))[0]]
-        if not left:
+        if not left or settings.stop.is_set():
             break
         kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
         run = _run_large_trial(u, kernels, backend, settings, (source, axis, size), compiled_batches(u, left))
@@ -300,7 +313,7 @@ def _judge_in_turn(remaining, spare, start, work, u, backend, settings: LargeSet
     source, axis, size = trial_kind
     run = TrialRun({}, "", "", 0)
     unmutated_seconds = None
-    while remaining:
+    while remaining and not settings.stop.is_set():
         run.processes += 1
         plan, events = work / f"plan-{run.processes}.json", work / f"events-{run.processes}.jsonl"
         plan.write_text(json.dumps({"backend": backend, "cache_dir": settings.cache_dir, "kb_root": settings.kb_root,
@@ -431,12 +444,48 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
                 "sanitizer": args.sanitizer or sanitizer_tools.find_sanitizer(),
                 "processes": args.sanitize_processes, "check_addresses": check_addresses,
                 "large_at_once": getattr(args, "large_index_processes", 1)}
-    with ThreadPoolExecutor(max_workers=max(1, len(work))) as pool:
-        running = {oracle: pool.submit(_judge_by, oracle, unmutated, survivors, store, backend, settings)
-                   for oracle, unmutated, survivors in work}
-        for oracle, done in running.items():
-            lines[oracle] = done.result()
+    settings["stop"] = threading.Event()
+    lines.update(_side_by_side({oracle: (lambda o=oracle, u=unmutated, s=survivors:
+                                         _judge_by(o, u, s, store, backend, settings))
+                                for oracle, unmutated, survivors in work}, settings["stop"]))
     return "\n".join(line for oracle in chosen[1:] for line in lines.get(oracle, []))
+
+
+def _side_by_side(jobs: dict, stop: threading.Event) -> dict:
+    """{name: job()} with each job in a thread of its own; an exception of a job is raised here once all have ended.
+
+    Ctrl-C reaches the main thread only, wherever it is (starting the threads, or waiting): the jobs are told to stop
+    (`stop`), every process below this one is killed (a verdict read from a killed process would be its death's),
+    and the interrupt goes on once every thread has ended."""
+    results, errors = {}, []
+    ended = {name: threading.Event() for name in jobs}  # not Thread.join: interrupted, a join may not wait again
+
+    def run(name, job):
+        try:
+            results[name] = job()
+        except BaseException as error:  # handed to the main thread, which raises it
+            errors.append(error)
+        finally:
+            ended[name].set()
+
+    threads = {name: threading.Thread(target=run, args=(name, job), daemon=True) for name, job in jobs.items()}
+    try:
+        for thread in threads.values():
+            thread.start()
+        for name in jobs:
+            while not ended[name].wait(0.2):  # a timeout: the terminal's SIGINT may reach another thread, and only
+                pass                          # a main thread that wakes runs its handler
+    except KeyboardInterrupt:
+        stop.set()
+        kill_descendants()
+        raise
+    finally:
+        for name, thread in threads.items():
+            if thread.ident is not None:  # started (a Ctrl-C may have come before some were)
+                ended[name].wait()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def _not_judging(oracle: str, backend: str, args, survivors: list) -> str:
@@ -456,12 +505,14 @@ def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor]
     started = time.perf_counter()
     if oracle == SANITIZERS:
         notes = judge_with_sanitizers(unmutated, survivors, store, backend, settings["tools"], settings["sanitizer"],
-                                      settings["cache_dir"], settings["processes"], settings["kb_root"])
+                                      settings["cache_dir"], settings["processes"], settings["kb_root"],
+                                      settings["stop"])
     else:
         notes = judge_on_large_trial(
             unmutated, survivors, store, backend,
             LargeSettings(kb_root=settings["kb_root"], cache_dir=settings["cache_dir"],
-                          check_addresses=settings["check_addresses"], at_once=settings["large_at_once"]),
+                          check_addresses=settings["check_addresses"], at_once=settings["large_at_once"],
+                          stop=settings["stop"]),
             on_substrate=lambda name, outcome: print(f"  {oracle}: {name}: {outcome.describe()}", flush=True))
     killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id, oracle)))
                  and r.get("killed_by"))
