@@ -1,5 +1,6 @@
 """Shared fixtures; GPU tests (marked `gpu`) skip cleanly where no GPU is visible."""
 
+import signal
 import sys
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def sigint_as_it_was():
+    """A test that runs a worker's code in this process (which makes SIGINT end the process at once, quietly) leaves
+    SIGINT as it found it: a Ctrl-C, or a test's own SIGINT, then stops pytest as Python's handler does."""
+    previous = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -595,9 +595,15 @@ def test_an_interrupt_while_the_oracles_judge_stops_their_threads_and_stores_not
     monkeypatch.setattr(judge, "judge_on_large_trial", large_index)
     monkeypatch.setattr(judge, "kill_descendants", lambda: killed.append(sorted(seen)))
     args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1)
-    with pytest.raises(KeyboardInterrupt):
-        judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
-                              ("values", SANITIZERS, LARGE_INDEX), ("memcheck",))
+    # Python's own handler, as a campaign's main process has it (a test before may have run a worker's code here,
+    # which leaves SIGINT to end the process).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
+                                  ("values", SANITIZERS, LARGE_INDEX), ("memcheck",))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen == {"sanitizers": True, "large-index": True}  # both told to stop...
     assert killed == [[]]  # ... before their processes were killed, which was before either had ended
     assert sorted(ended) == ["large-index", "sanitizers"]  # and both ended before the interrupt went on
