@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -641,7 +642,13 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
-            list(pool.map(run_one, sorted(plans, key=lambda plan: -len(plan.to_run))))
+            running = [pool.submit(run_one, plan) for plan in sorted(plans, key=lambda plan: -len(plan.to_run))]
+            # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that
+            # wakes runs its handler.
+            while futures_wait(running, timeout=0.2).not_done:
+                pass
+            for done in running:
+                done.result()  # a slot's own error, raised here
     finally:
         if said := compile_pool.close():
             print(said, flush=True)
