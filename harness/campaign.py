@@ -386,8 +386,7 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
     # The naive mode starts each worker when it is needed, as a KernelBench-style tool would.
     spares = "never" if args.naive or args.scheduler else spare_mode(args.spare_workers, backend, workers, cores)
     _announce(args, plans, backend, workers, gpus, compile_pool if pending else None, spares)
-    run = _Run(pending=pending, progress=Progress(pending, args.no_progress), started=time.perf_counter())
-    run.start_times = StartTimes(run.started)
+    run = _Run(pending=pending, progress=Progress(pending, args.no_progress))
     where = f"{gpus} GPU(s)" if gpus else "the CPU"
     try:
         _run_stage(args, plans, backend, store, run, (gpus, workers, spares), compile_pool, first_workers)
@@ -417,11 +416,14 @@ class _Run:
 
     pending: int
     progress: Progress
-    started: float
+    started: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0
     worker_time: WorkerTime = field(default_factory=WorkerTime)
-    start_times: StartTimes | None = None
+    start_times: StartTimes = field(init=False)  # each worker's start, counted from `started`
     naive_results: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.start_times = StartTimes(self.started)
 
 
 def _announce(args, plans: list[Plan], backend: str, workers: int, gpus: int, compile_pool: CompilePool | None,

@@ -14,6 +14,7 @@ suites alone decided.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -429,25 +430,27 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
     kernels run address-checked (harness.engine.run.checks_addresses)."""
     lines: dict[str, list[str]] = {}
     work = []
+    sanitizer = args.sanitizer or sanitizer_tools.find_sanitizer()
     for oracle in chosen[1:]:
-        unmutated, survivors = ([], []) if backend == "cpu" else _value_survivors(
-            plans, store, backend, oracle, getattr(args, "batch_size", 1) if not getattr(args, "naive", False) else 1)
-        said = _not_judging(oracle, backend, args, survivors)
+        # The large-index program finds each survivor's batch in the compile cache; the tools compile their own.
+        batched = oracle == LARGE_INDEX and not getattr(args, "naive", False)
+        batch_size = getattr(args, "batch_size", 1) if batched else 1
+        unmutated, survivors = ([], []) if backend == "cpu" else _value_survivors(plans, store, backend, oracle,
+                                                                                 batch_size)
+        said = _not_judging(oracle, backend, sanitizer, survivors)
         if said:
             lines[oracle] = [said]
             continue
         print(f"oracle {oracle}: {len(survivors)} survivor(s) of {len(unmutated)} substrate(s)"
               + (f" under {', '.join(tools)}" if oracle == SANITIZERS else ""), flush=True)
         work.append((oracle, unmutated, survivors))
-    settings = {"cache_dir": str(args.cache_dir) if args.cache_dir else None,
-                "kb_root": str(args.kb_root) if args.kb_root else None, "tools": tools,
-                "sanitizer": args.sanitizer or sanitizer_tools.find_sanitizer(),
-                "processes": args.sanitize_processes, "check_addresses": check_addresses,
-                "large_at_once": getattr(args, "large_index_processes", 1)}
-    settings["stop"] = threading.Event()
-    lines.update(_side_by_side({oracle: (lambda o=oracle, u=unmutated, s=survivors:
-                                         _judge_by(o, u, s, store, backend, settings))
-                                for oracle, unmutated, survivors in work}, settings["stop"]))
+    large = LargeSettings(kb_root=str(args.kb_root) if args.kb_root else None,
+                          cache_dir=str(args.cache_dir) if args.cache_dir else None, check_addresses=check_addresses,
+                          at_once=getattr(args, "large_index_processes", 1))
+    tools_run = (tools, sanitizer, args.sanitize_processes)
+    lines.update(_side_by_side({oracle: functools.partial(_judge_by, oracle, unmutated, survivors, store, backend,
+                                                          large, tools_run)
+                                for oracle, unmutated, survivors in work}, large.stop))
     return "\n".join(line for oracle in chosen[1:] for line in lines.get(oracle, []))
 
 
@@ -488,31 +491,30 @@ def _side_by_side(jobs: dict, stop: threading.Event) -> dict:
     return results
 
 
-def _not_judging(oracle: str, backend: str, args, survivors: list) -> str:
+def _not_judging(oracle: str, backend: str, sanitizer, survivors: list) -> str:
     """Why `oracle` judges nothing in this campaign ("" when it has survivors to judge)."""
     if backend == "cpu":
         return (f"oracle {oracle}: skipped (CPU backend; "
                 + ("compute-sanitizer checks CUDA kernels)" if oracle == SANITIZERS
                    else "a trial of more than 2^31 elements is for the GPU)"))
-    if oracle == SANITIZERS and (args.sanitizer or sanitizer_tools.find_sanitizer()) is None:
+    if oracle == SANITIZERS and sanitizer is None:
         return "oracle sanitizers: skipped (compute-sanitizer not found: PATH, $CUDA_HOME, /usr/local/cuda*)"
     return "" if survivors else f"oracle {oracle}: every survivor is judged already"
 
 
 def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore,
-              backend: str, settings: dict) -> list[str]:
-    """One oracle over its survivors, stored as judged; its lines for the campaign's output."""
+              backend: str, large: LargeSettings, tools_run: tuple) -> list[str]:
+    """One oracle over its survivors, stored as judged; its lines for the campaign's output. `large` holds what both
+    oracles read (the KernelBench checkout, the compile cache, the stop), `tools_run` the sanitizers' (tools,
+    compute-sanitizer, processes)."""
     started = time.perf_counter()
     if oracle == SANITIZERS:
-        notes = judge_with_sanitizers(unmutated, survivors, store, backend, settings["tools"], settings["sanitizer"],
-                                      settings["cache_dir"], settings["processes"], settings["kb_root"],
-                                      settings["stop"])
+        tools, sanitizer, processes = tools_run
+        notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, sanitizer, large.cache_dir,
+                                      processes, large.kb_root, large.stop)
     else:
         notes = judge_on_large_trial(
-            unmutated, survivors, store, backend,
-            LargeSettings(kb_root=settings["kb_root"], cache_dir=settings["cache_dir"],
-                          check_addresses=settings["check_addresses"], at_once=settings["large_at_once"],
-                          stop=settings["stop"]),
+            unmutated, survivors, store, backend, large,
             on_substrate=lambda name, outcome: print(f"  {oracle}: {name}: {outcome.describe()}", flush=True))
     killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id, oracle)))
                  and r.get("killed_by"))
@@ -536,10 +538,11 @@ def _value_survivors(plans: list, store: ResultStore, backend: str, oracle: str,
         by_id = {m.id: m for m in plan.mutants}
         batch_of = ({i: batch for batch in batches(list(by_id), batch_size) for i in batch} if batch_size > 1
                     else {})
+        sources: dict[tuple, tuple[str, ...]] = {}  # each batch's sources, made once for all its survivors
         for m in mine:
             batch = batch_of.get(m.id, ())
+            if batch not in sources:
+                sources[batch] = tuple(by_id[i].apply(plan.source) for i in batch)
             survivors.append(Survivor(plan.name, plan.file, plan.kernel_name, plan.t0_bytes, plan.source_sha256,
-                                      m.id, m.apply(plan.source),
-                                      tuple(by_id[i].apply(plan.source) for i in batch),
-                                      batch.index(m.id) if batch else 0))
+                                      m.id, m.apply(plan.source), sources[batch], batch.index(m.id) if batch else 0))
     return unmutated, survivors

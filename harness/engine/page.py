@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import preflight
 from harness.engine.matrix import format_matrix
-from harness.engine.report import OWN_KEY, TABLE_HEADS, MutantStatus, percent, table_row
+from harness.engine.report import OWN_KEY, TABLE_HEADS, MutantStatus, checker_cell, percent, table_row
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 DEFAULT_TITLE = "mutation campaign"
@@ -89,12 +89,9 @@ def _mutant(entry: dict, lines: list[str], outcome: dict) -> MutantView:
                       tuple(map(str, entry.get("killedBy", ()))), str(entry.get("statusReason", "")))
 
 
-def _checker_cell(checker: dict, name: str) -> str:
-    """A checker's cell as harness.engine.tests_view puts it in the terminal's table."""
+def _checker_cell_of(checker: dict, name: str) -> str:
     counts = checker.get("substrates", {}).get(name) if isinstance(checker, dict) else None
-    if not counts:
-        return "-"
-    return f"{counts['accepted']}/{counts['judged']}" if counts["sound"] else "unsound"
+    return checker_cell(counts) if counts else "-"
 
 
 def substrate_views(report: dict) -> list[SubstrateView]:
@@ -115,7 +112,7 @@ def substrate_views(report: dict) -> list[SubstrateView]:
             mutants = tuple(_mutant(m, lines, outcomes.get(m["id"], {})) for m in entry["mutants"])
             by_oracles = sum(1 for o in outcomes.values() if o.get("oracle"))
             cells = table_row(name, mine["mutants"], mine["counts"], by_oracles, mine["valueScore"], mine["score"])
-            cells += [_checker_cell(checker, name) for checker in checkers.values()]
+            cells += [_checker_cell_of(checker, name) for checker in checkers.values()]
             views.append(SubstrateView(index, name, "\n".join(lines), str(mine.get("backend", "")),
                                        str(mine.get("device", "")), str(mine.get("sourceSha256", "")),
                                        tuple(cells), mutants))
@@ -125,7 +122,7 @@ def substrate_views(report: dict) -> list[SubstrateView]:
 
 
 @dataclass(frozen=True)
-class TestView:
+class TestRow:
     """A test of the report's testFiles (a suite trial, a checker, an oracle) and what it did."""
 
     test_id: str
@@ -135,7 +132,7 @@ class TestView:
     ran: int                   # the mutants whose coveredBy names it
 
 
-def test_views(report: dict) -> list[TestView]:
+def rows_of_tests(report: dict) -> list[TestRow]:
     """Each test of `report`'s testFiles, in their order, with the mutants it killed and how many it ran (read from
     the mutants' killedBy and coveredBy); none where the report has no testFiles (a campaign without --matrix or
     --checker)."""
@@ -147,7 +144,7 @@ def test_views(report: dict) -> list[TestView]:
                 killed.setdefault(test, []).append(str(mutant["id"]))
             for test in mutant.get("coveredBy", ()):
                 ran[test] = ran.get(test, 0) + 1
-    return [TestView(str(test["id"]), str(test.get("name", test["id"])), str(group),
+    return [TestRow(str(test["id"]), str(test.get("name", test["id"])), str(group),
                      tuple(killed.get(test["id"], ())), ran.get(test["id"], 0))
             for group, tests in (report.get("testFiles") or {}).items() for test in tests.get("tests", ())]
 
@@ -224,7 +221,7 @@ def report_page(report: dict, title: str = DEFAULT_TITLE) -> str:
     views = substrate_views(report)
     own = report[OWN_KEY]
     try:
-        body = [_summary(own, title, views), _table(views, own), _tests(test_views(report)), _filters(views),
+        body = [_summary(own, title, views), _table(views, own), _tests(rows_of_tests(report)), _filters(views),
                 *map(_section, views)]
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise _malformed(error) from None
@@ -276,7 +273,7 @@ def _table(views: list[SubstrateView], own: dict) -> str:
             f"<tbody>\n{rows}</tbody>\n</table>")
 
 
-def _tests(tests: list[TestView]) -> str:
+def _tests(tests: list[TestRow]) -> str:
     """The test view: each suite trial, checker and oracle, the mutants it ran and those it killed (listed on
     demand); a test that killed nothing it ran is marked, as the matrix's analyses name it."""
     if not tests:

@@ -373,6 +373,12 @@ def percent(score: float | None) -> str:
     return "-" if score is None else f"{score:.1f}%"
 
 
+def checker_cell(counts: dict) -> str:
+    """A checker's cell in a substrate's row (`tests_view`'s counts): the detected mutants it accepted of those it
+    judged, or "unsound" where it rejected the unmutated kernel."""
+    return f"{counts['accepted']}/{counts['judged']}" if counts["sound"] else "unsound"
+
+
 def table_row(name: str, mutants: int, counts: dict[str, int], by_oracles: int, value_score: float | None,
               score: float | None) -> list[str]:
     """A substrate's cells under TABLE_HEADS. `counts` is keyed by status value, as the JSON keeps it, so that

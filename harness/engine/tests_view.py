@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from harness.checkers import CheckerVerdicts
 from harness.checkers.under_test import CheckerVerdict
 from harness.engine import matrix
-from harness.engine.report import DETECTED, NOT_VALID, MutantStatus, TestView
+from harness.engine.report import DETECTED, NOT_VALID, MutantStatus, TestView, checker_cell
 from harness.engine.store import ResultKey, ResultStore
 
 CHECKERS_FILE = "checkers"
@@ -74,8 +74,7 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
         verdicts, counts, errors = _checker(spec, substrates)
         result.checkers.append(verdicts)
         result.per_substrate[spec] = counts
-        result.columns[spec] = {name: f"{own['accepted']}/{own['judged']}" if own["sound"] else "unsound"
-                                for name, own in counts.items()}
+        result.columns[spec] = {name: checker_cell(own) for name, own in counts.items()}
         result.errors += errors
         test = checker_test_id(spec)
         test_files.setdefault(CHECKERS_FILE, {"tests": []})["tests"].append({"id": test, "name": f"checker {spec}"})

@@ -423,10 +423,10 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     if run_args is None:
         return result
     runs_of = _OutputRuns(entry, kernel, backend, inputs, views, sums, guarded, expected, expected_poison, out,
-                          guarded_out, clock, result)
+                          guarded_out, (tuple(grid), tuple(block), run_args), clock, result)
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
-        held = runs_of.run(run_number, pattern, run_number == runs, (grid, block, run_args))
+        held = runs_of.run(run_number, pattern, run_number == runs)
         with clock.timing("kernel: guards, unwritten output, inputs"):
             still_first = _track_unwritten(result, run_number, guarded_out.tensor, pattern, held, still_first, shape)
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
@@ -498,20 +498,21 @@ class _OutputRuns:
     expected_poison: tuple[bool, bool] | None
     out: torch.Tensor    # launch's own out: what an initialising launch put there
     guarded_out: GuardedTensor
+    launch: tuple        # (grid, block, the kernel's arguments, out swapped for guarded_out): both runs
     clock: PhaseClock
     result: KernelRun
 
-    def run(self, run_number: int, pattern: int, last: bool, launch: tuple) -> int:
-        """Run `run_number` from poison `pattern` (or from launch's out) with launch's (grid, block, arguments); the
-        elements still holding the pattern (0 where the output is known written)."""
+    def run(self, run_number: int, pattern: int, last: bool) -> int:
+        """Run `run_number` from poison `pattern` (or from launch's out); the elements still holding the pattern (0
+        where the output is known written)."""
         result, output, clock, backend = self.result, self.guarded_out.tensor, self.clock, self.backend
-        grid, block, run_args = launch
+        grid, block, run_args = self.launch
         with clock.timing("kernel: runs"):
             if result.initialised_by_launch:
                 output.copy_(self.out)  # what launch put there (zeros) is what the kernel adds to
             else:
                 self.guarded_out.poison(pattern)
-            backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(run_args))
+            backend.launch(self.kernel, grid, block, signature.to_ctypes(run_args))
         with clock.timing("kernel: output compared"), _faults_raised_as_the_backend_raises_them(backend.synchronize):
             # A small output's verdict is read with the guards' signals below, and so is whether the kernel failed
             # (Backend.pending_fault); only a mismatch (to be described) or a large output is compared on its own,
