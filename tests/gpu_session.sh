@@ -546,19 +546,21 @@ if [ "${MANY:-0}" = 1 ]; then
   # file until MANY_BUDGET seconds (default 300) are spent; the rest are counted at the mean of those run.
   python3 tests/many_files.py "$out/many" | tee "$out/many.log"
   many_gate() { python3 gate.py --no-record --no-progress --kb-root tests/kernelbench_standin "$@"; }
+  # The clock read before awk starts: a Python started per file to subtract would add its start to every file's time.
+  seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
   many_gate --json "$out/many-warm.json" "$out/many" > "$out/many-warm.log" 2>&1
   began=$(date +%s.%N)
   many_gate --json "$out/many-all.json" "$out/many" > "$out/many-all.log" 2>&1
-  echo "many at once: exit $?, $(python3 -c "import time; print(f'{time.time() - $began:.1f}')") s" | tee -a "$out/many.log"
+  echo "many at once: exit $?, $(seconds_since "$began") s" | tee -a "$out/many.log"
   grep -E "^timeline:|admitted, " "$out/many-all.log" | tee -a "$out/many.log"
   spent=0
   for file in "$out/many"/candidate_*.py; do
-    [ "$(python3 -c "print(int($spent >= ${MANY_BUDGET:-300}))")" = 1 ] && break
+    awk -v s="$spent" -v b="${MANY_BUDGET:-300}" 'BEGIN { exit !(s >= b) }' && break
     began=$(date +%s.%N)
     many_gate --json "$out/many-one-$(basename "$file" .py).json" "$file" > /dev/null 2>&1
     status=$?
-    took=$(python3 -c "import time; print(f'{time.time() - $began:.2f}')")
-    spent=$(python3 -c "print($spent + $took)")
+    took=$(seconds_since "$began")
+    spent=$(awk -v s="$spent" -v t="$took" 'BEGIN { print s + t }')
     echo "many one at a time: $(basename "$file"): exit $status, $took s" >> "$out/many.log"
   done
   python3 - "$out" <<'PY' | tee -a "$out/many.log"
