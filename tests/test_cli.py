@@ -168,6 +168,17 @@ def test_the_timeline_says_how_many_workers_started_beside_discovery_a_job_took(
         "then the jobs 6.5 s (30.8 s of substrate work after 5.4 s of 6 workers' start, 8 at once)")
 
 
+def test_discovery_foresees_the_official_outputs_only_for_a_gate_on_cuda(monkeypatch):
+    # The float64 route runs ahead of the official output on a GPU only; on the CPU backend the meta run of each
+    # Model (torch._dynamo's import, in discovery's worker) would buy nothing.
+    from harness.gate import command as cli
+
+    monkeypatch.setattr(cli, "resolve_backend_name", lambda name: "cuda" if name in ("auto", "cuda") else name)
+    parse = cli.build_parser().parse_args
+    assert [cli._foresees_outputs(parse(argv)) for argv in ([], ["--backend", "cuda"], ["--backend", "cpu"],
+                                                            ["--list"])] == [True, True, False, False]
+
+
 def test_workers_start_beside_discovery_for_the_first_files_only_where_a_gpu_gates_files_known_before_it(
         monkeypatch, tmp_path):
     from harness.gate import command as cli

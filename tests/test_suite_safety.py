@@ -246,7 +246,7 @@ def test_a_float64_route_too_large_for_the_device_or_unforeseeable_is_left_to_th
                                      "device": 1}
     sparse = _references_as_on_a_gpu(_Sparse())
     y = torch.randn(64)
-    assert sparse.ahead_of_official([y]) is None and sparse._meta_error.startswith("NotImplementedError")
+    assert sparse.ahead_of_official([y]) is None and sparse.foresight.meta_error.startswith("NotImplementedError")
     sparse.submit("T0_original trial 0", [y], y[y > 0] * 2, device_inputs=[y])
     assert [(r.label, r.agreement.ok) for r in sparse.collect()] == [("in float64", True)]
     assert [why.split(":")[0] for why in sparse.off_device] == [
@@ -281,6 +281,36 @@ def test_past_the_sampling_size_only_a_suites_first_trial_takes_the_cpu_route_be
     assert [(r.where, r.label) for r in results if r.label == "on the CPU"] == [
         ("T0_original trial 0", "on the CPU"), ("T0_original trial 2", "on the CPU"), ("impulses trial 0", "on the CPU")]
     assert all(r.agreement.ok for r in results) and len(results) == 8
+
+
+def test_past_the_same_shapes_size_only_a_suites_first_trial_of_each_shape_takes_the_cpu_route(monkeypatch):
+    # A compute-bound T0 (a 4096-square matmul: 192 MiB a trial, 137 GFLOP) is large in work, not in bytes.
+    from harness.gate.checks import suite_safety
+
+    monkeypatch.setattr(suite_safety, "CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES", 128)  # 16 floats in and out
+    references = _references_as_on_a_gpu(_Scale())
+    references.routes.append(("on the CPU", _Scale(), False))
+    trials = [("T0_original", t, torch.rand(16)) for t in range(5)]
+    trials += [("misaligned", t, torch.rand(n)) for t, n in enumerate((16, 17, 32))]
+    trials += [("T0_original", 5, torch.rand(4))]  # under the size: always taken
+    for suite, t, x in trials:
+        references.submit(f"{suite} trial {t}", [x], x * 2, device_inputs=[x],
+                          float64=references.ahead_of_official([x]), suite=suite)
+    results = references.collect()
+    assert references.on_device == 9 and references.cpu_route_sampled_out == 4
+    assert [r.where for r in results if r.label == "on the CPU"] == [
+        "T0_original trial 0", "misaligned trial 0", "misaligned trial 1", "misaligned trial 2", "T0_original trial 5"]
+    assert all(r.agreement.ok for r in results)
+
+
+def test_a_cpu_route_sample_is_a_suite_past_256_mib_a_suite_and_shapes_past_16_and_nothing_below():
+    from harness.gate.checks.suite_safety import cpu_route_sample
+
+    x = [torch.empty(4, 8, device="meta"), 3]
+    assert cpu_route_sample("T0_original", x, 256 * 2**20) == "T0_original"
+    assert cpu_route_sample("T0_original", x, 16 * 2**20) == ("T0_original", (("tensor", "float32", (4, 8)),
+                                                                              ("value", 3)))
+    assert cpu_route_sample("T0_original", x, 16 * 2**20 - 1) is None
 
 
 class _Held(torch.nn.Module):
@@ -438,7 +468,7 @@ def test_the_meta_devices_shape_rules_are_imported_in_a_thread_that_leaves_the_c
 
     script = (
         "import sys, time, torch\n"
-        "from harness.gate.checks.suite_safety import META_SHAPES_MODULE, import_meta_shapes_in_background\n"
+        "from harness.gate.foresight import META_SHAPES_MODULE, import_meta_shapes_in_background\n"
         "assert META_SHAPES_MODULE not in sys.modules\n"
         "thread = import_meta_shapes_in_background()\n"
         "assert thread.daemon\n"

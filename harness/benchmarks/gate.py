@@ -582,24 +582,27 @@ def _check_usage(args) -> tuple[str, str]:
 class BenchJob:
     file: str
     name: str
-    # get_inputs()'s portable signature, as discovery found it: gate.py hands its workers the same (GateJob), so
-    # the gate measured here does not build get_inputs() on the meta device again (a second or two of imports)
+    # get_inputs()'s portable signature and the official output's, as discovery found them: gate.py hands its
+    # workers the same (GateJob), so the gate measured here does not run get_inputs() or the Model on the meta
+    # device again (a second or two of imports)
     official_inputs: tuple | None = None
+    official_output: tuple | None = None
 
 
-def _jobs(args) -> list[BenchJob]:
+def _jobs(args, backend: str) -> list[BenchJob]:
     """The substrates, in the order of the files and of their registration; raises UsageError."""
     from harness.gate.worker import discover
 
     files = list(dict.fromkeys(f.resolve() for f in args.files))
-    entries, errors = discover(files, args.timeout, args.kb_root, cache_dir=args.cache_dir)
+    entries, errors = discover(files, args.timeout, args.kb_root, cache_dir=args.cache_dir,
+                               foresee_outputs=backend == "cuda")
     jobs = []
     for file in map(str, files):
         if file in errors:
             _log(f"{file}: {errors[file]}")
             jobs.append(BenchJob(file, Path(file).stem.removeprefix("candidate_")))  # both sides will say why it fails
             continue
-        jobs += [BenchJob(file, s.name, s.official_inputs) for s in entries.get(file, [])
+        jobs += [BenchJob(file, s.name, s.official_inputs, s.official_output) for s in entries.get(file, [])
                  if not args.name or s.name in args.name]
     known = {s.name for summaries in entries.values() for s in summaries}
     unknown = [n for n in args.name if n not in known]
@@ -622,7 +625,7 @@ class _Bench:
 
     args: argparse.Namespace
     backend: str
-    signatures: dict  # (file, name) -> get_inputs()'s signature, discovery's
+    jobs: dict  # (file, name) -> its BenchJob, with discovery's signatures
     run: dict
     rows: list = field(default_factory=list)
     medians: list = field(default_factory=list)
@@ -676,7 +679,8 @@ class _Bench:
         try:
             report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=self.backend,
                                           cache_dir=self.cache_dir, kb_root=self.kb_root,
-                                          official_inputs=self.signatures[(row.file, row.substrate)]),
+                                          official_inputs=self.jobs[(row.file, row.substrate)].official_inputs,
+                                          official_output=self.jobs[(row.file, row.substrate)].official_output),
                                   self.args.timeout, on_message)
         except BackendUnavailable as error:
             raise UsageError(f"backend {self.backend}: {error}")
@@ -723,7 +727,7 @@ def _fill_gate_row(row: Row, report) -> None:
 
 def _run(args) -> int:
     backend, why = _check_usage(args)
-    jobs = _jobs(args)
+    jobs = _jobs(args, backend)
     print(f"bench_gate: {len(jobs)} substrate(s) on backend {backend}{why}; order {args.order}; baseline "
           f"{args.trials} trials, seed {args.seed}, torch.allclose atol=rtol={args.tolerance:g}, inputs "
           f"{'as get_inputs() makes them' if args.precision == 'keep' else 'cast to ' + PRECISIONS[args.precision]}",
@@ -731,7 +735,7 @@ def _run(args) -> int:
     run = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "device": "",
            "backend": backend, **git_commit(), "order": args.order, "trials": args.trials, "seed": args.seed,
            "tolerance": args.tolerance, "precision": args.precision, "rows": []}
-    bench = _Bench(args, backend, {(job.file, job.name): job.official_inputs for job in jobs}, run)
+    bench = _Bench(args, backend, {(job.file, job.name): job for job in jobs}, run)
     for index, job in enumerate(jobs, 1):
         bench.substrate(index, job, len(jobs))
     print(f"{run['device'] or backend}")

@@ -92,8 +92,10 @@ def _signature_from_json(data: bytes) -> tuple:
 
 
 def signature_cached(problem_source: bytes, make: Callable[[], tuple | None],
-                     cache_dir: Path | None = None) -> tuple | None:
+                     cache_dir: Path | None = None, kind: str = "get_inputs signature") -> tuple | None:
     """get_inputs()'s portable signature (harness.gate.checks.suite_rules) through the cache: `make()` where it is not stored.
+    `kind` "official output signature": the official output's on it (harness.gate.foresight), () where the meta
+    device cannot say, which is stored too.
 
     Keyed by the problem file's bytes and torch's version: a problem file is a module whose get_inputs() reads its
     own constants (KernelBench's format), and the admission records take its bytes for all that decides a verdict
@@ -102,7 +104,7 @@ def signature_cached(problem_source: bytes, make: Callable[[], tuple | None],
     """
     import torch
 
-    key = cache_key("get_inputs signature", SIGNATURE_VERSION, hashlib.sha256(problem_source).hexdigest(),
+    key = cache_key(kind, SIGNATURE_VERSION, hashlib.sha256(problem_source).hexdigest(),
                     torch.__version__)
     stored = (cache_dir or default_cache_dir()) / f"{key}.json"
     if stored.is_file():

@@ -504,7 +504,7 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
     ahead = _workers_ahead(args, files)
     try:
         found = discover(files, args.timeout, args.kb_root, first_worker_spoke, args.cache_dir,
-                         stop=args.interruption.stopped)
+                         stop=args.interruption.stopped, foresee_outputs=_foresees_outputs(args))
         if args.interruption.stopped():
             print(f"interrupted by {args.interruption.signal_name} while discovery imported the candidates: nothing "
                   f"was gated")
@@ -513,6 +513,12 @@ def _discover_and_gate(args, started: float, files: list[Path], tools: tuple[str
     finally:
         if ahead is not None:
             ahead.close()
+
+
+def _foresees_outputs(args) -> bool:
+    """Whether discovery foresees each official output's shape: for the float64 route on a GPU (harness.gate.foresight),
+    not on the CPU backend, whose second references never run ahead."""
+    return not args.list and resolve_backend_name(args.backend) == "cuda"
 
 
 def _workers_ahead(args, files: list[Path]) -> WorkersAhead | None:
@@ -613,7 +619,7 @@ class _GateRun:
     def __post_init__(self):
         summaries = [(file, s) for file, found in self.entries.items() for s in found]
         self.t0_sizes = {(file, s.name): s.t0_bytes for file, s in summaries}
-        self.signatures = {(file, s.name): s.official_inputs for file, s in summaries}
+        self.summaries = {(file, s.name): s for file, s in summaries}
 
     def stopped(self) -> bool:
         return self.args.interruption.stopped()
@@ -643,11 +649,12 @@ class _GateRun:
         file, name = job
         if file in self.errors:
             return _import_failure(file, name, self.errors[file])
-        args = self.args
+        args, summary = self.args, self.summaries.get(job)
         work = GateJob(file=file, name=name, backend=self.backend,
                        cache_dir=str(args.cache_dir) if args.cache_dir else None,
                        kb_root=str(args.kb_root) if args.kb_root else None, jobs_at_once=self.at_once,
-                       official_inputs=self.signatures.get(job))
+                       official_inputs=summary.official_inputs if summary else None,
+                       official_output=summary.official_output if summary else None)
         if self.cluster is not None:
             return self.cluster.gate(work, self.report, self.progress)
         if not self.reuses_worker(job):

@@ -33,6 +33,7 @@ from harness.gate.checks.compare import (Comparison, PendingComparison, compare,
 from harness.gate.checks.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts,
                                         poison_held, poison_mask, poisoned_allocations, read_together, tensor_checksum,
                                         unwritten_after)
+from harness.gate.foresight import OutputForesight
 from harness.gate.phases import PhaseClock
 from harness.gate.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
 from harness.gate.trial_inputs import TrialInputs, build_here
@@ -1079,7 +1080,9 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
             if ctx.second.cpu_route_sampled_out:
                 note += (f"; on the CPU in float32 in all but {ctx.second.cpu_route_sampled_out} trials (a suite's "
                          f"trials of {suite_safety.CPU_ROUTE_SAMPLE_FROM_BYTES // 2**20} MiB or more after its "
-                         f"first: further draws of it, each checked in float64 on the device)")
+                         f"first, and of {suite_safety.CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES // 2**20} MiB or more "
+                         f"after its first of the same shapes: further draws of it, each checked in float64 on the "
+                         f"device)")
             if ctx.second.device_float64_error:
                 note += f"; in float64 on the CPU only (on the device: {ctx.second.device_float64_error})"
             book.ran(CheckName.NO_FALSE_KILL, note)
@@ -1098,13 +1101,16 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
 
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
                search: ProblemSearch | None = None, publish=lambda report: None,
-               trial_inputs: TrialInputs | None = None, official_inputs: tuple | None = None) -> SubstrateReport:
+               trial_inputs: TrialInputs | None = None, official_inputs: tuple | None = None,
+               official_output: tuple | None = None, shape_rules_ready=lambda: True) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks.
 
     `publish` is handed the report as it stands after each trial (undecided checks marked PENDING),
     so a worker that dies mid-suite loses nothing it found. `trial_inputs` builds T0's trials ahead
     of need in processes of their own (KernelBench-sized get_inputs() take seconds each on the CPU).
-    `official_inputs`: get_inputs()'s suite_rules.portable_signature, where discovery made it.
+    `official_inputs`: get_inputs()'s suite_rules.portable_signature, and `official_output` the official
+    output's on it (foresight.official_output_signature), where discovery made them; `shape_rules_ready`,
+    whether the meta device's shape rules are imported (harness.gate.foresight).
     """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
@@ -1118,7 +1124,8 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     progress("compile")
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:
-        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock)
+        foresight = OutputForesight.from_discovery(ctx.official, official_inputs, official_output, shape_rules_ready)
+        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock, foresight)
         ctx.trivial = suite_safety.TrivialKernels(entry.tolerance)
     if entry.ref is None:
         book.skip(CheckName.REF_MATCHES_OFFICIAL, "not run: the entry has no valid ref")

@@ -15,10 +15,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 from harness.interrupt import die_quietly_on_interrupt
 from harness.processes import DEFAULT_STEP_TIMEOUT, StartedWorker, WorkerLost, converse, oom_kills, start_worker
+
+if TYPE_CHECKING:
+    from harness.gate.foresight import ShapeRulesImport
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class GateJob:
     jobs_at_once: int = 1
     # get_inputs()'s suite_rules.portable_signature, discovery's (None: the worker builds it on the meta device).
     official_inputs: tuple | None = None
+    # The official output's signature on those inputs, discovery's (harness.gate.foresight; None: not foreseen).
+    official_output: tuple | None = None
 
 
 @dataclass
@@ -49,6 +55,7 @@ class EntrySummary:
     cuda: str = ""  # the CUDA source, from which a campaign's parent makes the mutants
     t0_bytes: int = 0  # the bytes of get_inputs()'s tensors, for scheduling by memory
     official_inputs: tuple | None = None  # get_inputs()'s suite_rules.portable_signature, for the gate's workers
+    official_output: tuple | None = None  # the official output's on it, on a GPU (harness.gate.foresight)
 
 
 @dataclass
@@ -130,8 +137,10 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     die_quietly_on_interrupt()
     import torch  # noqa: F401  imported before the first message: start-up, not the candidate's import
 
+    from harness.gate.foresight import ShapeRulesImport
+
     conn.send(("step", "import"))
-    _serve_file(job, *_import_timed(job.file), None, conn, began)
+    _serve_file(job, *_import_timed(job.file), None, conn, began, ShapeRulesImport())
 
 
 def _import_timed(file: str) -> tuple[ImportedFile, dict]:
@@ -147,11 +156,12 @@ def _make_backend(name: str, cache_dir: str | None):
     return create_backend(name, cache_dir=Path(cache_dir) if cache_dir else None)
 
 
-def _serve_file(job: GateJob, imported: ImportedFile, start_parts: dict, backend, conn, began: float) -> None:
+def _serve_file(job: GateJob, imported: ImportedFile, start_parts: dict, backend, conn, began: float,
+                shape_rules: ShapeRulesImport) -> None:
     """Gate `job`, then each further substrate of its file the parent sends while the worker stays reusable."""
     path = Path(job.file)
     while True:
-        backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts)
+        backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts, shape_rules)
         if not reusable:
             return
         conn.send(("ready",))
@@ -174,14 +184,13 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
 
     from harness.backends import BackendUnavailable
+    from harness.gate.foresight import ShapeRulesImport
 
     imported, start_parts = _import_timed(file)
-    backend = None
+    backend, shape_rules = None, ShapeRulesImport()
     if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
         if backend_name == "cuda":  # as _gate_one does; this worker forks no helpers (a kept worker spawns them)
-            from harness.gate.checks.suite_safety import import_meta_shapes_in_background
-
-            import_meta_shapes_in_background()
+            shape_rules.start()
         try:
             backend = _make_backend(backend_name, cache_dir)
         except BackendUnavailable:
@@ -191,17 +200,18 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
         return
     if job.file != file:
         raise RuntimeError(f"harness bug: a worker made ready for {file} was sent {job.file}")
-    _serve_file(job, imported, start_parts, backend, conn, time.perf_counter())
+    _serve_file(job, imported, start_parts, backend, conn, time.perf_counter(), shape_rules)
 
 
-def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict):
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict,
+              shape_rules: ShapeRulesImport):
     """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
     another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
-    ("device", ...) message of a worker started for the job."""
+    ("device", ...) message of a worker started for the job. `shape_rules`: the worker's import of the meta
+    device's shape rules, started here (on cuda) if it was not."""
     import torch
 
     from harness.backends import BackendUnavailable
-    from harness.gate.checks.suite_safety import import_meta_shapes_in_background
     from harness.gate.pipeline import count_cases, cuda_source_check, gate_entry
     from harness.gate.trial_inputs import TrialInputs
     from harness.problems import ProblemSearch
@@ -231,7 +241,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         trial_inputs.start_early(entry, search)
         parts["T0's helpers started"] = time.perf_counter() - part_began
         if job.backend == "cuda":  # only the device's float64 route foresees outputs on the meta device
-            import_meta_shapes_in_background()  # after the helpers' fork, beside the CUDA context's start
+            shape_rules.start()  # after the helpers' fork, beside the CUDA context's start
         part_began = time.perf_counter()
         try:
             backend = _make_backend(job.backend, job.cache_dir)
@@ -245,7 +255,8 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     try:
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
-                            trial_inputs=trial_inputs, official_inputs=job.official_inputs)
+                            trial_inputs=trial_inputs, official_inputs=job.official_inputs,
+                            official_output=job.official_output, shape_rules_ready=shape_rules.ready)
     except BaseException as error:
         # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
@@ -259,13 +270,11 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
     return backend, clean and backend.end_job()
 
 
-def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | None, conn) -> None:
+def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | None, foresee_outputs: bool,
+                        conn) -> None:
     die_quietly_on_interrupt()
     from harness.candidates import CandidateError, import_candidate, make_entry, register_candidate
-    from harness.compiler.cache import signature_cached
-    from harness.gate.checks.suite_rules import official_signature, portable_signature, signature_inputs
-    from harness.gate.trial_inputs import inputs_bytes
-    from harness.problems import ProblemSearch, load_problem_file
+    from harness.problems import ProblemSearch
 
     for file in files:
         path = Path(file)
@@ -289,20 +298,39 @@ def _discover_in_worker(files: list[str], kb_root: str | None, cache_dir: str | 
                 summary.kb_file, summary.kernel_name, summary.cuda = entry.kb_file, entry.kernel_name, entry.cuda
                 search = ProblemSearch.for_candidate(path, Path(kb_root) if kb_root else None)
                 summary.source_sha256 = entry.source_sha256(search)
-                try:
-                    problem, kb_file = search.resolve(entry.kb_file), entry.kb_file
-                    signature = signature_cached(problem.read_bytes(), lambda: portable_signature(
-                        official_signature(load_problem_file(kb_file, problem))), Path(cache_dir) if cache_dir else None)
-                    # Inputs no plain data describes (None) are built again: rare, and not stored.
-                    inputs = (signature_inputs(signature) if signature is not None
-                              else official_signature(load_problem_file(kb_file, problem)))
-                except Exception:
-                    pass  # no problem, or a get_inputs() that raises: the gate says why; nothing to schedule by
-                else:
-                    summary.t0_bytes = inputs_bytes(inputs)
-                    summary.official_inputs = signature
+                _add_signatures(summary, search, Path(cache_dir) if cache_dir else None, foresee_outputs)
             summaries.append(summary)
         conn.send(("entries", file, summaries))
+
+
+def _add_signatures(summary: EntrySummary, search, cache_dir: Path | None, foresee_outputs: bool) -> None:
+    """get_inputs()'s signature and T0's size into `summary`, and with `foresee_outputs` the official output's
+    signature on it; each through the cache. A problem that does not load, or a get_inputs() that raises, adds
+    nothing: the gate says why."""
+    from harness.compiler.cache import signature_cached
+    from harness.gate.checks.suite_rules import official_signature, portable_signature, signature_inputs
+    from harness.gate.foresight import official_output_signature
+    from harness.gate.trial_inputs import inputs_bytes
+    from harness.problems import load_problem_file
+
+    try:
+        path = search.resolve(summary.kb_file)
+        source = path.read_bytes()
+        signature = signature_cached(source, lambda: portable_signature(
+            official_signature(load_problem_file(summary.kb_file, path))), cache_dir)
+        # Inputs no plain data describes (None) are built again: rare, and not stored.
+        inputs = (signature_inputs(signature) if signature is not None
+                  else official_signature(load_problem_file(summary.kb_file, path)))
+    except Exception:
+        return
+    summary.t0_bytes = inputs_bytes(inputs)
+    summary.official_inputs = signature
+    if foresee_outputs and signature is not None:
+        try:
+            summary.official_output = signature_cached(source, lambda: official_output_signature(
+                load_problem_file(summary.kb_file, path), inputs), cache_dir, "official output signature") or None
+        except Exception:
+            pass  # the worker runs the Model on the meta device itself
 
 
 def classify_death(lost: WorkerLost, oom_kills_before: int | None,
@@ -495,9 +523,11 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
 
 
 def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_root: Path | None = None,
-             on_first_message=lambda: None, cache_dir: Path | None = None, stop=lambda: False):
+             on_first_message=lambda: None, cache_dir: Path | None = None, stop=lambda: False,
+             foresee_outputs: bool = False):
     """Import every candidate file in a worker; returns ({file: [EntrySummary]}, {file: error}). Each problem's
-    get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.compiler.cache).
+    get_inputs() signature comes from the cache in `cache_dir` where it was built before (harness.compiler.cache),
+    and so does the official output's on it, made only with `foresee_outputs` (for a GPU's float64 route).
 
     on_first_message() is called when the first worker first speaks: the fork server started (the first worker
     of a run starts it) and the worker forked. Once stop() is true (an interrupt) no fresh worker is started."""
@@ -522,7 +552,8 @@ def discover(files: list[Path], step_timeout: float = DEFAULT_STEP_TIMEOUT, kb_r
 
         try:
             converse(_discover_in_worker, (list(remaining), str(kb_root) if kb_root else None,
-                                            str(cache_dir) if cache_dir else None), step_timeout, handle)
+                                            str(cache_dir) if cache_dir else None, foresee_outputs), step_timeout,
+                     handle)
         except WorkerLost as lost:
             if stop():
                 break  # the interrupt ended the worker, not the file

@@ -20,7 +20,6 @@ one writing a constant, must each be rejected by some trial of some suite.
 from __future__ import annotations
 
 import copy
-import importlib
 import threading
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +28,8 @@ from dataclasses import dataclass, field
 import torch
 
 from harness.gate.checks.compare import Comparison, Tolerance, compare, compare_bitwise
+from harness.gate.checks.suite_rules import portable_signature
+from harness.gate.foresight import OutputForesight
 from harness.gate.phases import PhaseClock
 from harness.gate.trial_inputs import host_memory_available, inputs_bytes
 
@@ -39,29 +40,6 @@ def _is_float(x) -> bool:
 
 def widened_model(model: torch.nn.Module) -> torch.nn.Module:
     return copy.deepcopy(model).double()
-
-
-# The first Model run on the meta device (the float64 route's foresight of the output) imports torch._dynamo (through
-# torch._compile's wrappers of the meta rules) and torch.fx's symbolic shapes with sympy (through torch._check): about
-# 1100 modules, 0.5 to 2 s, on the first trial's path. A gate worker starts that import in a thread while its CUDA
-# context is made; the fork server does not import it, since every gate and campaign waits for the server's start and
-# campaigns never use the meta device.
-META_SHAPES_MODULE = "torch._dynamo"
-
-
-def import_meta_shapes_in_background() -> threading.Thread:
-    """META_SHAPES_MODULE imported in a daemon thread. Call it after the process's last fork: a child forked
-    while the thread holds an import lock would inherit the lock held."""
-
-    def load() -> None:
-        try:
-            importlib.import_module(META_SHAPES_MODULE)
-        except Exception:
-            pass  # the meta run imports it again, and says what failed (SecondReferences._meta_error)
-
-    thread = threading.Thread(target=load, name="import of the meta device's shape rules", daemon=True)
-    thread.start()
-    return thread
 
 
 REUSE_FROM_BYTES = 64 * 2**20
@@ -232,6 +210,22 @@ FLOAT64_DEVICE_SHARE = 1.25
 # took 4 to 21 s of a convolution's gate per trial (a 10 s check in KernelBench's way), and a suite's further
 # trials are further draws of the same kind, each still checked in float64.
 CPU_ROUTE_SAMPLE_FROM_BYTES = 256 * 2**20
+# From this size, the same holds among a suite's trials of the same shapes and dtypes (T0's five draws of
+# get_inputs()'s): only the first takes the CPU route. A compute-bound problem's trials are large in work, not in
+# bytes: on the H200's host the CPU route of five 4096-square matmuls took 3.9 s of a 6.5 s gate, which waited 3.4 s
+# of it at its end, against a 2.1 s check in KernelBench's way (MEASUREMENTS.md, thirty-first session).
+CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES = 16 * 2**20
+
+
+def cpu_route_sample(suite: str, inputs: list, host_bytes: int):
+    """What a trial whose float64 route ran on the device is a draw of, for the CPU route: its suite from
+    CPU_ROUTE_SAMPLE_FROM_BYTES, its suite and input signature from CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES;
+    None below (every such trial takes the route). The CPU route takes the first trial of each."""
+    if host_bytes >= CPU_ROUTE_SAMPLE_FROM_BYTES:
+        return suite
+    if host_bytes >= CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES:
+        return suite, portable_signature(inputs) or len(inputs)
+    return None
 
 
 def kernelbench_trial_bytes(input_bytes: int, output_bytes: int) -> int:
@@ -300,7 +294,10 @@ class SecondReferences:
     PENDING_HOST_BYTES = 1 << 30
     PENDING_HOST_SHARE = 0.1  # of the host's available memory
 
-    def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None):
+    def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None,
+                 foresight: OutputForesight | None = None):
+        """`foresight` says the official output's shape ahead (harness.gate.foresight); by default from the meta
+        device alone."""
         self.tolerance = tolerance
         self.clock = clock or PhaseClock()
         self.routes = [(FLOAT64, widened_model(copy.deepcopy(official).cpu()), True)]
@@ -309,12 +306,11 @@ class SecondReferences:
             self.routes.append(("on the CPU", copy.deepcopy(official).cpu(), False))
         self._official = official
         self._model64_on_device: torch.nn.Module | None = None
-        self._meta_model: torch.nn.Module | None = None
-        self._meta_error = ""  # why the Model cannot say its output's size on the meta device
+        self.foresight = foresight or OutputForesight(official)
         self.device_float64_error = ""  # why the float64 route cannot run on the device (then it runs on the CPU)
         self.on_device = 0  # trials whose float64 route ran on the device
         self.off_device: Counter = Counter()  # why the others' did not, trials per reason
-        self._cpu_route_suites: set = set()  # suites whose first large trial the CPU route took
+        self._cpu_route_samples: set = set()  # the suites (and suites' shapes) whose first trial the CPU route took
         self.cpu_route_sampled_out = 0  # large trials left to their float64 route alone
         self.unavailable: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -334,7 +330,7 @@ class SecondReferences:
         """The float64 route of a trial on `inputs` (on the device), run now when it fits; None: left to `submit`."""
         if not self._device_route_open():
             return None
-        like = self._output_like(inputs)
+        like = self.foresight.output_like(inputs, self.clock)
         if like is None:
             return None
         need = float64_route_bytes(self._official, inputs, like)
@@ -346,21 +342,6 @@ class SecondReferences:
 
     def _device_route_open(self) -> bool:
         return self.on_gpu and not self.device_float64_error and FLOAT64 not in self.unavailable
-
-    def _output_like(self, inputs: list) -> torch.Tensor | None:
-        """The official output's shape and dtype for these inputs, from the Model run on the meta device."""
-        if self._meta_error:
-            return None
-        try:
-            if self._meta_model is None:
-                self._meta_model = copy.deepcopy(self._official).to("meta")
-            with torch.no_grad(), self.clock.timing("the official output's shape, on the meta device"):
-                like = self._meta_model(*[torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x
-                                          for x in inputs])
-        except Exception as error:  # data-dependent shapes, say: the route waits for the official output
-            self._meta_error = f"{type(error).__name__}: {error}"
-            return None
-        return like if isinstance(like, torch.Tensor) else None
 
     def _device_route(self, inputs: list, like: torch.Tensor, need: int) -> DeviceFloat64 | None:
         """The float64 route on the device; None where it ran out of memory or cannot run there."""
@@ -388,7 +369,7 @@ class SecondReferences:
 
         `float64`, what `ahead_of_official` returned, is compared with `expected` here. Without it,
         `device_inputs`, the same inputs on the GPU, let a small trial's float64 route run there now.
-        `suite` names the trial's suite (CPU_ROUTE_SAMPLE_FROM_BYTES); by default each trial is its own.
+        `suite` names the trial's suite (cpu_route_sample); by default each trial is its own.
         """
         order = self.submitted
         self.submitted += 1
@@ -403,13 +384,13 @@ class SecondReferences:
             with self._lock:
                 if all(label in skip or label in self.unavailable for label in self.labels()):
                     return  # no route is left for the thread
-            if host_bytes >= CPU_ROUTE_SAMPLE_FROM_BYTES:
-                if (suite or where) in self._cpu_route_suites:
+            sample = cpu_route_sample(suite or where, inputs, host_bytes)
+            if sample is not None:
+                if sample in self._cpu_route_samples:
                     self.cpu_route_sampled_out += 1
                     return
-                # Its suite's first: compared on the device, where the host took seconds per gigabyte.
-                self._cpu_route_suites.add(suite or where)
-            else:
+                self._cpu_route_samples.add(sample)
+            if host_bytes < CPU_ROUTE_SAMPLE_FROM_BYTES:  # else compared on the device (the host takes s per GiB)
                 with self.clock.timing("second references (host copies)"):
                     expected = host_copy(expected)  # compared on the host: nothing held on the device for the thread
         on_host = expected.device.type == "cpu"
@@ -436,9 +417,9 @@ class SecondReferences:
             return False
         need = float64_route_bytes(self._official, inputs, expected)
         if need > DEVICE_FLOAT64_MAX_BYTES:
-            if self._meta_error:  # otherwise ahead_of_official said why
-                self.off_device[f"over {DEVICE_FLOAT64_MAX_BYTES // 2**20} MiB, and the meta device could not "
-                                f"foresee its size: {self._meta_error}"] += 1
+            unforeseen = self.foresight.last_unforeseen
+            if unforeseen:  # otherwise ahead_of_official said why
+                self.off_device[f"over {DEVICE_FLOAT64_MAX_BYTES // 2**20} MiB, and {unforeseen}"] += 1
             return False
         result = self._device_route(inputs, expected, need)
         return result is not None and self._record_device_float64(order, where, result, expected)
