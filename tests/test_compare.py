@@ -364,3 +364,49 @@ def test_comparing_in_chunks_gives_what_comparing_at_once_gives(monkeypatch):
     monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 7)
     assert compare_close(got, expected, 1e-2, 1e-2) == at_once
     assert at_once.mismatches == 4 and len(at_once.examples) == 3
+
+
+def _element_by_element(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> tuple:
+    """compare_close's rules written out one element at a time: (mismatches, max abs, max rel, first three indices)."""
+    import math
+
+    mismatches, max_abs, max_rel, first = 0, 0.0, 0.0, []
+    for i, (g, e) in enumerate(zip(got.double().reshape(-1).tolist(), expected.double().reshape(-1).tolist())):
+        diff = abs(g - e)
+        ok = (math.isnan(g) and math.isnan(e)) or (math.isinf(e) and g == e) or (
+            math.isfinite(e) and diff <= atol + rtol * abs(e))
+        if math.isfinite(diff):
+            max_abs = max(max_abs, diff)
+            max_rel = max(max_rel, diff / max(abs(e), torch.finfo(torch.float64).tiny))
+        if not ok:
+            mismatches += 1
+            first += [i][: 3 - len(first)]
+    return mismatches, max_abs, max_rel, first
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_chunks_read_together_give_the_element_by_element_verdict_and_figures(monkeypatch, seed):
+    # Chunks of 16: finite ones with and without mismatches, and ones with a NaN, an infinity or an overflowing
+    # difference (float64), in any order; the first three mismatches may lie in a later chunk than the first.
+    from harness.gate.checks import compare as compare_module
+    from harness.gate.checks.compare import coords_of
+
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 16)
+    g = torch.Generator().manual_seed(seed)
+    dtype = (torch.float32, torch.float64, torch.float16)[seed % 3]
+    expected = (torch.randn(9, 23, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(-3, 3, (9, 23), generator=g))
+    got = expected + torch.randn(9, 23, generator=g, dtype=torch.float64) * 1e-3
+    flat_got, flat_expected = got.view(-1), expected.view(-1)
+    for i in torch.randint(207, (6,), generator=g).tolist():
+        flat_got[i] += float(torch.randn(1, generator=g)) * 10
+    specials = [float("nan"), float("inf"), float("-inf")]
+    for i in torch.randint(207, (3,), generator=g).tolist():
+        (flat_got if i % 2 else flat_expected)[i] = specials[i % 3]
+    if dtype == torch.float64 and seed % 2:
+        flat_got[40], flat_expected[40] = 1.5e308, -1.5e308  # finite values whose difference overflows
+    got, expected = got.to(dtype), expected.to(dtype)
+    result = compare_close(got, expected, 1e-2, 1e-2)
+    mismatches, max_abs, max_rel, first = _element_by_element(got, expected, 1e-2, 1e-2)
+    assert (result.ok, result.mismatches, result.total) == (mismatches == 0, mismatches, 207)
+    assert (result.max_abs_error, result.max_rel_error) == (max_abs, max_rel)
+    assert [example.split(":")[0] for example in result.examples] == [f"at {coords_of(i, (9, 23))}" for i in first]

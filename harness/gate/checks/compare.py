@@ -126,38 +126,35 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     """|got - expected| <= atol + rtol * |expected|, computed in float64; NaN matches only NaN, inf only itself.
 
     Works through the tensors COMPARE_CHUNK elements at a time, so the float64 temporaries of a
-    KernelBench-sized output (billions of elements) stay small.
+    KernelBench-sized output (billions of elements) stay small. Every chunk's figures are queued first
+    and read in one transfer (on a GPU each read waits for the device: a 4 GiB output is 256 chunks);
+    only a chunk with a NaN or an infinity is then compared by the general rules, and only the first
+    chunks with a mismatch are gone through again for its coordinates.
     """
     problem = _structure_problem(got, expected)
     if problem:
         return Comparison(ok=False, problem=problem)
     flat_got = got.detach().reshape(-1)
     flat_expected = expected.detach().to(got.device).reshape(-1)
+    starts = range(0, flat_expected.numel(), COMPARE_CHUNK)
+
+    def chunk(start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return (flat_got[start:start + COMPARE_CHUNK].to(torch.float64),
+                flat_expected[start:start + COMPARE_CHUNK].to(torch.float64))
+
+    queued = [_finite_figures(*chunk(start), atol, rtol)[0] for start in starts]
+    figures = torch.stack(queued).tolist() if queued else []
     mismatches, max_abs, max_rel, wrong_at = 0, 0.0, 0.0, []
-    for start in range(0, flat_expected.numel(), COMPARE_CHUNK):
-        g = flat_got[start:start + COMPARE_CHUNK].to(torch.float64)
-        e = flat_expected[start:start + COMPARE_CHUNK].to(torch.float64)
-        quick = _finite_chunk(g, e, atol, rtol)
-        if quick is not None:  # the same verdict and figures as below, in half the passes over the chunk
-            chunk_mismatches, wrong, chunk_abs, chunk_rel = quick
+    for start, (finite, chunk_abs, chunk_rel, chunk_mismatches) in zip(starts, figures):
+        if finite and chunk_abs != float("inf"):  # every value finite: the figures are the general rules' too
+            chunk_mismatches, wrong = int(chunk_mismatches), None
             max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
-            if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
-                wrong_at += _first_indices(wrong, start)
-            mismatches += chunk_mismatches
-            continue
-        both_nan = torch.isnan(g) & torch.isnan(e)
-        same_inf = torch.isinf(e) & (g == e)
-        diff = (g - e).abs()
-        # Only a finite expectation gets a tolerance: around an infinity, atol + rtol*|inf| would admit anything.
-        within = torch.isfinite(e) & (diff <= atol + rtol * e.abs())
-        wrong = ~(both_nan | same_inf | within)
-        finite = torch.isfinite(diff)
-        if bool(finite.any()):
-            max_abs = max(max_abs, float(diff[finite].max()))
-            rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
-            max_rel = max(max_rel, float(rel[finite].max()))
-        chunk_mismatches = int(wrong.sum())
+        else:
+            chunk_mismatches, wrong, chunk_abs, chunk_rel = _general_chunk(*chunk(start), atol, rtol)
+            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
         if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
+            if wrong is None:
+                wrong = _finite_figures(*chunk(start), atol, rtol)[1]
             wrong_at += _first_indices(wrong, start)
         mismatches += chunk_mismatches
     return Comparison(
@@ -167,34 +164,38 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     )
 
 
-def _finite_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
-    """(mismatches, wrong mask, max abs, max rel error) of a float64 chunk with no NaN, infinity or overflow;
-    None otherwise (compare_close's general rules then apply).
-
-    With every value and difference finite, compare_close's NaN and infinity terms are all false and
-    its `finite` mask all true, so this computes exactly what it computes, with fewer passes: the
-    CPU backend compares KernelBench-sized outputs on two cores.
-    """
-    if not g.numel():
-        return 0, torch.zeros(0, dtype=torch.bool, device=g.device), 0.0, 0.0
-    # One read of four figures: on a GPU each separate read waits for the device, and a campaign compares
-    # every trial of every mutant. The mask and the figures are wasted only on a chunk that is not finite.
-    figures, wrong = _finite_figures(g, e, atol, rtol)
-    finite, max_abs, max_rel, mismatches = figures.tolist()
-    if not finite or max_abs == float("inf"):
-        return None
-    return int(mismatches), wrong, max_abs, max_rel
+def _general_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
+    """(mismatches, wrong mask, max abs, max rel error) of a float64 chunk holding a NaN or an infinity."""
+    both_nan = torch.isnan(g) & torch.isnan(e)
+    same_inf = torch.isinf(e) & (g == e)
+    diff = (g - e).abs()
+    # Only a finite expectation gets a tolerance: around an infinity, atol + rtol*|inf| would admit anything.
+    within = torch.isfinite(e) & (diff <= atol + rtol * e.abs())
+    wrong = ~(both_nan | same_inf | within)
+    finite = torch.isfinite(diff)
+    max_abs = max_rel = 0.0
+    if bool(finite.any()):
+        max_abs = float(diff[finite].max())
+        rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+        max_rel = float(rel[finite].max())
+    return int(wrong.sum()), wrong, max_abs, max_rel
 
 
 def _finite_figures(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(whether every value is finite, the max abs error, the max rel error, the mismatches) of float64 `g` against
-    `e`, not empty, as four float64 where they are, and the mask of the mismatches: _finite_chunk's figures, and
-    compare_later's."""
-    diff = (g - e).abs()
+    `e`, not empty, as four float64 where they are, and the mask of the mismatches: compare_close's figures for a
+    chunk, and compare_later's. Where every value is finite they are what the general rules give."""
+    # Finite where the largest |g - e| and |e| are: a NaN in either makes the first NaN (torch's max propagates it),
+    # an infinite e the second infinite, an infinite g the first; a difference that overflows (float64 inputs) says
+    # not finite too, where the callers leave the chunk to the general rules anyway (its max abs error is infinite).
+    # Two reductions of tensors made anyway, instead of four passes over g and e; in place where a temporary is not
+    # read again.
+    diff = torch.sub(g, e).abs_()
     magnitude = e.abs()
-    wrong = diff > atol + rtol * magnitude
-    figures = torch.stack([(torch.isfinite(g).all() & torch.isfinite(e).all()).to(torch.float64), diff.max(),
-                           (diff / magnitude.clamp_min(torch.finfo(torch.float64).tiny)).max(),
+    largest = torch.stack([diff.max(), magnitude.max()])
+    wrong = diff > magnitude.mul(rtol).add_(atol)  # atol + rtol * |e|, rounded as written (no fused multiply-add)
+    rel = diff.div_(magnitude.clamp_min_(torch.finfo(torch.float64).tiny)).max()
+    figures = torch.stack([torch.isfinite(largest).all().to(torch.float64), largest[0], rel,
                            wrong.sum().to(torch.float64)])
     return figures, wrong
 
@@ -255,13 +256,13 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance) -> PendingC
         return PendingComparison(differ, lambda values: None if values[0] else Comparison(ok=True, total=total))
     g, e = got.detach().reshape(-1).to(torch.float64), expected.detach().reshape(-1).to(torch.float64)
     figures, _wrong = _finite_figures(g, e, tolerance.atol, tolerance.rtol)
-    figures = figures.view(torch.int64)  # _finite_chunk's figures as float64 bit patterns: read with int64 signals
+    figures = figures.view(torch.int64)  # the figures as float64 bit patterns: read with int64 signals
 
     def finish(values: list[int]) -> Comparison | None:
         finite, max_abs, max_rel, mismatches = struct.unpack("<4d", struct.pack("<4q", *values))
         if not finite or max_abs == float("inf") or mismatches:
             return None
-        # What compare_close gives a chunk that _finite_chunk takes, with no mismatch.
+        # What compare_close gives a finite chunk with no mismatch.
         return Comparison(ok=True, total=total, mismatches=0, max_abs_error=max(0.0, max_abs),
                           max_rel_error=max(0.0, max_rel))
 
