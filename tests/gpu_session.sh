@@ -80,6 +80,7 @@
 #                  (campaign matrix-values: its time is the issue's 60 s figure), then again with each of
 #                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
 #                  per-suite table, the minimal sets and the checkers' lines printed last
+#   COMPARE_SPEED=1  tests/compare_speed.py on the device (compare_close over a 256 MiB output), before the rest
 #   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
 #                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
 #                  so that their admissions are recorded (campaign matrix-kb)
@@ -139,6 +140,9 @@ fi
 if [ "${CONTEXT_FAULT:-0}" = 1 ]; then
   python3 tests/context_fault_probe.py 2>&1 | tee "$out/context-fault.log"
   pack
+fi
+if [ "${COMPARE_SPEED:-0}" = 1 ]; then
+  python3 tests/compare_speed.py head --device cuda 2>&1 | tee "$out/compare-speed.log"
 fi
 if [ "${CONTEXT_OVERLAP:-0}" = 1 ]; then
   python3 tests/context_overlap_probe.py 2>&1 | tee "$out/context-overlap.log"
