@@ -303,6 +303,26 @@ def test_past_the_same_shapes_size_only_a_suites_first_trial_of_each_shape_takes
     assert all(r.agreement.ok for r in results)
 
 
+def test_where_float64_runs_in_the_thread_too_the_cpu_route_takes_a_suites_first_trial_of_each_shape(monkeypatch):
+    # A hinge loss's float64 route does not fit on the device: both routes ran in the thread for every trial.
+    from harness.gate.checks import suite_safety
+
+    monkeypatch.setattr(suite_safety, "DEVICE_FLOAT64_MAX_BYTES", 0)
+    monkeypatch.setattr(suite_safety, "FLOAT64_DEVICE_SHARE", 0.0)
+    monkeypatch.setattr(suite_safety, "CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES", 128)
+    references = _references_as_on_a_gpu(_Scale())
+    references.routes.append(("on the CPU", _Scale(), False))
+    for t in range(3):
+        x = torch.rand(16)
+        references.submit(f"T0_original trial {t}", [x], x * 2, device_inputs=[x],
+                          float64=references.ahead_of_official([x]), suite="T0_original")
+    results = references.collect()
+    assert references.on_device == 0 and references.cpu_route_sampled_out == 2
+    assert [(r.where, r.label) for r in results] == [
+        ("T0_original trial 0", "in float64"), ("T0_original trial 0", "on the CPU"),
+        ("T0_original trial 1", "in float64"), ("T0_original trial 2", "in float64")]
+
+
 def test_a_cpu_route_sample_is_a_suite_past_256_mib_a_suite_and_shapes_past_16_and_nothing_below():
     from harness.gate.checks.suite_safety import cpu_route_sample
 

@@ -1081,8 +1081,7 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
                 note += (f"; on the CPU in float32 in all but {ctx.second.cpu_route_sampled_out} trials (a suite's "
                          f"trials of {suite_safety.CPU_ROUTE_SAMPLE_FROM_BYTES // 2**20} MiB or more after its "
                          f"first, and of {suite_safety.CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES // 2**20} MiB or more "
-                         f"after its first of the same shapes: further draws of it, each checked in float64 on the "
-                         f"device)")
+                         f"after its first of the same shapes: further draws of it, each checked in float64)")
             if ctx.second.device_float64_error:
                 note += f"; in float64 on the CPU only (on the device: {ctx.second.device_float64_error})"
             book.ran(CheckName.NO_FALSE_KILL, note)

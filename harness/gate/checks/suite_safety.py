@@ -205,10 +205,12 @@ DEVICE_FLOAT64_MAX_BYTES = 1 << 30
 # Below the issue's 1.5x: the Model's own float64 temporaries are not counted, and at 1.5 an argmin over an 8 GiB
 # input peaked at 2.0x KernelBench's check (32 GiB against 16; min over a dimension at 1.50x).
 FLOAT64_DEVICE_SHARE = 1.25
-# A trial of at least this many bytes (inputs and output) whose float64 route ran on the device gets the float32
-# route on the CPU only if it is its suite's first such trial: at KernelBench's sizes that route and its comparison
-# took 4 to 21 s of a convolution's gate per trial (a 10 s check in KernelBench's way), and a suite's further
-# trials are further draws of the same kind, each still checked in float64.
+# A trial of at least this many bytes (inputs and output) gets the float32 route on the CPU only if it is its
+# suite's first such trial: at KernelBench's sizes that route and its comparison took 4 to 21 s of a convolution's
+# gate per trial (a 10 s check in KernelBench's way), and a suite's further trials are further draws of the same
+# kind, each still checked in float64 (on the device, or in the thread where it does not fit there: a hinge loss's
+# thread took 26.3 s of its 41.4 s gate for both routes of five trials, the gate waiting 22.1 s for it, against a
+# 36.3 s check; MEASUREMENTS.md, thirty-first session).
 CPU_ROUTE_SAMPLE_FROM_BYTES = 256 * 2**20
 # From this size, the same holds among a suite's trials of the same shapes and dtypes (T0's five draws of
 # get_inputs()'s): only the first takes the CPU route. A compute-bound problem's trials are large in work, not in
@@ -218,7 +220,7 @@ CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES = 16 * 2**20
 
 
 def cpu_route_sample(suite: str, inputs: list, host_bytes: int):
-    """What a trial whose float64 route ran on the device is a draw of, for the CPU route: its suite from
+    """What a trial is a draw of, for the float32 route on the CPU: its suite from
     CPU_ROUTE_SAMPLE_FROM_BYTES, its suite and input signature from CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES;
     None below (every such trial takes the route). The CPU route takes the first trial of each."""
     if host_bytes >= CPU_ROUTE_SAMPLE_FROM_BYTES:
@@ -261,6 +263,7 @@ class DeviceFloat64:
 # matmul's gate reserved 0.87 GiB where it allocated about 0.6 (a KernelBench-style check: 0.53).
 RELEASE_CACHE_FROM_BYTES = 64 * 2**20
 FLOAT64 = "in float64"
+ON_THE_CPU = "on the CPU"  # the float32 route: the official Model on the CPU, beside a GPU's official output
 
 
 class SecondReferences:
@@ -303,7 +306,7 @@ class SecondReferences:
         self.routes = [(FLOAT64, widened_model(copy.deepcopy(official).cpu()), True)]
         self.on_gpu = torch.device(device).type != "cpu"
         if self.on_gpu:
-            self.routes.append(("on the CPU", copy.deepcopy(official).cpu(), False))
+            self.routes.append((ON_THE_CPU, copy.deepcopy(official).cpu(), False))
         self._official = official
         self._model64_on_device: torch.nn.Module | None = None
         self.foresight = foresight or OutputForesight(official)
@@ -373,26 +376,20 @@ class SecondReferences:
         """
         order = self.submitted
         self.submitted += 1
-        skip = ()
         host_bytes = inputs_bytes([*inputs, expected])
         if float64 is not None:
             ran = self._record_device_float64(order, where, float64, expected)
         else:
             ran = device_inputs is not None and self._float64_on_device(order, where, device_inputs, expected)
-        if ran:
-            skip = (FLOAT64,)
-            with self._lock:
-                if all(label in skip or label in self.unavailable for label in self.labels()):
-                    return  # no route is left for the thread
-            sample = cpu_route_sample(suite or where, inputs, host_bytes)
-            if sample is not None:
-                if sample in self._cpu_route_samples:
-                    self.cpu_route_sampled_out += 1
-                    return
-                self._cpu_route_samples.add(sample)
-            if host_bytes < CPU_ROUTE_SAMPLE_FROM_BYTES:  # else compared on the device (the host takes s per GiB)
-                with self.clock.timing("second references (host copies)"):
-                    expected = host_copy(expected)  # compared on the host: nothing held on the device for the thread
+        skip = (FLOAT64,) if ran else ()
+        if self._cpu_route_sampled_out(suite or where, inputs, host_bytes):
+            skip += (ON_THE_CPU,)
+        with self._lock:
+            if all(label in skip or label in self.unavailable for label in self.labels()):
+                return  # no route is left for the thread
+        if ran and host_bytes < CPU_ROUTE_SAMPLE_FROM_BYTES:  # else compared on the device (the host takes s per GiB)
+            with self.clock.timing("second references (host copies)"):
+                expected = host_copy(expected)  # compared on the host: nothing held on the device for the thread
         on_host = expected.device.type == "cpu"
         while not self._may_queue(on_host, host_bytes):
             oldest = next(f for f, _on_host, _bytes in self._futures if not f.done())
@@ -402,6 +399,18 @@ class SecondReferences:
             host_inputs = [host_copy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         future = self._pool.submit(self._run, order, where, host_inputs, expected.detach(), skip)
         self._futures.append((future, on_host, host_bytes))
+
+    def _cpu_route_sampled_out(self, suite: str, inputs: list, host_bytes: int) -> bool:
+        """Whether the float32 route on the CPU leaves this trial out: an earlier trial took it for what this one is a
+        further draw of (cpu_route_sample). Counted in cpu_route_sampled_out."""
+        sample = cpu_route_sample(suite, inputs, host_bytes) if ON_THE_CPU in self.labels() else None
+        if sample is None:
+            return False
+        if sample in self._cpu_route_samples:
+            self.cpu_route_sampled_out += 1
+            return True
+        self._cpu_route_samples.add(sample)
+        return False
 
     def _may_queue(self, on_host: bool, host_bytes: int) -> bool:
         """Fewer than PENDING trials queued; or this one and every queued one on the host, within pending_host_bytes."""
