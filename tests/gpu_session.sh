@@ -252,7 +252,10 @@ for name, g in gate.items():
         print(f"|   {reason[:300]} |")
     phases = list(g.get("gate_phase_seconds", {}).items())[:6]
     if phases:
-        print("|   gate phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases) + " |")
+        calls = g.get("gate_phase_calls", {})
+        note = lambda k, v: (f" ({calls[k]['calls']} calls, longest {calls[k]['longest']:.2f})"
+                             if k in calls and calls[k]["calls"] > 1 and calls[k]["longest"] >= 0.1 * v else "")
+        print("|   gate phases (s): " + ", ".join(f"{k} {v:.1f}{note(k, v)}" for k, v in phases) + " |")
 medians = [m for f in sorted(glob.glob(f"{sys.argv[1]}/kb-both-*.json")) for m in json.load(open(f)).get("medians", [])]
 for m in medians:  # KB_REPEAT: the table above shows each substrate's last round
     print(f"{m['substrate']}: {m['rounds']} rounds, median wall x {m['wall_ratio']:.2f} (rounds: "

@@ -143,6 +143,17 @@ def test_the_table_gives_ratios_and_n_a():
     assert len({line.index("admitted") for line in lines if "admitted" in line}) == 1
 
 
+def test_a_phase_one_call_of_which_took_a_tenth_or_more_says_so():
+    # A cost paid once (the first float64 matmul's kernels loaded, say) is told apart from one paid on every trial.
+    row = Row("mm", "f.py", gate_verdict="admitted", gate_wall_seconds=3.0, gate_pipeline_seconds=2.5,
+              gate_phase_seconds={"official Model in float64, ahead": 0.9, "kernel: runs": 0.6, "inputs built": 0.2},
+              gate_phase_calls={"official Model in float64, ahead": {"calls": 18, "longest": 0.78},
+                                "kernel: runs": {"calls": 40, "longest": 0.02},
+                                "inputs built": {"calls": 1, "longest": 0.2}})
+    assert ("    gate phases (s): official Model in float64, ahead 0.9 (18 calls, longest 0.78), kernel: runs 0.6, "
+            "inputs built 0.2") in format_table([row]).splitlines()
+
+
 def test_rounds_are_tabled_one_by_one_and_summed_up_as_medians_of_their_own_ratios():
     from harness.benchmarks.gate import Medians, format_medians
 

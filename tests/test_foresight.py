@@ -192,3 +192,4 @@ def test_on_a_gpu_a_gate_handed_discoverys_output_signature_gives_the_verdict_it
         no_false_kill = [c for c in report.checks if c.check.value == "no_false_kill"][0]
         outcomes.append((report.verdict.value, no_false_kill.status.value, "on the device in" in no_false_kill.detail))
     assert outcomes == [("admitted", "passed", True)] * 3
+

@@ -298,6 +298,7 @@ class Row:
     gate_compile_from_cache: bool | None = None
     gate_reasons: list[str] = field(default_factory=list)
     gate_phase_seconds: dict[str, float] = field(default_factory=dict)  # SubstrateReport.phase_seconds
+    gate_phase_calls: dict[str, dict] = field(default_factory=dict)  # SubstrateReport.phase_calls
     # The worker's start before the pipeline (its ("device", ...) message): the rest of gate_wall_seconds beside
     # gate_pipeline_seconds, by part (the candidate's import, T0's helpers, the CUDA context).
     gate_start_seconds: float | None = None
@@ -412,6 +413,13 @@ COLUMNS = ("substrate", "gate", "gate wall s", "pipeline s", "gate GiB", "base w
 PHASES_SHOWN = 12  # the largest of a gate's phases, under its row (--json has them all)
 
 
+def _calls_note(calls: dict | None, seconds: float) -> str:
+    """' (N calls, longest S)' for a phase of several calls, where one took at least a tenth of its time."""
+    if not calls or calls["calls"] < 2 or calls["longest"] < 0.1 * seconds:
+        return ""
+    return f" ({calls['calls']} calls, longest {calls['longest']:.2f})"
+
+
 def format_table(rows: list[Row]) -> str:
     """The table, one row per substrate; under a row, why its baseline failed or its gate rejected."""
     repeated = len({r.round for r in rows}) > 1
@@ -442,9 +450,9 @@ def format_table(rows: list[Row]) -> str:
             lines.append(f"    gate worker's start {row.gate_start_seconds:.1f} s" + "".join(
                 f", {name} {value:.1f}" for name, value in row.gate_start_parts.items() if value >= 0.05))
         if row.gate_phase_seconds:
-            lines.append("    gate phases (s): " + ", ".join(f"{name} {value:.1f}" for name, value
-                                                         in list(row.gate_phase_seconds.items())[:PHASES_SHOWN]
-                                                         if value >= 0.05))
+            lines.append("    gate phases (s): " + ", ".join(
+                f"{name} {value:.1f}{_calls_note(row.gate_phase_calls.get(name), value)}"
+                for name, value in list(row.gate_phase_seconds.items())[:PHASES_SHOWN] if value >= 0.05))
         cached = {side: hit for side, hit in (("baseline", row.baseline and row.baseline.compile_from_cache),
                                               ("gate", row.gate_compile_from_cache)) if hit is not None}
         if cached:
@@ -720,6 +728,7 @@ def _fill_gate_row(row: Row, report) -> None:
     row.gate_peak_reserved_bytes = report.peak_device_bytes
     row.gate_reasons = report.reasons()
     row.gate_phase_seconds = report.phase_seconds
+    row.gate_phase_calls = report.phase_calls
     compile_check = [c for c in report.checks if c.check.value == "compile" and c.ok]
     if compile_check:
         row.gate_compile_from_cache = "from the compile cache" in compile_check[0].detail

@@ -1184,5 +1184,6 @@ def _concluded(ctx: GateContext, report: SubstrateReport, suites: dict[str, Suit
     report.seconds = time.perf_counter() - started
     report.peak_device_bytes = ctx.backend.peak_memory_bytes()
     report.phase_seconds = ctx.clock.seconds()
+    report.phase_calls = ctx.clock.calls()
     return report
 

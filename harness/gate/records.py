@@ -110,6 +110,7 @@ class SubstrateReport:
     compile_options: list[str] = field(default_factory=list)
     peak_device_bytes: int | None = None  # the worker's peak device memory, where the backend can tell
     phase_seconds: dict[str, float] = field(default_factory=dict)  # harness.gate.phases: where the time went
+    phase_calls: dict[str, dict] = field(default_factory=dict)  # each phase's {"calls": n, "longest": s}
 
     @property
     def verdict(self) -> Verdict:
@@ -150,6 +151,7 @@ class SubstrateReport:
             "seconds": round(self.seconds, 3),
             "peak_device_bytes": self.peak_device_bytes,
             "phase_seconds": self.phase_seconds,
+            "phase_calls": self.phase_calls,
         }
 
     @classmethod
@@ -167,6 +169,7 @@ class SubstrateReport:
             seconds=data["seconds"],
             peak_device_bytes=data.get("peak_device_bytes"),
             phase_seconds=dict(data.get("phase_seconds", {})),
+            phase_calls=dict(data.get("phase_calls", {})),
         )
 
 
