@@ -282,7 +282,8 @@ def converse(target, args, step_timeout: float, on_message, worker: StartedWorke
             timeout = step_timeout
             try:
                 message = connection.recv()
-            except EOFError:
+            except (EOFError, ConnectionResetError):
+                # A socket pair's peer that dies with bytes unread (a job sent as it was killed) resets it.
                 raise _died(worker, step)
             if message[0] == "step":
                 step = message[1]

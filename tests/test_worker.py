@@ -42,6 +42,19 @@ def test_a_worker_that_crashes_is_reported_with_its_signal():
         _collect(worker_targets.segfaults)
 
 
+def test_a_worker_that_dies_with_a_message_unread_is_reported_as_dead_not_as_a_reset_connection():
+    # Ctrl-C ends a worker the parent has just sent a job: reading then raised ConnectionResetError, a traceback.
+    worker = start_worker()
+
+    def reply(message):
+        worker.connection.send(("reply", "never read"))
+        return False
+
+    with pytest.raises(WorkerLost, match=r"^the worker process died during waiting for a reply it never reads "
+                                         r"\(exit code 5\)$"):
+        converse(worker_targets.exits_with_bytes_unread, (), 30.0, reply, worker=worker)
+
+
 def _pid_of(worker) -> int:
     seen = []
     converse(worker_targets.reports_pid, (), 30.0, lambda message: seen.append(message) or True, worker=worker)

@@ -59,3 +59,10 @@ def counts_imports_of_a_poisoned_allocation(conn):
     with poisoned_allocations(0xA5):
         torch.empty(4)
     conn.send(("done", sorted(set(sys.modules) - before)))
+
+
+def exits_with_bytes_unread(conn):
+    """Asks for a reply, leaves it unread and exits: its end of the socket pair resets the parent's."""
+    conn.send(("step", "waiting for a reply it never reads"))
+    time.sleep(1.0)
+    os._exit(5)

@@ -266,7 +266,7 @@ def run_baseline(job: BaselineJob, step_timeout: float, on_message=lambda messag
             timeout = step_timeout
             try:
                 message = worker.connection.recv()
-            except EOFError:
+            except (EOFError, ConnectionResetError):  # a peer that died with bytes unread resets the socket pair
                 worker.process.join(10)
                 result = BaselineResult(trials=job.trials, first_failure=f"the baseline process died during {step} "
                                                                          f"(exit code {worker.process.exitcode})")
