@@ -55,3 +55,13 @@ def test_a_rejected_substrate_is_told_not_to_run_and_why(tmp_path):
     stage.decided(SubstrateReport(name="new", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.FAILED)]))
     assert read_verdict(stage.verdicts, "new") == ("skip: the gate rejected it before it ran under the tool, and no "
                                                    "finding could change that verdict")
+
+
+def test_verdicts_left_after_the_tools_run_ended_and_took_their_folder_are_dropped_not_raised(tmp_path):
+    # Ctrl-C on cuda: the tools' thread ends first and removes the folder; the gate then released the undecided
+    # substrates into it, and FileNotFoundError ended the interrupted gate with a traceback (exit 1, not 130).
+    stage = _stage(tmp_path, {})
+    stage.verdicts = tmp_path / "verdicts"  # never made, as if removed
+    stage.decided(SubstrateReport(name="new", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.PASSED)]))
+    stage.undecided_left()
+    assert not stage.verdicts.exists()

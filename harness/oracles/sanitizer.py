@@ -185,8 +185,11 @@ def write_verdict(verdicts: Path, key: str, skip_why: str = "") -> None:
     and why. Written whole, by rename: a program polling for it reads it the moment it exists."""
     path = _verdict_file(verdicts, key)
     partial = path.with_suffix(".tmp")
-    partial.write_text(f"skip: {skip_why}" if skip_why else "go")
-    os.replace(partial, path)
+    try:
+        partial.write_text(f"skip: {skip_why}" if skip_why else "go")
+        os.replace(partial, path)
+    except FileNotFoundError:
+        pass  # the folder goes once the tools' run has ended (an interrupt's kill, say): no program waits any more
 
 
 def read_verdict(verdicts: Path, key: str) -> str | None:
