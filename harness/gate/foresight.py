@@ -8,17 +8,18 @@ handed to the worker (`official_output_signature`), and every earlier meta run o
 else from the Model run on the meta device now.
 
 The first meta run of a process imports torch._dynamo and sympy (about 1100 modules, 0.5 to 2 s;
-a gate worker starts that import in a thread beside its CUDA context). A trial with under
-FORESIGHT_FROM_BYTES of inputs does not wait for it: unforeseen, its float64 route runs after the
-official output, on the device when it needs at most DEVICE_FLOAT64_MAX_BYTES. On the H200 that
-wait was 0.7 to 1.6 s of gates taking 2.3 to 24 s (MEASUREMENTS.md, thirty-first session).
+on the H200 the first trial waited 0.7 to 1.6 s for it in gates of 2.3 to 24 s). A trial with under
+FORESIGHT_FROM_BYTES of inputs is not run on the meta device unless those rules are imported
+already: unforeseen, its float64 route runs after the official output, on the device when it
+needs at most DEVICE_FLOAT64_MAX_BYTES. Nor does a worker import them in a thread beforehand: beside
+the first trials that import stalled single calls of the main thread by 0.5 to 1.6 s each, in
+phases that take milliseconds (MEASUREMENTS.md, thirty-third session).
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
-import threading
+import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -30,37 +31,12 @@ from harness.gate.trial_inputs import inputs_bytes
 # torch._check brings torch.fx's symbolic shapes with sympy. The fork server does not import it: every gate and
 # campaign waits for the server's start, and campaigns never use the meta device.
 META_SHAPES_MODULE = "torch._dynamo"
-FORESIGHT_FROM_BYTES = 64 * 2**20  # a trial with fewer bytes of inputs is foreseen only once the rules are imported
+FORESIGHT_FROM_BYTES = 64 * 2**20  # a trial with fewer bytes of inputs is foreseen only where the rules are imported
 
 
-def import_meta_shapes_in_background() -> threading.Thread:
-    """META_SHAPES_MODULE imported in a daemon thread. Call it after the process's last fork: a child forked
-    while the thread holds an import lock would inherit the lock held."""
-
-    def load() -> None:
-        try:
-            importlib.import_module(META_SHAPES_MODULE)
-        except Exception:
-            pass  # the meta run imports it again, and says what failed (OutputForesight.meta_error)
-
-    thread = threading.Thread(target=load, name="import of the meta device's shape rules", daemon=True)
-    thread.start()
-    return thread
-
-
-class ShapeRulesImport:
-    """The meta device's shape rules imported once per worker, in a background thread (`start`), and whether that
-    import has finished (`ready`: never, where it was not started)."""
-
-    def __init__(self):
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = import_meta_shapes_in_background()
-
-    def ready(self) -> bool:
-        return self._thread is not None and not self._thread.is_alive()
+def shape_rules_imported() -> bool:
+    """Whether this process has the meta device's shape rules already (a meta run costs it nothing more)."""
+    return META_SHAPES_MODULE in sys.modules
 
 
 def official_output_signature(problem, inputs: list) -> tuple:
@@ -83,20 +59,20 @@ class OutputForesight:
     """The official output's shape for a trial's inputs, from what is known, else from the Model on the meta device.
 
     `known` maps an input signature to its output's: discovery's for get_inputs()'s, and each meta run's.
-    `rules_ready` says whether the meta rules' import has finished (a small trial does not wait for it).
+    `rules_ready` says whether the meta device's shape rules are imported (a small trial does not import them).
     """
 
     official: torch.nn.Module
     known: dict = field(default_factory=dict)
-    rules_ready: object = lambda: True
+    rules_ready: object = shape_rules_imported
     meta_error: str = ""  # why the Model cannot say its output's size on the meta device
-    unforeseen_while_importing: int = 0  # small trials left unforeseen while the rules were importing
+    unforeseen_small: int = 0  # small trials left unforeseen, the rules not imported
     last_unforeseen: str = ""  # why output_like's last call foresaw nothing ('' where it did, or no tensor comes)
     _meta_model: torch.nn.Module | None = None
 
     @classmethod
     def from_discovery(cls, official: torch.nn.Module, inputs_signature: tuple | None, output_signature: tuple | None,
-                       rules_ready=lambda: True) -> "OutputForesight":
+                       rules_ready=shape_rules_imported) -> "OutputForesight":
         known = {inputs_signature: output_signature} if inputs_signature and output_signature else {}
         return cls(official, known, rules_ready)
 
@@ -110,9 +86,9 @@ class OutputForesight:
             self.last_unforeseen = f"the meta device could not foresee its size: {self.meta_error}"
             return None
         if inputs_bytes(inputs) < FORESIGHT_FROM_BYTES and not self.rules_ready():
-            self.unforeseen_while_importing += 1
+            self.unforeseen_small += 1
             self.last_unforeseen = (f"its size was not foreseen (under {FORESIGHT_FROM_BYTES // 2**20} MiB of "
-                                    f"inputs, met while the meta device's shape rules were being imported)")
+                                    f"inputs, and the meta device's shape rules not imported in this worker)")
             return None
         try:
             if self._meta_model is None:

@@ -1101,15 +1101,14 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
                search: ProblemSearch | None = None, publish=lambda report: None,
                trial_inputs: TrialInputs | None = None, official_inputs: tuple | None = None,
-               official_output: tuple | None = None, shape_rules_ready=lambda: True) -> SubstrateReport:
+               official_output: tuple | None = None) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks.
 
     `publish` is handed the report as it stands after each trial (undecided checks marked PENDING),
     so a worker that dies mid-suite loses nothing it found. `trial_inputs` builds T0's trials ahead
     of need in processes of their own (KernelBench-sized get_inputs() take seconds each on the CPU).
     `official_inputs`: get_inputs()'s suite_rules.portable_signature, and `official_output` the official
-    output's on it (foresight.official_output_signature), where discovery made them; `shape_rules_ready`,
-    whether the meta device's shape rules are imported (harness.gate.foresight).
+    output's on it (foresight.official_output_signature), where discovery made them.
     """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
@@ -1123,7 +1122,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     progress("compile")
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:
-        foresight = OutputForesight.from_discovery(ctx.official, official_inputs, official_output, shape_rules_ready)
+        foresight = OutputForesight.from_discovery(ctx.official, official_inputs, official_output)
         ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock, foresight)
         ctx.trivial = suite_safety.TrivialKernels(entry.tolerance)
     if entry.ref is None:

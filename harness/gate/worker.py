@@ -15,14 +15,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 from harness.interrupt import die_quietly_on_interrupt
 from harness.processes import DEFAULT_STEP_TIMEOUT, StartedWorker, WorkerLost, converse, oom_kills, start_worker
-
-if TYPE_CHECKING:
-    from harness.gate.foresight import ShapeRulesImport
 
 
 @dataclass(frozen=True)
@@ -137,10 +133,8 @@ def _gate_in_worker(job: GateJob, conn) -> None:
     die_quietly_on_interrupt()
     import torch  # noqa: F401  imported before the first message: start-up, not the candidate's import
 
-    from harness.gate.foresight import ShapeRulesImport
-
     conn.send(("step", "import"))
-    _serve_file(job, *_import_timed(job.file), None, conn, began, ShapeRulesImport())
+    _serve_file(job, *_import_timed(job.file), None, conn, began)
 
 
 def _import_timed(file: str) -> tuple[ImportedFile, dict]:
@@ -156,12 +150,11 @@ def _make_backend(name: str, cache_dir: str | None):
     return create_backend(name, cache_dir=Path(cache_dir) if cache_dir else None)
 
 
-def _serve_file(job: GateJob, imported: ImportedFile, start_parts: dict, backend, conn, began: float,
-                shape_rules: ShapeRulesImport) -> None:
+def _serve_file(job: GateJob, imported: ImportedFile, start_parts: dict, backend, conn, began: float) -> None:
     """Gate `job`, then each further substrate of its file the parent sends while the worker stays reusable."""
     path = Path(job.file)
     while True:
-        backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts, shape_rules)
+        backend, reusable = _gate_one(job, imported, backend, conn, began, start_parts)
         if not reusable:
             return
         conn.send(("ready",))
@@ -184,13 +177,10 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
     import torch  # noqa: F401  (imported before the clock starts, as in _gate_in_worker)
 
     from harness.backends import BackendUnavailable
-    from harness.gate.foresight import ShapeRulesImport
 
     imported, start_parts = _import_timed(file)
-    backend, shape_rules = None, ShapeRulesImport()
+    backend = None
     if imported.imported and not any(c.status is CheckStatus.FAILED for c in imported.checks):
-        if backend_name == "cuda":  # as _gate_one does; this worker forks no helpers (a kept worker spawns them)
-            shape_rules.start()
         try:
             backend = _make_backend(backend_name, cache_dir)
         except BackendUnavailable:
@@ -200,15 +190,13 @@ def _gate_ahead_in_worker(file: str, backend_name: str, cache_dir: str | None, c
         return
     if job.file != file:
         raise RuntimeError(f"harness bug: a worker made ready for {file} was sent {job.file}")
-    _serve_file(job, imported, start_parts, backend, conn, time.perf_counter(), shape_rules)
+    _serve_file(job, imported, start_parts, backend, conn, time.perf_counter())
 
 
-def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict,
-              shape_rules: ShapeRulesImport):
+def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float, start_parts: dict):
     """One substrate's report sent; returns (the backend, made now if it was None; whether the worker can serve
     another substrate). `start_parts`: what the worker's start spent before this, by part, added to in the
-    ("device", ...) message of a worker started for the job. `shape_rules`: the worker's import of the meta
-    device's shape rules, started here (on cuda) if it was not."""
+    ("device", ...) message of a worker started for the job."""
     import torch
 
     from harness.backends import BackendUnavailable
@@ -240,8 +228,6 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         part_began = time.perf_counter()
         trial_inputs.start_early(entry, search)
         parts["T0's helpers started"] = time.perf_counter() - part_began
-        if job.backend == "cuda":  # only the device's float64 route foresees outputs on the meta device
-            shape_rules.start()  # after the helpers' fork, beside the CUDA context's start
         part_began = time.perf_counter()
         try:
             backend = _make_backend(job.backend, job.cache_dir)
@@ -256,7 +242,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
                             trial_inputs=trial_inputs, official_inputs=job.official_inputs,
-                            official_output=job.official_output, shape_rules_ready=shape_rules.ready)
+                            official_output=job.official_output)
     except BaseException as error:
         # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
