@@ -683,12 +683,12 @@ class _Bench:
                 self.run["device"] = self.run["device"] or message[1]
                 row.gate_start_seconds, row.gate_start_parts = message[2], dict(message[4])
 
+        job = self.jobs[(row.file, row.substrate)]
         started = time.perf_counter()
         try:
             report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=self.backend,
                                           cache_dir=self.cache_dir, kb_root=self.kb_root,
-                                          official_inputs=self.jobs[(row.file, row.substrate)].official_inputs,
-                                          official_output=self.jobs[(row.file, row.substrate)].official_output),
+                                          official_inputs=job.official_inputs, official_output=job.official_output),
                                   self.args.timeout, on_message)
         except BackendUnavailable as error:
             raise UsageError(f"backend {self.backend}: {error}")

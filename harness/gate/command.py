@@ -617,12 +617,14 @@ class _GateRun:
     written: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self):
-        summaries = [(file, s) for file, found in self.entries.items() for s in found]
-        self.t0_sizes = {(file, s.name): s.t0_bytes for file, s in summaries}
-        self.summaries = {(file, s.name): s for file, s in summaries}
+        self.summaries = {(file, s.name): s for file, found in self.entries.items() for s in found}
 
     def stopped(self) -> bool:
         return self.args.interruption.stopped()
+
+    def _t0_bytes(self, job: tuple[str, str]) -> int:
+        summary = self.summaries.get(job)
+        return summary.t0_bytes if summary else 0
 
     def on_message(self, name: str):
         def handle(message):
@@ -642,7 +644,7 @@ class _GateRun:
     def reuses_worker(self, job: tuple[str, str]) -> bool:
         """Whether the job may be gated by its file's worker, kept from an earlier substrate: not one whose T0 is
         drawn by helpers, nor an item of a cluster (a worker of its own there)."""
-        return self.cluster is None and may_reuse_worker(self.t0_sizes.get(job, 0))
+        return self.cluster is None and may_reuse_worker(self._t0_bytes(job))
 
     def gate_one(self, job: tuple[str, str], keeper: FileWorker) -> SubstrateReport | None:
         """The job's report; None where an interrupt came first (no verdict on what did not finish)."""
@@ -659,7 +661,7 @@ class _GateRun:
             return self.cluster.gate(work, self.report, self.progress)
         if not self.reuses_worker(job):
             keeper.release()
-        with self.budget.reserve(estimate_bytes(self.t0_sizes.get(job, 0))) as shared:
+        with self.budget.reserve(estimate_bytes(self._t0_bytes(job))) as shared:
             result = run_gate_job(work, args.timeout, self.on_message(name),
                                   keeper if self.reuses_worker(job) else None, stop=self.stopped)
             beside_others = shared()

@@ -16,16 +16,15 @@ from contextlib import contextmanager
 
 class PhaseClock:
     def __init__(self):
-        self._seconds: dict[str, float] = {}
-        self._calls: dict[str, int] = {}
-        self._longest: dict[str, float] = {}
+        self._phases: dict[str, list] = {}  # phase -> [seconds, calls, longest call's seconds]
         self._lock = threading.Lock()
 
     def add(self, phase: str, seconds: float) -> None:
         with self._lock:
-            self._seconds[phase] = self._seconds.get(phase, 0.0) + seconds
-            self._calls[phase] = self._calls.get(phase, 0) + 1
-            self._longest[phase] = max(self._longest.get(phase, 0.0), seconds)
+            total = self._phases.setdefault(phase, [0.0, 0, 0.0])
+            total[0] += seconds
+            total[1] += 1
+            total[2] = max(total[2], seconds)
 
     @contextmanager
     def timing(self, phase: str):
@@ -35,13 +34,14 @@ class PhaseClock:
         finally:
             self.add(phase, time.perf_counter() - started)
 
+    def _largest_first(self) -> list[tuple[str, list]]:
+        with self._lock:
+            return sorted(((k, list(v)) for k, v in self._phases.items()), key=lambda kv: -kv[1][0])
+
     def seconds(self) -> dict[str, float]:
         """Every phase's seconds so far, largest first, to the millisecond."""
-        with self._lock:
-            return {k: round(v, 3) for k, v in sorted(self._seconds.items(), key=lambda kv: -kv[1])}
+        return {k: round(seconds, 3) for k, (seconds, _calls, _longest) in self._largest_first()}
 
     def calls(self) -> dict[str, dict]:
         """Every phase's calls so far and its longest call's seconds, in seconds()'s order."""
-        with self._lock:
-            return {k: {"calls": self._calls[k], "longest": round(self._longest[k], 3)}
-                    for k, _v in sorted(self._seconds.items(), key=lambda kv: -kv[1])}
+        return {k: {"calls": calls, "longest": round(longest, 3)} for k, (_s, calls, longest) in self._largest_first()}

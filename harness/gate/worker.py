@@ -10,6 +10,7 @@ still sound after its report, says ("ready",) and takes another substrate of the
 """
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -302,19 +303,25 @@ def _add_signatures(summary: EntrySummary, search, cache_dir: Path | None, fores
     try:
         path = search.resolve(summary.kb_file)
         source = path.read_bytes()
-        signature = signature_cached(source, lambda: portable_signature(
-            official_signature(load_problem_file(summary.kb_file, path))), cache_dir)
+    except Exception:
+        return
+
+    @functools.cache
+    def problem():  # loaded once, and only where a signature is not in the cache
+        return load_problem_file(summary.kb_file, path)
+
+    try:
+        signature = signature_cached(source, lambda: portable_signature(official_signature(problem())), cache_dir)
         # Inputs no plain data describes (None) are built again: rare, and not stored.
-        inputs = (signature_inputs(signature) if signature is not None
-                  else official_signature(load_problem_file(summary.kb_file, path)))
+        inputs = signature_inputs(signature) if signature is not None else official_signature(problem())
     except Exception:
         return
     summary.t0_bytes = inputs_bytes(inputs)
     summary.official_inputs = signature
     if foresee_outputs and signature is not None:
         try:
-            summary.official_output = signature_cached(source, lambda: official_output_signature(
-                load_problem_file(summary.kb_file, path), inputs), cache_dir, "official output signature") or None
+            summary.official_output = signature_cached(source, lambda: official_output_signature(problem(), inputs),
+                                                       cache_dir, "official output signature") or None
         except Exception:
             pass  # the worker runs the Model on the meta device itself
 

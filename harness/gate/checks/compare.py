@@ -148,10 +148,9 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     for start, (finite, chunk_abs, chunk_rel, chunk_mismatches) in zip(starts, figures):
         if finite and chunk_abs != float("inf"):  # every value finite: the figures are the general rules' too
             chunk_mismatches, wrong = int(chunk_mismatches), None
-            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
         else:
             chunk_mismatches, wrong, chunk_abs, chunk_rel = _general_chunk(*chunk(start), atol, rtol)
-            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
+        max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
         if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
             if wrong is None:
                 wrong = _finite_figures(*chunk(start), atol, rtol)[1]
