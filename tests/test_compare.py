@@ -129,6 +129,26 @@ def test_integer_and_bool_outputs_compare_exactly_under_a_loose_tolerance(dtype,
     assert result.describe() == text
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.bool,
+                                   torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                                   torch.uint16, torch.float8_e4m3fn])
+def test_examples_worded_from_bit_patterns_read_as_each_element_read_alone_words_them(dtype):
+    # compare_bitwise reads the first mismatches' bit patterns with its count in one transfer and words them itself
+    # (or, for a dtype it does not know, reads each element again); either way the words are those of one element read.
+    from harness.gate.checks.compare import _format_element
+
+    width = torch.empty((), dtype=dtype).element_size() * 8
+    patterns = torch.tensor([0, 1, (1 << (width - 1)) - 1, -(1 << (width - 1)), -1, 5, 0x3c, 0x7f],
+                            dtype=torch.int64)
+    view = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[width]
+    got = patterns.to(view).view(dtype) if dtype != torch.bool else (patterns % 2).to(torch.bool)
+    expected = torch.zeros_like(got) if dtype != torch.bool else ~got
+    result = compare_bitwise(got, expected)
+    wrong = [i for i in range(len(patterns)) if not torch.equal(bits(got[i:i + 1]), bits(expected[i:i + 1]))][:3]
+    assert result.examples == [f"at ({i},): got {_format_element(got, i)}, expected {_format_element(expected, i)}"
+                               for i in wrong]
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool])
 def test_equal_integer_outputs_match_under_a_loose_tolerance(dtype):
     values = torch.tensor([0, 1, 1], dtype=dtype)

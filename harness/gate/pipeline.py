@@ -31,8 +31,8 @@ from harness.gate.checks import source_rules, suite_rules, suite_safety
 from harness.gate.checks.compare import (Comparison, PendingComparison, compare, compare_bitwise, compare_later,
                                          compared_bitwise, coords_of)
 from harness.gate.checks.guards import (INPUT_GUARD_BYTES, POISON_BYTES, GuardedBuffers, GuardedTensor, checksum_parts,
-                                        poison_held, poison_mask, poisoned_allocations, read_together, tensor_checksum,
-                                        unwritten_after)
+                                        poison_held, poison_where, poisoned_allocations, read_together, tensor_checksum,
+                                        unwritten_signals)
 from harness.gate.foresight import OutputForesight
 from harness.gate.phases import PhaseClock
 from harness.gate.records import PIPELINE_CHECKS, CheckName, CheckResult, CheckStatus, SubstrateReport, SuiteResult
@@ -551,12 +551,11 @@ def _track_unwritten(result: KernelRun, run_number: int, output: torch.Tensor, p
     if result.initialised_by_launch:
         return still_first
     if run_number == 1:
-        return poison_mask(output, pattern) if held else None
+        return poison_where(output, pattern) if held else None
     if held and still_first is not None:
-        unwritten = unwritten_after(output, still_first)
-        result.unwritten = int(torch.count_nonzero(unwritten)) if bool(unwritten.any()) else 0
+        result.unwritten, first = unwritten_signals(still_first, output).tolist()
         if result.unwritten:
-            result.first_unwritten = coords_of(int(torch.nonzero(unwritten.reshape(-1))[0]), shape)
+            result.first_unwritten = coords_of(first, shape)
     return still_first
 
 

@@ -7,6 +7,7 @@ and the first few mismatches with their coordinates, in words a person can act o
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,29 @@ def _format_element(t: torch.Tensor, flat_index: int) -> str:
     return repr(value.item())
 
 
+# Dtypes whose elements _element_text words from their bit patterns alone; the others are read one by one.
+_FROM_BITS = {torch.float64: "<d", torch.float32: "<f", torch.float16: "<e", torch.bfloat16: None, torch.bool: None,
+              torch.uint8: None, torch.int8: None, torch.int16: None, torch.int32: None, torch.int64: None}
+
+
+def _element_text(dtype: torch.dtype, raw: int) -> str:
+    """_format_element's words for an element of `dtype` (one of _FROM_BITS) whose bit pattern, as bits() gives it
+    (sign-extended to a Python int), is `raw`."""
+    size = dtype.itemsize
+    pattern = raw & ((1 << (8 * size)) - 1)
+    if dtype.is_floating_point:
+        if dtype == torch.bfloat16:
+            value = struct.unpack("<f", struct.pack("<I", pattern << 16))[0]
+        else:
+            value = struct.unpack(_FROM_BITS[dtype], pattern.to_bytes(size, "little"))[0]
+        return f"{value!r} (0x{pattern:0{2 * size}x})"
+    if dtype == torch.bool:
+        return repr(bool(pattern))
+    if dtype.is_signed and pattern >> (8 * size - 1):
+        return repr(pattern - (1 << (8 * size)))
+    return repr(pattern)
+
+
 def coords_of(flat_index: int, shape) -> tuple[int, ...]:
     """The element at `flat_index` of a row-major `shape`, as coordinates (torch.unravel_index without its
     torch._check, whose first call imports sympy: 450 modules, a second or more in every worker that meets one)."""
@@ -79,8 +103,33 @@ def _examples(got, expected, flat_indices: list[int]) -> list[str]:
     ]
 
 
-def _first_indices(wrong: torch.Tensor, offset: int = 0) -> list[int]:
-    return [offset + i for i in torch.nonzero(wrong.reshape(-1)).reshape(-1)[:SHOWN_MISMATCHES].tolist()]
+SHOWN_SIGNALS = 3 * SHOWN_MISMATCHES  # _shown_signals' length
+
+
+def _shown_signals(flat_got: torch.Tensor, flat_expected: torch.Tensor, wrong: torch.Tensor,
+                   offset: int = 0) -> torch.Tensor:
+    """The first SHOWN_MISMATCHES flat indices where `wrong` (1-d, not empty) holds, plus `offset` (-1 past the last
+    one), then the bit patterns there of `flat_got` and of `flat_expected`: SHOWN_SIGNALS int64 on the device, read
+    with the comparison's other figures in one transfer (torch.nonzero, and an element's every read, wait for it)."""
+    at = torch.nonzero_static(wrong, size=SHOWN_MISMATCHES, fill_value=-1).reshape(-1)
+    safe = at.clamp_min(0)
+    return torch.cat([torch.where(at >= 0, at + offset, at), bits(flat_got)[safe].to(torch.int64),
+                      bits(flat_expected)[safe].to(torch.int64)])
+
+
+def _shown_examples(got: torch.Tensor, expected: torch.Tensor, shown: list[list[int]]) -> list[str]:
+    """The examples of _shown_signals' values (`shown`: one list of SHOWN_SIGNALS a chunk, in order), worded as
+    _examples words them: from the bit patterns read where the dtype allows, else read again element by element."""
+    found = []
+    for values in shown:
+        at, got_bits, expected_bits = (values[k * SHOWN_MISMATCHES:(k + 1) * SHOWN_MISMATCHES] for k in range(3))
+        found += [(i, g, e) for i, g, e in zip(at, got_bits, expected_bits) if i >= 0]
+    found = found[:SHOWN_MISMATCHES]
+    if got.dtype not in _FROM_BITS:
+        return _examples(got, expected, [at for at, _, _ in found])
+    shape = tuple(expected.shape)
+    return [f"at {coords_of(at, shape)}: got {_element_text(got.dtype, raw_got)}, "
+            f"expected {_element_text(expected.dtype, raw_expected)}" for at, raw_got, raw_expected in found]
 
 
 def _structure_problem(got, expected) -> str:
@@ -117,9 +166,11 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
     got_bits, expected_bits = bits(got), bits(expected)
     if _same_bytes(got_bits, expected_bits):  # the common case, without building a mask
         return Comparison(ok=True, total=expected.numel())
-    wrong = got_bits != expected_bits
-    return Comparison(ok=False, total=expected.numel(), mismatches=int(torch.count_nonzero(wrong)),
-                      examples=_examples(got, expected, _first_indices(wrong)))
+    wrong = (got_bits != expected_bits).reshape(-1)
+    flat_got, flat_expected = got_bits.reshape(-1), expected_bits.reshape(-1)
+    mismatches, *shown = torch.cat([wrong.sum().reshape(1), _shown_signals(flat_got, flat_expected, wrong)]).tolist()
+    return Comparison(ok=False, total=expected.numel(), mismatches=mismatches,
+                      examples=_shown_examples(got, expected, [shown]))
 
 
 def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
@@ -128,8 +179,8 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     Works through the tensors COMPARE_CHUNK elements at a time, so the float64 temporaries of a
     KernelBench-sized output (billions of elements) stay small. Every chunk's figures are queued first
     and read in one transfer (on a GPU each read waits for the device: a 4 GiB output is 256 chunks);
-    only a chunk with a NaN or an infinity is then compared by the general rules, and only the first
-    chunks with a mismatch are gone through again for its coordinates.
+    where one says a NaN, an infinity or a mismatch, a second transfer reads that chunk's figures by the
+    general rules and its first mismatches, for every chunk that may hold one of the first few.
     """
     problem = _structure_problem(got, expected)
     if problem:
@@ -144,27 +195,43 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
 
     queued = [_finite_figures(*chunk(start), atol, rtol)[0] for start in starts]
     figures = torch.stack(queued).tolist() if queued else []
-    mismatches, max_abs, max_rel, wrong_at = 0, 0.0, 0.0, []
+    mismatches, max_abs, max_rel = 0, 0.0, 0.0
+    general, shown, known = [], [], 0  # chunks under the general rules; chunks whose first mismatches are read
     for start, (finite, chunk_abs, chunk_rel, chunk_mismatches) in zip(starts, figures):
-        if finite and chunk_abs != float("inf"):  # every value finite: the figures are the general rules' too
-            chunk_mismatches, wrong = int(chunk_mismatches), None
-        else:
-            chunk_mismatches, wrong, chunk_abs, chunk_rel = _general_chunk(*chunk(start), atol, rtol)
-        max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
-        if chunk_mismatches and len(wrong_at) < SHOWN_MISMATCHES:
-            if wrong is None:
-                wrong = _finite_figures(*chunk(start), atol, rtol)[1]
-            wrong_at += _first_indices(wrong, start)
-        mismatches += chunk_mismatches
+        regular = finite and chunk_abs != float("inf")  # every value finite: the figures are the general rules' too
+        if regular:
+            mismatches += int(chunk_mismatches)
+            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
+        if known < SHOWN_MISMATCHES and (not regular or chunk_mismatches):
+            g, e = chunk(start)
+            chunk_figures, wrong = _finite_figures(g, e, atol, rtol) if regular else _general_figures(g, e, atol, rtol)
+            if not regular:
+                general.append(chunk_figures)
+            shown.append(_shown_signals(flat_got[start:start + COMPARE_CHUNK],
+                                        flat_expected[start:start + COMPARE_CHUNK], wrong, start))
+            known += int(chunk_mismatches) if regular else 0
+        elif not regular:
+            general.append(_general_figures(*chunk(start), atol, rtol)[0])
+    if general or shown:
+        values = torch.cat([torch.stack(general).view(torch.int64).reshape(-1) if general else shown[0][:0],
+                            *shown]).tolist()
+        for k in range(len(general)):
+            chunk_mismatches, chunk_abs, chunk_rel = struct.unpack("<3d", struct.pack("<3q", *values[3 * k:3 * k + 3]))
+            mismatches += int(chunk_mismatches)
+            max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
+        rest = values[3 * len(general):]
+        shown = [rest[i:i + SHOWN_SIGNALS] for i in range(0, len(rest), SHOWN_SIGNALS)]
     return Comparison(
         ok=mismatches == 0, total=expected.numel(), mismatches=mismatches,
         max_abs_error=max_abs, max_rel_error=max_rel,
-        examples=_examples(got, flat_expected.reshape(expected.shape), wrong_at) if mismatches else [],
+        examples=_shown_examples(got, flat_expected.reshape(expected.shape), shown) if mismatches else [],
     )
 
 
-def _general_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
-    """(mismatches, wrong mask, max abs, max rel error) of a float64 chunk holding a NaN or an infinity."""
+def _general_figures(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mismatches, max abs error, max rel error) as three float64 on the device, and the mask of the mismatches, of
+    a float64 chunk holding a NaN or an infinity. The errors are over the finite differences, -inf where there is
+    none (compare_close's maximum with 0.0 takes it to 0.0)."""
     both_nan = torch.isnan(g) & torch.isnan(e)
     same_inf = torch.isinf(e) & (g == e)
     diff = (g - e).abs()
@@ -172,12 +239,11 @@ def _general_chunk(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float):
     within = torch.isfinite(e) & (diff <= atol + rtol * e.abs())
     wrong = ~(both_nan | same_inf | within)
     finite = torch.isfinite(diff)
-    max_abs = max_rel = 0.0
-    if bool(finite.any()):
-        max_abs = float(diff[finite].max())
-        rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
-        max_rel = float(rel[finite].max())
-    return int(wrong.sum()), wrong, max_abs, max_rel
+    none = torch.full((), -math.inf, dtype=torch.float64, device=g.device)
+    rel = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    figures = torch.stack([wrong.sum().to(torch.float64), torch.where(finite, diff, none).max(),
+                           torch.where(finite, rel, none).max()])
+    return figures, wrong
 
 
 def _finite_figures(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -78,15 +78,14 @@ class GuardedTensor:
         return torch.stack([before.any(), after.any()]).to(torch.int64)
 
     def damage(self) -> list[GuardDamage]:
-        found = []
+        """How each band changed: its changed bytes and the one nearest the tensor, read in one transfer."""
         before, after = self._changed_bands()
-        if bool(before.any()):
-            changed = torch.nonzero(before).reshape(-1)
-            found.append(GuardDamage("before", int(changed.numel()), GUARD_BYTES - 1 - int(changed.max())))
-        if bool(after.any()):
-            changed = torch.nonzero(after).reshape(-1)
-            found.append(GuardDamage("after", int(changed.numel()), int(changed.min())))
-        return found
+        offsets = torch.arange(GUARD_BYTES, device=before.device)
+        changed_before, last_before, changed_after, first_after = torch.stack([
+            before.sum(), torch.where(before, offsets, -1).max(),
+            after.sum(), torch.where(after, offsets, GUARD_BYTES).min()]).tolist()
+        return ([GuardDamage("before", changed_before, GUARD_BYTES - 1 - last_before)] if changed_before else []) + \
+            ([GuardDamage("after", changed_after, first_after)] if changed_after else [])
 
 
 class GuardedBuffers:
@@ -134,30 +133,23 @@ def poison_held(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
     return _holds_poison(t, pattern_byte).any().to(torch.int64).reshape(1)
 
 
-def poison_mask(t: torch.Tensor, pattern_byte: int) -> torch.Tensor | None:
-    """True where an element of `t` holds the poison pattern, or None when none does (no mask is kept then)."""
-    held = _holds_poison(t, pattern_byte)
-    if not bool(held.any()):  # the common case: every element was written
-        return None
-    return held.reshape(t.shape)
-
-
-def unwritten_after(second_run: torch.Tensor, still_first: torch.Tensor | None) -> torch.Tensor:
-    """True where run two left pattern two and run one had left pattern one (`still_first`, from poison_mask).
-
-    One output buffer serves both runs: run one's mask is all that is kept of it.
-    """
-    if still_first is None:
-        return torch.zeros(second_run.shape, dtype=torch.bool, device=second_run.device)
-    still_second = poison_mask(second_run, POISON_BYTES[1])
-    if still_second is None:
-        return torch.zeros(second_run.shape, dtype=torch.bool, device=second_run.device)
-    return still_first & still_second
+def poison_where(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
+    """True where an element of `t` holds the poison pattern in every byte, in `t`'s shape: kept after run one where
+    poison_held said the pattern is left somewhere (nothing is read here)."""
+    return _holds_poison(t, pattern_byte).reshape(t.shape)
 
 
 def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
     """True where the output still held poison pattern one after run one and pattern two after run two."""
-    return unwritten_after(second_run, poison_mask(first_run, POISON_BYTES[0]))
+    return poison_where(first_run, POISON_BYTES[0]) & poison_where(second_run, POISON_BYTES[1])
+
+
+def unwritten_signals(still_first: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
+    """How many elements are unwritten (unwritten_mask's, with run one's mask `still_first` from poison_where: one
+    output buffer serves both runs) and the first one's flat index (-1 if none), as two int64 on the device: one
+    read, where a count, a test and torch.nonzero each wait for the device."""
+    unwritten = (still_first & poison_where(second_run, POISON_BYTES[1])).reshape(-1)
+    return torch.cat([unwritten.sum().reshape(1), torch.nonzero_static(unwritten, size=1, fill_value=-1).reshape(-1)])
 
 
 def fill_bytes(t: torch.Tensor, pattern_byte: int) -> None:
