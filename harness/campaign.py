@@ -36,7 +36,8 @@ from harness.engine import judge as oracles
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.page import report_page
-from harness.engine.plan import Plan, Refused, UsageError, plans as make_plans
+from harness.engine.plan import Plan, Refused, UsageError, shards
+from harness.engine.plan import plans as make_plans
 from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
                                    format_table, outcomes, report_html, report_json)
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
@@ -613,6 +614,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
         worker.stop()
 
     given = 0  # plans given a slot so far
+    items = work_items(plans, args, workers)
 
     def run_one(plan: Plan) -> None:
         nonlocal given
@@ -631,7 +633,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             finally:
                 with devices_lock:
                     free_devices.append(slot)
-                    nothing_waits = given == len(plans)
+                    nothing_waits = given == len(items)
                 if nothing_waits:
                     # No plan is left for this slot: its workers end now, their exits (a CUDA context destroyed each,
                     # one at a time in the driver) beside the other slots' last substrates, not all after them.
@@ -644,7 +646,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
-            running = [pool.submit(run_one, plan) for plan in sorted(plans, key=lambda plan: -len(plan.to_run))]
+            running = [pool.submit(run_one, item)
+                       for _plan, item in sorted(items, key=lambda pair: -len(pair[1].to_run))]
             # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that
             # wakes runs its handler.
             while futures_wait(running, timeout=0.2).not_done:
@@ -652,9 +655,23 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             for done in running:
                 done.result()  # a slot's own error, raised here
     finally:
+        for plan, item in items:
+            if item is not plan:  # a shard: what it learnt is its plan's
+                plan.failure = plan.failure or item.failure
+                plan.step_timeout = plan.step_timeout or item.step_timeout
         if said := compile_pool.close():
             print(said, flush=True)
         stop_all(starters)
+
+
+def work_items(plans: list[Plan], args, workers: int) -> list[tuple[Plan, Plan]]:
+    """(plan, what a worker slot is given of it): the plan itself, or, where every mutant runs every trial (--matrix,
+    --checker) and several workers compile in batches, each of its shards (harness.engine.plan.shards): a substrate
+    then takes a worker minutes, and whole substrates would leave the last ones running alone."""
+    judging = bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
+    if not (judging and workers > 1 and args.batch_size > 1 and not args.naive):
+        return [(plan, plan) for plan in plans]
+    return [(plan, shard) for plan in plans for shard in shards(plan, args.batch_size)]
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ the misaligned suite's shapes only, and the two `long long` narrowings survive e
 """
 
 import json
+import re
 
 import pytest
 
@@ -278,3 +279,34 @@ def test_a_fault_foreseen_in_a_checkers_run_makes_the_worker_forget_its_trial_or
         "accepted": False, "why": f"the kernel raised KernelFault: {FORESEEN}"}
     # The kill taught the worker a trial order; the fault a checker's run met made it forget it, as a fresh worker.
     assert orders[1] and orders[2] == {}
+
+
+def test_a_matrix_over_several_workers_judges_a_substrate_in_shards_and_finds_duplicates_across_them(tmp_path, capsys):
+    # masked_fill_b1's ternary swap at L9C29 compiles to the code of the negation at L9C22. In batches of two the
+    # first batch holds L8C11 and L9C22, the second L9C29 alone: with three workers the batches run at once, in
+    # shards, and the second shard's worker learns the first batch's code before it judges its own.
+    from harness.engine.compile import batches
+    from harness.engine.plan import Plan, shards
+
+    def matrix(store, workers):
+        assert main(["masked_fill_b1", "--backend", "cpu", "--store", str(store), "--no-progress", "--matrix",
+                     "--operator", "relational_negation", "--operator", "ternary_swap", "--batch-size", "2",
+                     "--workers", workers]) == 0
+        return {record["mutant_id"]: record for record in map(json.loads, store.read_text().splitlines())}
+
+    alone = matrix(tmp_path / "one.jsonl", "1")
+    capsys.readouterr()
+    sharded = matrix(tmp_path / "three.jsonl", "3")
+    # One substrate, two workers: one a shard.
+    assert re.search(r"^worker time [0-9.]+ s over 2 worker\(s\),", capsys.readouterr().out, re.M)
+    for mutant_id, record in alone.items():
+        assert [sharded[mutant_id].get(key) for key in ("status", "detail", "cells")] == \
+            [record.get(key) for key in ("status", "detail", "cells")], mutant_id
+    assert (alone["masked_fill_b1:L9C29:ternary_swap:0"]["status"],
+            alone["masked_fill_b1:L9C29:ternary_swap:0"]["detail"]) == (
+        "duplicate", "compiled code identical to masked_fill_b1:L9C22:relational_negation:0's")
+    # The shards themselves: a batch with a mutant to run each, learning the batches before it.
+    ids = list(alone)
+    plan = Plan("masked_fill_b1", "f", "", "", [type("M", (), {"id": i})() for i in ids], to_run=ids[1:])
+    assert [(shard.to_run, shard.learn_batches) for shard in shards(plan, 2)] == [
+        (ids[1:2], ()), (ids[2:], tuple(batches(ids, 2)[:1]))]

@@ -31,6 +31,8 @@ class Plan:
     to_run: list[str] = field(default_factory=list)
     failure: str = ""
     step_timeout: float | None = None  # set by the first worker from the unmutated run's slowest trial
+    # A shard's (shards()): the plan's batches before its own, whose digests its workers learn first.
+    learn_batches: tuple[tuple[str, ...], ...] = ()
 
 
 class Refused(enum.Enum):
@@ -83,6 +85,19 @@ def plans(args, backend: str) -> tuple[list[Plan], list[Refusal]]:
     if getattr(args, "sample", None):
         plans = sampled(plans, args.sample, args.seed)
     return plans, refused
+
+
+def shards(plan: Plan, batch_size: int) -> list[Plan]:
+    """The plan cut at its compile batches (harness.engine.compile.batches), a Plan for each batch holding a mutant to
+    run, so that several workers judge one substrate at once: for campaigns that run every trial of every mutant
+    (--matrix, --checker), whose substrates take a worker minutes each. Each shard keeps every mutant of the plan (the
+    batches stay the plan's) and learns the digests of the batches before its own (CampaignJob.learn_batches)."""
+    from harness.engine.compile import batches
+
+    to_run = set(plan.to_run)
+    cut = batches([m.id for m in plan.mutants], batch_size)
+    return [replace(plan, to_run=[m for m in plan.to_run if m in batch], learn_batches=tuple(cut[:k]))
+            for k, batch in enumerate(cut) if to_run & set(batch)]
 
 
 def gate_hint(file: str | Path, backend: str, kb_root: Path | None) -> str:

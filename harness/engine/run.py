@@ -305,7 +305,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
-                                   step_timeout=None)
+                                   step_timeout=None, learn_batches=())
         try:
             _timed_converse(worker_time, job, handle, WarmingStarter(starter, spec) if warm else starter)
         except WorkerLost as lost:
@@ -365,7 +365,7 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                        kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
                        schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
-                       checkers=tuple(getattr(args, "checker", None) or ()))
+                       checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches)
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).

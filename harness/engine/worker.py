@@ -75,6 +75,9 @@ class CampaignJob:
     # --checker specs (harness.checkers.resolve): each judges the unmutated kernel with the baseline, then every
     # mutant that ran; each result holds their verdicts.
     checkers: tuple[str, ...] = ()
+    # The plan's batches that come before this job's, run by other workers at once (harness.engine.plan.shards): their
+    # code's digests are learnt from the compile cache first, so that a duplicate is found as one worker finds it.
+    learn_batches: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
@@ -476,6 +479,8 @@ class _SubstrateRun:
         self.made_schema = (schema(self.entry.cuda, list(self.mutants.values()))
                             if job.schemata and self.batching and self.backend.switches_schemata else None)
         self.switches = self.made_schema.switches if self.made_schema else {}
+        if job.learn_batches and job.check_equivalence and self.batching:
+            self.learn_digests(job.learn_batches)
         if self.batching and job.batches:  # the plan's batches, the same in every worker: compiled ahead, in the cache
             self.chunks = group_by_batch(job.mutant_ids, job.batches)
         else:
@@ -538,6 +543,22 @@ class _SubstrateRun:
                 except CompileError:
                     pass
         return self.loaded["schema"]
+
+    def learn_digests(self, learn_batches: tuple[tuple[str, ...], ...]) -> None:
+        """The code digests of the mutants of `learn_batches` (run by other workers), recorded as code_status records
+        those it meets, in the plan's order: compiled as prepare() compiles them, so found in the compile cache."""
+        from harness.engine.compile import compile_variants
+
+        entry = self.entry
+        self.conn.send(("step", f"learning the code of {sum(map(len, learn_batches))} mutants other workers run"))
+        with _Phase(self.phases, "compiling"):
+            for batch in learn_batches:
+                variants = compile_variants([self.mutants[mutant_id].apply(entry.cuda) for mutant_id in batch], entry,
+                                            self.backend.nvrtc_arch, self.program,
+                                            self.compile_batch_ptx if self.switches else self.compile_batch)
+                for mutant_id, variant in zip(batch, variants):
+                    if variant is not None:
+                        self.digests.setdefault(variant.digest, mutant_id)
 
     def prepare(self, chunk) -> tuple[list[str], list]:
         """The sources and NVRTC variants of a chunk's mutants, their g++ build (on the CPU backend) started
