@@ -264,12 +264,14 @@ def converse(target, args, step_timeout: float, on_message, worker: StartedWorke
     `worker` is one already started (`WorkerStarter`); without one a worker is started now. `first`, if given,
     is sent instead of (target, args): the next job of a worker kept waiting (`keep`). Raises WorkerLost naming
     the last step if the worker dies or is silent for step_timeout s. A ("step_timeout", s) message from the
-    worker sets step_timeout from then on. The worker is stopped however this ends, except that with `keep` one
-    whose conversation ended as on_message wished is left running.
+    worker sets step_timeout from then on; a ("step", what, s) message gives that step its own limit, until the next
+    step. The worker is stopped however this ends, except that with `keep` one whose conversation ended as
+    on_message wished is left running.
     """
     worker = worker or start_worker()
     connection = worker.connection
     step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
+    step_limit = None  # the current step's own limit, where it has one
     finished = False
     try:
         try:
@@ -279,16 +281,16 @@ def converse(target, args, step_timeout: float, on_message, worker: StartedWorke
         while True:
             if not connection.poll(timeout):
                 raise WorkerLost(f"timed out after {timeout:g} s during {step} (the worker was killed)", timed_out=True)
-            timeout = step_timeout
             try:
                 message = connection.recv()
             except (EOFError, ConnectionResetError):
                 # A socket pair's peer that dies with bytes unread (a job sent as it was killed) resets it.
                 raise _died(worker, step)
             if message[0] == "step":
-                step = message[1]
+                step, step_limit = message[1], (float(message[2]) if len(message) > 2 else None)
             elif message[0] == "step_timeout":
-                step_timeout = timeout = float(message[1])
+                step_timeout = float(message[1])
+            timeout = step_limit or step_timeout
             if on_message(message):
                 finished = True
                 return

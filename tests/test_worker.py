@@ -32,6 +32,12 @@ def test_a_silent_worker_is_killed_and_the_step_named():
         _collect(worker_targets.sleeps, timeout=1.0)
 
 
+def test_a_step_with_its_own_limit_is_held_to_it_until_the_next_step():
+    with pytest.raises(WorkerLost, match=r"^timed out after 1 s during a quick step \(the worker was killed\)$"):
+        _collect(worker_targets.sleeps_in_a_limited_step, timeout=30.0)
+    assert _collect(worker_targets.sleeps_after_a_limited_step, timeout=30.0)[-1] == ("done", 42)
+
+
 def test_a_worker_that_exits_is_reported_with_its_exit_code():
     with pytest.raises(WorkerLost, match=r"^the worker process died during exiting \(exit code 3\)$"):
         _collect(worker_targets.exits)

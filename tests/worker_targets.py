@@ -10,6 +10,23 @@ def sleeps(conn):
     time.sleep(60)
 
 
+def sleeps_in_a_limited_step(conn):
+    """A step with its own limit of 1 s (a --matrix cell's), a message inside it, then a step without one."""
+    conn.send(("step", "a quick step", 1.0))
+    time.sleep(0.5)
+    conn.send(("cell", "within the step's limit"))
+    time.sleep(2.0)  # past the step's own limit: the worker is killed here
+    conn.send(("step", "an ordinary step"))
+    time.sleep(60)
+
+
+def sleeps_after_a_limited_step(conn):
+    conn.send(("step", "a quick step", 1.0))
+    conn.send(("step", "an ordinary step"))
+    time.sleep(2.0)  # past the last step's limit, within the worker's
+    conn.send(("done", 42))
+
+
 def exits(conn):
     conn.send(("step", "exiting"))
     os._exit(3)

@@ -35,6 +35,9 @@ from harness.engine.report import MutantStatus
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
 STEP_TIMEOUT_ALLOWANCE = 20.0
+# A --matrix cell's allowance in its place: every mutant runs every trial there, and one that spins on the largest
+# (a loop bound off by one) spent the whole allowance on each of them (16 such of 1538 held a worker 20 s each).
+MATRIX_CELL_ALLOWANCE = 5.0
 # Mutants compiled as one NVRTC program (measured in MEASUREMENTS.md: the per-mutant compile
 # time stops falling well before this size, and a worker restarted after a fault loses at most
 # one batch's compile).
@@ -622,7 +625,8 @@ class _SubstrateRun:
                 verdicts, _end, _foreseen = self.run_checkers(self.original(), "the unmutated kernel")
                 conn.send(("checkers_unmutated", verdicts))
             self.send_timings()
-        conn.send(("step_timeout", job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest))
+        self.step_timeout = job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest
+        conn.send(("step_timeout", self.step_timeout))
         return True
 
     def send_timings(self) -> None:
@@ -675,8 +679,9 @@ class _SubstrateRun:
 
         self.conn.send(("row", mutant_id))
         cells = []
+        cell_limit = self.step_timeout - STEP_TIMEOUT_ALLOWANCE + MATRIX_CELL_ALLOWANCE
         for i, trial in enumerate(self.trials):
-            self.conn.send(("step", f"{mutant_id} {trial.where}"))
+            self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
             self.conn.send(("trial", trial.suite, trial.t))
             try:
                 run = self.run_kernel(kernel, i, clock=self.mutant_parts)
