@@ -645,9 +645,10 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                   pool=compile_pool)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            # Longest first: one substrate runs in one worker, so a big one started last would finish alone.
-            running = [pool.submit(run_one, item)
-                       for _plan, item in sorted(items, key=lambda pair: -len(pair[1].to_run))]
+            # Longest first: one substrate runs in one worker, so a big one started last would finish alone. Shards
+            # in the order of their batches, as the compile pool makes them: every substrate's first, then its second.
+            running = [pool.submit(run_one, item) for _plan, item in
+                       sorted(items, key=lambda pair: (len(pair[1].learn_batches), -len(pair[1].to_run)))]
             # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that
             # wakes runs its handler.
             while futures_wait(running, timeout=0.2).not_done:
