@@ -430,3 +430,27 @@ def test_chunks_read_together_give_the_element_by_element_verdict_and_figures(mo
     assert (result.ok, result.mismatches, result.total) == (mismatches == 0, mismatches, 207)
     assert (result.max_abs_error, result.max_rel_error) == (max_abs, max_rel)
     assert [example.split(":")[0] for example in result.examples] == [f"at {coords_of(i, (9, 23))}" for i in first]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("tolerance", [Tolerance(atol=1e-2, rtol=1e-2), EXACT], ids=["tolerance", "exact"])
+def test_a_comparison_described_ahead_is_what_compare_gives(seed, tolerance):
+    # compare_later(describe=True) queues the figures and the first mismatches with the verdict (a --matrix cell reads
+    # them in the run's one transfer): its finish() gives compare()'s Comparison, mismatch or not, NaN or not.
+    from harness.gate.checks.compare import compare_later
+
+    g = torch.Generator().manual_seed(seed)
+    dtype = (torch.float32, torch.float64, torch.float16, torch.bfloat16)[seed % 4]
+    expected = torch.randn(7, 31, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(-3, 3, (7, 31), generator=g)
+    got = expected + torch.randn(7, 31, generator=g, dtype=torch.float64) * 1e-3 * (seed % 3)
+    flat_got, flat_expected = got.view(-1), expected.view(-1)
+    for i in torch.randint(217, (seed % 5,), generator=g).tolist():
+        flat_got[i] += float(torch.randn(1, generator=g)) * 10
+    specials = [float("nan"), float("inf"), float("-inf")]
+    for i in torch.randint(217, (seed % 4,), generator=g).tolist():
+        (flat_got if i % 2 else flat_expected)[i] = specials[i % 3]
+        if seed % 2:
+            flat_got[i] = flat_expected[i]  # a NaN or an infinity where both agree
+    got, expected = got.to(dtype), expected.to(dtype)
+    pending = compare_later(got, expected, tolerance, describe=True)
+    assert pending.finish(pending.signals.tolist()) == compare(got, expected, tolerance)

@@ -753,19 +753,21 @@ def test_the_signals_read_in_one_transfer_find_what_the_separate_reads_find(entr
     expected = entry.ref(*inputs)
     known = tuple(bool(poison_held(expected, pattern)) for pattern in POISON_BYTES)
     runs = {}
-    for gathered in (False, True):
+    # Gathered, also with each run's mismatch described in its one read (describe_ahead: a --matrix cell's).
+    for gathered, ahead in ((False, False), (True, False), (True, True)):
         monkeypatch.setattr(pipeline, "reads_wait", lambda device, gathered=gathered: gathered)
         for expected_poison in (None, known):
             for n in (1, 2):
                 backend = fakes.FakeBackend(kernels={"pad_const_b4": impl})
                 kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
-                runs[gathered, expected_poison, n] = pipeline.run_kernel(
+                runs[gathered, ahead, expected_poison, n] = pipeline.run_kernel(
                     judged, kernel, backend, [i.clone() for i in inputs], expected, expected_poison=expected_poison,
-                    runs=n)
+                    runs=n, describe_ahead=ahead)
     for expected_poison in (None, known):
         for n in (1, 2):
-            assert runs[True, expected_poison, n] == runs[False, expected_poison, n]
-    found = runs[True, None, 2]
+            assert runs[True, False, expected_poison, n] == runs[False, False, expected_poison, n]
+            assert runs[True, True, expected_poison, n] == runs[False, False, expected_poison, n]
+    found = runs[True, True, None, 2]
     # A flipped lowest bit is within the tolerance.
     harmless = impl is fakes.pad_const_b4 or (impl is fakes.pad_wrong_value and not exact)
     assert bool(found.guard_damage or found.changed_inputs or found.unwritten

@@ -513,7 +513,7 @@ class _SubstrateRun:
     def run_trial(self, kernel, i: int, runs: int = 2, clock=None) -> str:
         return first_failure(self.run_kernel(kernel, i, runs, clock), self.trials[i].expected, self.entry)
 
-    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None):
+    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None, describe_ahead: bool = False):
         """The kernel on trial i (harness.gate.pipeline.run_kernel), launch's findings kept for the next kernels."""
         from harness.gate.pipeline import run_kernel
 
@@ -521,7 +521,8 @@ class _SubstrateRun:
         run = run_kernel(self.entry, kernel, self.backend, trial.inputs, trial.expected,
                          initialised=self.initialised.get(i), input_sums=self.sums_of_inputs[i], runs=runs,
                          clock=clock, expected_poison=trial.expected_poison, buffers=self.buffers,
-                         launched=self.launches.get(i), record_launch=i not in self.launches)
+                         launched=self.launches.get(i), record_launch=i not in self.launches,
+                         describe_ahead=describe_ahead)
         if not run.argument_problems:
             self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
@@ -684,7 +685,8 @@ class _SubstrateRun:
             self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
             self.conn.send(("trial", trial.suite, trial.t))
             try:
-                run = self.run_kernel(kernel, i, clock=self.mutant_parts)
+                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read.
+                run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True)
                 failure = first_failure(run, trial.expected, self.entry)
                 errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
                 cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \

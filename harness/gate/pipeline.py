@@ -384,7 +384,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                guarded: list | None = None, initialised: bool | None = None,
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
                expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None,
-               launched: LaunchRecord | None = None, record_launch: bool = False) -> KernelRun:
+               launched: LaunchRecord | None = None, record_launch: bool = False,
+               describe_ahead: bool = False) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -401,7 +402,9 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     output holds no pattern either, and the search for one is skipped. `buffers` keeps the guarded output and
     input copies from call to call (a campaign's); without it each call allocates its own. `launched`: launch's
     return on this trial, recorded by an earlier call (`record_launch` asks for it: KernelRun.launch), in place of a
-    launch call; the arguments are still checked against this kernel's parameters.
+    launch call; the arguments are still checked against this kernel's parameters. `describe_ahead`: a mismatch's
+    description is queued with each run's verdict (compare_later's `describe`), for a caller that expects mismatches
+    (a --matrix cell), where a second read would wait for the device again.
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -424,7 +427,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     if run_args is None:
         return result
     runs_of = _OutputRuns(entry, kernel, backend, inputs, views, sums, guarded, expected, expected_poison, out,
-                          guarded_out, (tuple(grid), tuple(block), run_args), clock, result)
+                          guarded_out, (tuple(grid), tuple(block), run_args), clock, result, describe_ahead)
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
         held = runs_of.run(run_number, pattern, run_number == runs)
@@ -502,6 +505,7 @@ class _OutputRuns:
     launch: tuple        # (grid, block, the kernel's arguments, out swapped for guarded_out): both runs
     clock: PhaseClock
     result: KernelRun
+    describe_ahead: bool = False
 
     def run(self, run_number: int, pattern: int, last: bool) -> int:
         """Run `run_number` from poison `pattern` (or from launch's out); the elements still holding the pattern (0
@@ -518,8 +522,8 @@ class _OutputRuns:
             # A small output's verdict is read with the guards' signals below, and so is whether the kernel failed
             # (Backend.pending_fault); only a mismatch (to be described) or a large output is compared on its own,
             # after the kernel is known to have run.
-            pending = (compare_later(output, self.expected, self.entry.tolerance) if reads_wait(backend.device)
-                       else None)
+            pending = (compare_later(output, self.expected, self.entry.tolerance, self.describe_ahead)
+                       if reads_wait(backend.device) else None)
         with clock.timing("kernel: runs"):
             fault = backend.pending_fault() if pending is not None else None
             if fault is None:

@@ -307,14 +307,17 @@ class PendingComparison:
     finish: Callable[[list[int]], Comparison | None]
 
 
-def compare_later(got, expected: torch.Tensor, tolerance: Tolerance) -> PendingComparison | None:
+def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: bool = False) -> PendingComparison | None:
     """compare(got, expected, tolerance) queued on the device, for an output of at most COMPARED_LATER_MAX_ELEMENTS
     elements; None where it cannot be (a structure problem, an empty or larger output, another device): call
-    compare() then."""
+    compare() then. With `describe`, a mismatch's figures and first elements are queued too, and finish() never
+    returns None: for a caller that expects mismatches (a --matrix row), whose second read each would cost."""
     got = _scalar_as_expected(got, expected)
     if (_structure_problem(got, expected) or got.device != expected.device
             or not 0 < expected.numel() <= COMPARED_LATER_MAX_ELEMENTS):
         return None
+    if describe:
+        return _described_later(got, expected, tolerance)
     total = expected.numel()
     if compared_bitwise(expected, tolerance):
         differ = (bits(got) != bits(expected)).any().to(torch.int64).reshape(1)
@@ -332,3 +335,33 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance) -> PendingC
                           max_rel_error=max(0.0, max_rel))
 
     return PendingComparison(figures, finish)
+
+
+def _described_later(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> PendingComparison:
+    """compare_later's `describe`: the mismatches counted, and for a tolerance the errors by the general rules (which
+    are the finite rules' where every value is finite: the output is one of compare_close's chunks), with
+    _shown_signals of the first mismatches, all in the signals."""
+    total = expected.numel()
+    flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
+    if compared_bitwise(expected, tolerance):
+        wrong = bits(flat_got) != bits(flat_expected)
+        signals = torch.cat([wrong.sum().reshape(1), _shown_signals(flat_got, flat_expected, wrong)])
+
+        def finish_bitwise(values: list[int]) -> Comparison:
+            if not values[0]:
+                return Comparison(ok=True, total=total)
+            return Comparison(ok=False, total=total, mismatches=values[0],
+                              examples=_shown_examples(got, expected, [values[1:]]))
+
+        return PendingComparison(signals, finish_bitwise)
+    figures, wrong = _general_figures(flat_got.to(torch.float64), flat_expected.to(torch.float64), tolerance.atol,
+                                      tolerance.rtol)
+    signals = torch.cat([figures.view(torch.int64), _shown_signals(flat_got, flat_expected, wrong)])
+
+    def finish_close(values: list[int]) -> Comparison:
+        mismatches, max_abs, max_rel = struct.unpack("<3d", struct.pack("<3q", *values[:3]))
+        return Comparison(ok=not mismatches, total=total, mismatches=int(mismatches),
+                          max_abs_error=max(0.0, max_abs), max_rel_error=max(0.0, max_rel),
+                          examples=_shown_examples(got, expected, [values[3:]]) if mismatches else [])
+
+    return PendingComparison(signals, finish_close)
