@@ -225,15 +225,40 @@ def test_a_lost_workers_row_ends_with_a_cell_of_the_loss_and_a_loss_in_a_checker
     assert row["checkers"]["t0"]["why"] == "not judged: its worker was lost while a checker ran it (silent for 3 s)"
 
 
+def _damaging_during_runs(monkeypatch, campaign_worker, when):
+    """A matrix cell's runs that, when() it holds, change every trial of the worker as a stray write would (before
+    the trial's checksum, which a cell reads with its last run's signals), and first_failure failing that cell."""
+    from harness.gate import pipeline
+
+    built, damaged = [], []
+    real_prepare, real_run = campaign_worker.prepare_trials, pipeline.run_kernel
+    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+
+    def run_kernel(*args, **kwargs):
+        read_beside = kwargs.get("read_beside")
+        damaged.append(read_beside is not None and when())
+        if damaged[-1]:
+            def after_a_stray_write():
+                for trial in built:
+                    trial.inputs[0].add_(1.0)
+                return read_beside()
+            kwargs["read_beside"] = after_a_stray_write
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_kernel", run_kernel)
+    monkeypatch.setattr(campaign_worker, "first_failure",
+                        lambda run, expected, entry: "output_matches: damaged" if damaged[-1] else "")
+
+
 def test_a_rows_kill_on_a_trial_its_run_damaged_ends_the_row_and_the_worker(admitted, monkeypatch):
     import dataclasses
 
     from harness.engine import worker as campaign_worker
-    from tests.test_campaign import _damaging, _Messages, _template_job
+    from tests.test_campaign import _Messages, _template_job
 
     job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2), matrix=True)
     runs = []
-    _damaging(monkeypatch, campaign_worker, lambda: runs.append(1) or len(runs) == 2)  # its second trial
+    _damaging_during_runs(monkeypatch, campaign_worker, lambda: runs.append(1) or len(runs) == 2)  # its second trial
     conn = _Messages()
     campaign_worker.run_campaign_job(job, conn)
     (result,) = [m[1] for m in conn.sent if m[0] == "result"]  # the worker ended: the second mutant is not run

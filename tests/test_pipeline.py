@@ -777,6 +777,28 @@ def test_the_signals_read_in_one_transfer_find_what_the_separate_reads_find(entr
                                       "edge)"]
 
 
+@pytest.mark.parametrize("gathered", [False, True], ids=["separate reads", "one transfer"])
+def test_signals_read_beside_the_last_run_are_made_after_it_and_read_with_it(entry, monkeypatch, gathered):
+    # A --matrix cell reads its trial's checksum this way: after both runs, where their stray writes would show.
+    from harness.gate import pipeline
+
+    monkeypatch.setattr(pipeline, "reads_wait", lambda device: gathered)
+    launches = []
+
+    def counted(grid, block, args):
+        launches.append(1)
+        fakes.pad_const_b4(grid, block, args)
+
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))
+    inputs = [x, torch.tensor([[1, 0], [0, 2], [2, 1]], dtype=torch.int64), torch.tensor(0.5)]
+    backend = fakes.FakeBackend(kernels={"pad_const_b4": counted})
+    kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+    run = pipeline.run_kernel(entry, kernel, backend, inputs, entry.ref(*inputs),
+                              read_beside=lambda: [torch.tensor([len(launches)]), torch.tensor([7, 8])])
+    assert run.beside == [[2], [7, 8]]
+    assert pipeline.run_kernel(entry, kernel, backend, inputs, entry.ref(*inputs)).beside is None
+
+
 @pytest.mark.parametrize("got, expected, tolerance", [
     (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]), "exact"),
     (torch.tensor([1.0, -0.0]), torch.tensor([1.0, 0.0]), "exact"),

@@ -180,13 +180,25 @@ def trial_checksum(trial: "Trial") -> tuple[int, ...]:
 def trial_checksums(trials: list["Trial"]) -> list[tuple[int, ...]]:
     """trial_checksum of each trial, read from the device in one transfer where they share one (a wait for the
     device each, not one a tensor: a checked campaign sums every trial after each fault the check foresees)."""
+    from harness.gate.checks.guards import read_together
+
+    parts = [trial_checksum_parts(trial) for trial in trials]
+    read = iter(read_together([part for group in parts for part in group]))
+    return [checksum_of([next(read) for _ in group]) for group in parts]
+
+
+def trial_checksum_parts(trial: "Trial") -> list:
+    """trial_checksum's terms on the device, two int64 a tensor (guards.checksum_parts): read with other signals."""
     import torch
 
-    from harness.gate.checks.guards import checksum_parts, read_together
+    from harness.gate.checks.guards import checksum_parts
 
-    tensors = [[x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)] for trial in trials]
-    read = iter(read_together([checksum_parts(x) for group in tensors for x in group]))
-    return [tuple(sum(next(read)) for _ in group) for group in tensors]
+    return [checksum_parts(x) for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)]
+
+
+def checksum_of(values: list[list[int]]) -> tuple[int, ...]:
+    """trial_checksum from the values of trial_checksum_parts."""
+    return tuple(sum(pair) for pair in values)
 
 
 def input_sums(trial: "Trial", checksum: tuple[int, ...]) -> list:
@@ -513,7 +525,7 @@ class _SubstrateRun:
     def run_trial(self, kernel, i: int, runs: int = 2, clock=None) -> str:
         return first_failure(self.run_kernel(kernel, i, runs, clock), self.trials[i].expected, self.entry)
 
-    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None, describe_ahead: bool = False):
+    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None, describe_ahead: bool = False, read_beside=None):
         """The kernel on trial i (harness.gate.pipeline.run_kernel), launch's findings kept for the next kernels."""
         from harness.gate.pipeline import run_kernel
 
@@ -522,7 +534,7 @@ class _SubstrateRun:
                          initialised=self.initialised.get(i), input_sums=self.sums_of_inputs[i], runs=runs,
                          clock=clock, expected_poison=trial.expected_poison, buffers=self.buffers,
                          launched=self.launches.get(i), record_launch=i not in self.launches,
-                         describe_ahead=describe_ahead)
+                         describe_ahead=describe_ahead, read_beside=read_beside)
         if not run.argument_problems:
             self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
@@ -685,15 +697,18 @@ class _SubstrateRun:
             self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
             self.conn.send(("trial", trial.suite, trial.t))
             try:
-                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read.
-                run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True)
+                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read, and
+                # the trial's checksum, wanted after a kill, is read with the last run's signals.
+                run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True,
+                                      read_beside=lambda trial=trial: trial_checksum_parts(trial))
                 failure = first_failure(run, trial.expected, self.entry)
                 errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
                 cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \
                     Cell(trial.suite, trial.t, CellStatus.PASSED, "", "", *errors)
                 if failure:
                     with self.mutant_parts.timing("the trial's checksum after a kill"):
-                        damaged = trial_checksum(trial) != self.checksums[i]
+                        checksum = checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)
+                        damaged = checksum != self.checksums[i]
                     if damaged:
                         cells.append(cell)
                         return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -123,6 +124,7 @@ class KernelRun:
     # calls over differently poisoned memory gave out different bytes.
     uninitialised_accumulator: bool = False
     launch: "LaunchRecord | None" = None  # launch's return, where run_kernel was asked to record it
+    beside: list | None = None  # the values of run_kernel's read_beside signals, read with the last run's
 
 
 def _geometry_problems(label: str, dims, limits) -> list[str]:
@@ -307,13 +309,14 @@ def _changed_input(view: torch.Tensor, original: torch.Tensor) -> Comparison:
 def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, views: list, inputs: list,
                sums: list, pattern: int | None, pending: PendingComparison | None = None,
                guarded_inputs: list | None = None, fault: PendingFault | None = None,
-               synchronize=None) -> tuple[int, list[int]]:
+               synchronize=None, beside: list | None = None) -> tuple[int, list[int]]:
     """Out's guard bands, and the inputs, after one run (a change the second run undoes still counts); returns 1
     when some element of out still holds `pattern`, else 0 (always 0 when `pattern` is None: launch initialised out),
     and the values of the `pending` comparison's signals. With `guarded_inputs` (the last run's), their guard bands
     too, their damage added to result.guard_damage. With `fault` (Backend.pending_fault, in place of the run's
     synchronize) its signals come first, and the fault they show is raised before anything else is read; a fault of
-    the device's own fails the read, and `synchronize` (the backend's) then raises it.
+    the device's own fails the read, and `synchronize` (the backend's) then raises it. `beside`: a caller's signals,
+    read last, their values put in result.beside.
 
     Every signal is computed on the device and read in one transfer: a campaign asks this of every
     trial of every mutant, and on a GPU each separate read is a wait for the device. The details
@@ -326,7 +329,8 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
             *([fault.signals] if fault is not None else []),
             guarded_out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
             *([poison_held(guarded_out.tensor, pattern)] if pattern is not None else []),
-            *([pending.signals] if pending is not None else []), *(g.bands_changed() for _, g in present)]))
+            *([pending.signals] if pending is not None else []), *(g.bands_changed() for _, g in present),
+            *(beside or ())]))
     if fault is not None:
         fault.read(next(read))
     if any(next(read)):
@@ -341,6 +345,8 @@ def _after_run(result: KernelRun, run_number: int, guarded_out: GuardedTensor, v
     for i, g in present:
         if any(next(read)):
             result.guard_damage += [damage.describe(f"input {i}") for damage in g.damage()]
+    if beside is not None:
+        result.beside = [next(read) for _ in beside]
     return held, compared
 
 
@@ -385,7 +391,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
                expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None,
                launched: LaunchRecord | None = None, record_launch: bool = False,
-               describe_ahead: bool = False) -> KernelRun:
+               describe_ahead: bool = False, read_beside: Callable[[], list] | None = None) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -404,7 +410,9 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     return on this trial, recorded by an earlier call (`record_launch` asks for it: KernelRun.launch), in place of a
     launch call; the arguments are still checked against this kernel's parameters. `describe_ahead`: a mismatch's
     description is queued with each run's verdict (compare_later's `describe`), for a caller that expects mismatches
-    (a --matrix cell), where a second read would wait for the device again.
+    (a --matrix cell), where a second read would wait for the device again. `read_beside`: signals (1-d int64
+    tensors) the caller wants after the last run, made then and read with its own, their values in KernelRun.beside
+    (a --matrix cell's trial checksum, wanted after most of its runs).
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -427,7 +435,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     if run_args is None:
         return result
     runs_of = _OutputRuns(entry, kernel, backend, inputs, views, sums, guarded, expected, expected_poison, out,
-                          guarded_out, (tuple(grid), tuple(block), run_args), clock, result, describe_ahead)
+                          guarded_out, (tuple(grid), tuple(block), run_args), clock, result, describe_ahead,
+                          read_beside)
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
         held = runs_of.run(run_number, pattern, run_number == runs)
@@ -506,6 +515,7 @@ class _OutputRuns:
     clock: PhaseClock
     result: KernelRun
     describe_ahead: bool = False
+    read_beside: Callable[[], list] | None = None
 
     def run(self, run_number: int, pattern: int, last: bool) -> int:
         """Run `run_number` from poison `pattern` (or from launch's out); the elements still holding the pattern (0
@@ -536,7 +546,8 @@ class _OutputRuns:
             written = result.initialised_by_launch or self._written(comparison, run_number)
             held, compared = _after_run(result, run_number, self.guarded_out, self.views, self.inputs, self.sums,
                                         None if written else pattern, pending, self.guarded if last else None, fault,
-                                        backend.synchronize)
+                                        backend.synchronize,
+                                        self.read_beside() if last and self.read_beside is not None else None)
         if pending is not None:
             with clock.timing("kernel: output compared"):
                 comparison = pending.finish(compared) or compare(output, self.expected, self.entry.tolerance)
