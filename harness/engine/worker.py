@@ -16,7 +16,8 @@ worker (the worker's copy of a trial was damaged, perhaps by an earlier mutant);
 before a batch compiles with NVRTC and ("compiled",) after (a timeout or crash between them blames no
 mutant; on the CPU backend g++ then builds the batch in a process beside the worker, and the next
 batch is compiled before the mutants of this one run); ("mutant", id) as each mutant starts;
-("step", what) before each compile and trial; ("result", {...}) per mutant.
+("step", what) before each compile and trial (("step", what, s) for a --matrix cell: its own limit);
+("result", {...}) per mutant.
 """
 
 from __future__ import annotations
