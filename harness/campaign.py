@@ -40,7 +40,7 @@ from harness.engine.plan import Plan, Refused, UsageError, shards
 from harness.engine.plan import plans as make_plans
 from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
                                    format_table, outcomes, report_html, report_json)
-from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers,
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, judges_every_trial,
                                 prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
                                 worker_environment, worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
@@ -669,8 +669,7 @@ def work_items(plans: list[Plan], args, workers: int) -> list[tuple[Plan, Plan]]
     """(plan, what a worker slot is given of it): the plan itself, or, where every mutant runs every trial (--matrix,
     --checker) and several workers compile in batches, each of its shards (harness.engine.plan.shards): a substrate
     then takes a worker minutes, and whole substrates would leave the last ones running alone."""
-    judging = bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
-    if not (judging and workers > 1 and args.batch_size > 1 and not args.naive):
+    if not (judges_every_trial(args) and workers > 1 and args.batch_size > 1 and not args.naive):
         return [(plan, plan) for plan in plans]
     return [(plan, shard) for plan in plans for shard in shards(plan, args.batch_size)]
 

@@ -294,7 +294,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     check = checks_addresses(args, backend)
     batch_size = args.batch_size
     plan_batches = batches([m.id for m in plan.mutants], batch_size)  # as the compile pool compiled them
-    judging = bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
+    judging = judges_every_trial(args)
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
     known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
     while remaining:
@@ -341,6 +341,11 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             check = False
             continue
         baseline_needed = False
+
+
+def judges_every_trial(args) -> bool:
+    """Whether every mutant runs every trial (--matrix) or is judged again by checkers (--checker)."""
+    return bool(getattr(args, "matrix", False) or getattr(args, "checker", None))
 
 
 def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]) -> dict[str, str]:

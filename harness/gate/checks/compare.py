@@ -166,11 +166,27 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
     got_bits, expected_bits = bits(got), bits(expected)
     if _same_bytes(got_bits, expected_bits):  # the common case, without building a mask
         return Comparison(ok=True, total=expected.numel())
-    wrong = (got_bits != expected_bits).reshape(-1)
-    flat_got, flat_expected = got_bits.reshape(-1), expected_bits.reshape(-1)
-    mismatches, *shown = torch.cat([wrong.sum().reshape(1), _shown_signals(flat_got, flat_expected, wrong)]).tolist()
-    return Comparison(ok=False, total=expected.numel(), mismatches=mismatches,
-                      examples=_shown_examples(got, expected, [shown]))
+    return _bitwise_comparison(_bitwise_signals(got_bits.reshape(-1), expected_bits.reshape(-1)).tolist(), got,
+                               expected)
+
+
+def _bitwise_signals(flat_got: torch.Tensor, flat_expected: torch.Tensor) -> torch.Tensor:
+    """The elements whose bits differ, counted, then _shown_signals of the first: int64 on the device."""
+    wrong = bits(flat_got) != bits(flat_expected)
+    return torch.cat([wrong.sum().reshape(1), _shown_signals(flat_got, flat_expected, wrong)])
+
+
+def _bitwise_comparison(values: list[int], got: torch.Tensor, expected: torch.Tensor) -> Comparison:
+    """compare_bitwise's Comparison from _bitwise_signals' values."""
+    if not values[0]:
+        return Comparison(ok=True, total=expected.numel())
+    return Comparison(ok=False, total=expected.numel(), mismatches=values[0],
+                      examples=_shown_examples(got, expected, [values[1:]]))
+
+
+def _floats(values: list[int]) -> tuple[float, ...]:
+    """float64 figures read as their int64 bit patterns (with int64 signals, in one transfer), as floats."""
+    return struct.unpack(f"<{len(values)}d", struct.pack(f"<{len(values)}q", *values))
 
 
 def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
@@ -216,7 +232,7 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
         values = torch.cat([torch.stack(general).view(torch.int64).reshape(-1) if general else shown[0][:0],
                             *shown]).tolist()
         for k in range(len(general)):
-            chunk_mismatches, chunk_abs, chunk_rel = struct.unpack("<3d", struct.pack("<3q", *values[3 * k:3 * k + 3]))
+            chunk_mismatches, chunk_abs, chunk_rel = _floats(values[3 * k:3 * k + 3])
             mismatches += int(chunk_mismatches)
             max_abs, max_rel = max(max_abs, chunk_abs), max(max_rel, chunk_rel)
         rest = values[3 * len(general):]
@@ -307,7 +323,8 @@ class PendingComparison:
     finish: Callable[[list[int]], Comparison | None]
 
 
-def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: bool = False) -> PendingComparison | None:
+def compare_later(got, expected: torch.Tensor, tolerance: Tolerance,
+                  describe: bool = False) -> PendingComparison | None:
     """compare(got, expected, tolerance) queued on the device, for an output of at most COMPARED_LATER_MAX_ELEMENTS
     elements; None where it cannot be (a structure problem, an empty or larger output, another device): call
     compare() then. With `describe`, a mismatch's figures and first elements are queued too, and finish() never
@@ -327,7 +344,7 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: b
     figures = figures.view(torch.int64)  # the figures as float64 bit patterns: read with int64 signals
 
     def finish(values: list[int]) -> Comparison | None:
-        finite, max_abs, max_rel, mismatches = struct.unpack("<4d", struct.pack("<4q", *values))
+        finite, max_abs, max_rel, mismatches = _floats(values)
         if not finite or max_abs == float("inf") or mismatches:
             return None
         # What compare_close gives a finite chunk with no mismatch.
@@ -344,22 +361,14 @@ def _described_later(got: torch.Tensor, expected: torch.Tensor, tolerance: Toler
     total = expected.numel()
     flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
     if compared_bitwise(expected, tolerance):
-        wrong = bits(flat_got) != bits(flat_expected)
-        signals = torch.cat([wrong.sum().reshape(1), _shown_signals(flat_got, flat_expected, wrong)])
-
-        def finish_bitwise(values: list[int]) -> Comparison:
-            if not values[0]:
-                return Comparison(ok=True, total=total)
-            return Comparison(ok=False, total=total, mismatches=values[0],
-                              examples=_shown_examples(got, expected, [values[1:]]))
-
-        return PendingComparison(signals, finish_bitwise)
+        return PendingComparison(_bitwise_signals(flat_got, flat_expected),
+                                 lambda values: _bitwise_comparison(values, got, expected))
     figures, wrong = _general_figures(flat_got.to(torch.float64), flat_expected.to(torch.float64), tolerance.atol,
                                       tolerance.rtol)
     signals = torch.cat([figures.view(torch.int64), _shown_signals(flat_got, flat_expected, wrong)])
 
     def finish_close(values: list[int]) -> Comparison:
-        mismatches, max_abs, max_rel = struct.unpack("<3d", struct.pack("<3q", *values[:3]))
+        mismatches, max_abs, max_rel = _floats(values[:3])
         return Comparison(ok=not mismatches, total=total, mismatches=int(mismatches),
                           max_abs_error=max(0.0, max_abs), max_rel_error=max(0.0, max_rel),
                           examples=_shown_examples(got, expected, [values[3:]]) if mismatches else [])

@@ -141,14 +141,19 @@ def poison_where(t: torch.Tensor, pattern_byte: int) -> torch.Tensor:
 
 def unwritten_mask(first_run: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
     """True where the output still held poison pattern one after run one and pattern two after run two."""
-    return poison_where(first_run, POISON_BYTES[0]) & poison_where(second_run, POISON_BYTES[1])
+    return _unwritten_after(poison_where(first_run, POISON_BYTES[0]), second_run)
+
+
+def _unwritten_after(still_first: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
+    """unwritten_mask with run one's mask `still_first` (poison_where's) kept in place of its output: one output
+    buffer serves both runs."""
+    return still_first & poison_where(second_run, POISON_BYTES[1])
 
 
 def unwritten_signals(still_first: torch.Tensor, second_run: torch.Tensor) -> torch.Tensor:
-    """How many elements are unwritten (unwritten_mask's, with run one's mask `still_first` from poison_where: one
-    output buffer serves both runs) and the first one's flat index (-1 if none), as two int64 on the device: one
-    read, where a count, a test and torch.nonzero each wait for the device."""
-    unwritten = (still_first & poison_where(second_run, POISON_BYTES[1])).reshape(-1)
+    """How many elements are unwritten (_unwritten_after's) and the first one's flat index (-1 if none), as two
+    int64 on the device: one read, where a count, a test and torch.nonzero each wait for the device."""
+    unwritten = _unwritten_after(still_first, second_run).reshape(-1)
     return torch.cat([unwritten.sum().reshape(1), torch.nonzero_static(unwritten, size=1, fill_value=-1).reshape(-1)])
 
 
