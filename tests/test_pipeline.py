@@ -799,6 +799,39 @@ def test_signals_read_beside_the_last_run_are_made_after_it_and_read_with_it(ent
     assert pipeline.run_kernel(entry, kernel, backend, inputs, entry.ref(*inputs)).beside is None
 
 
+@pytest.mark.parametrize("impl, launches", [
+    (fakes.pad_const_b4, 2), (fakes.pad_unwritten, 2), (fakes.pad_changes_input, 2), (fakes.pad_wrong_value, 1),
+    (fakes.pad_out_of_bounds, 1), (_pad_writes_before_its_input, 1)], ids=lambda v: getattr(v, "__name__", str(v)))
+@pytest.mark.parametrize("gathered", [False, True], ids=["separate reads", "one transfer"])
+def test_a_second_run_is_made_only_where_it_could_change_the_first_failure(entry, monkeypatch, impl, launches,
+                                                                            gathered):
+    # A --matrix cell wants the first failure only: a wrong value with nothing left unwritten, or a guard band written
+    # (an input's too, read with run one here), is decided by run one; a pass, an unwritten element (both patterns
+    # needed) and a changed input (run two starts from it) take both runs.
+    from harness.engine.worker import first_failure
+    from harness.gate import pipeline
+
+    monkeypatch.setattr(pipeline, "reads_wait", lambda device: gathered)
+    made = []
+
+    def counted(grid, block, args):
+        made.append(1)
+        impl(grid, block, args)
+
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))
+    inputs = [x, torch.tensor([[1, 0], [0, 2], [2, 1]], dtype=torch.int64), torch.tensor(0.5)]
+    expected = entry.ref(*inputs)
+    backend = fakes.FakeBackend(kernels={"pad_const_b4": counted})
+    kernel = backend.load(entry.cuda, entry.kernel_name, "pad_const_b4.cu")
+    both = pipeline.run_kernel(entry, kernel, backend, [i.clone() for i in inputs], expected)
+    made.clear()
+    decided = pipeline.run_kernel(entry, kernel, backend, [i.clone() for i in inputs], expected,
+                                  stop_when_decided=True, read_beside=lambda: [torch.tensor([len(made)])])
+    assert len(made) == launches and decided.beside == [[launches]]
+    assert first_failure(decided, expected, entry) == first_failure(both, expected, entry)
+    assert bool(first_failure(decided, expected, entry)) is (impl is not fakes.pad_const_b4)
+
+
 @pytest.mark.parametrize("got, expected, tolerance", [
     (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]), "exact"),
     (torch.tensor([1.0, -0.0]), torch.tensor([1.0, 0.0]), "exact"),

@@ -526,7 +526,8 @@ class _SubstrateRun:
     def run_trial(self, kernel, i: int, runs: int = 2, clock=None) -> str:
         return first_failure(self.run_kernel(kernel, i, runs, clock), self.trials[i].expected, self.entry)
 
-    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None, describe_ahead: bool = False, read_beside=None):
+    def run_kernel(self, kernel, i: int, runs: int = 2, clock=None, describe_ahead: bool = False, read_beside=None,
+                   stop_when_decided: bool = False):
         """The kernel on trial i (harness.gate.pipeline.run_kernel), launch's findings kept for the next kernels."""
         from harness.gate.pipeline import run_kernel
 
@@ -535,7 +536,7 @@ class _SubstrateRun:
                          initialised=self.initialised.get(i), input_sums=self.sums_of_inputs[i], runs=runs,
                          clock=clock, expected_poison=trial.expected_poison, buffers=self.buffers,
                          launched=self.launches.get(i), record_launch=i not in self.launches,
-                         describe_ahead=describe_ahead, read_beside=read_beside)
+                         describe_ahead=describe_ahead, read_beside=read_beside, stop_when_decided=stop_when_decided)
         if not run.argument_problems:
             self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
@@ -698,10 +699,12 @@ class _SubstrateRun:
             self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
             self.conn.send(("trial", trial.suite, trial.t))
             try:
-                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read, and
-                # the trial's checksum, wanted after a kill, is read with the last run's signals.
+                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read, the
+                # trial's checksum, wanted after a kill, is read with the last run's signals, and a second run that
+                # cannot change the cell's check is not made.
                 run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True,
-                                      read_beside=lambda trial=trial: trial_checksum_parts(trial))
+                                      read_beside=lambda trial=trial: trial_checksum_parts(trial),
+                                      stop_when_decided=True)
                 failure = first_failure(run, trial.expected, self.entry)
                 errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
                 cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \

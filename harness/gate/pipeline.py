@@ -391,7 +391,8 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                input_sums: list | None = None, clock: PhaseClock | None = None, runs: int = 2,
                expected_poison: tuple[bool, bool] | None = None, buffers: GuardedBuffers | None = None,
                launched: LaunchRecord | None = None, record_launch: bool = False,
-               describe_ahead: bool = False, read_beside: Callable[[], list] | None = None) -> KernelRun:
+               describe_ahead: bool = False, read_beside: Callable[[], list] | None = None,
+               stop_when_decided: bool = False) -> KernelRun:
     """Launch the kernel twice on guarded copies of `inputs`, comparing each run's output with `expected`.
 
     `guarded` are the inputs' guarded copies when the caller made them already (the gate runs the
@@ -412,7 +413,9 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     description is queued with each run's verdict (compare_later's `describe`), for a caller that expects mismatches
     (a --matrix cell), where a second read would wait for the device again. `read_beside`: signals (1-d int64
     tensors) the caller wants after the last run, made then and read with its own, their values in KernelRun.beside
-    (a --matrix cell's trial checksum, wanted after most of its runs).
+    (a --matrix cell's trial checksum, wanted after most of its runs). `stop_when_decided`: run one reads what the
+    last run reads (the inputs' guard bands, `read_beside`), and run two is skipped where run one already decides
+    first_failure's answer (decided_by_first_run): for a caller that wants the first failure, not every reason.
     """
     if runs not in (1, 2):
         raise ValueError(f"run_kernel: runs must be 1 or 2, got {runs}")
@@ -439,11 +442,24 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
                           read_beside)
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES[:runs], 1):
-        held = runs_of.run(run_number, pattern, run_number == runs)
+        held = runs_of.run(run_number, pattern, run_number == runs or stop_when_decided)
         with clock.timing("kernel: guards, unwritten output, inputs"):
             still_first = _track_unwritten(result, run_number, guarded_out.tensor, pattern, held, still_first, shape)
+        if stop_when_decided and run_number < runs and decided_by_first_run(result, held):
+            break
     result.guard_damage = list(dict.fromkeys(result.guard_damage))  # both runs usually show the same damage
     return result
+
+
+def decided_by_first_run(result: KernelRun, held: int) -> bool:
+    """Whether a second run could not change the first failure run one shows (its order: arguments, guards, inputs,
+    unwritten output, output): run one damaged a guard band, or its output mismatches with no element still holding
+    its poison (unwritten needs both runs' patterns) and no input changed (inputs run two would start from).
+    A kernel whose second run differs from its first otherwise (a race, a read of out's old contents) may still
+    fail it in another way; its first failure is then the first run's."""
+    if result.guard_damage:
+        return True
+    return not result.changed_inputs and held == 0 and any(not c.ok for c in result.comparisons)
 
 
 def _call_launch(entry: Entry, kernel: LoadedKernel, device, views: list, initialised: bool | None,
