@@ -446,6 +446,42 @@ def test_a_mutant_a_worker_hands_back_is_the_first_of_the_next_worker_and_judged
     assert outcomes[handed_back]["detail"] == "detail b"
 
 
+@pytest.mark.parametrize("loss", ["lost", "handed back"])
+def test_a_matrix_row_lost_or_handed_back_in_its_queued_trials_is_judged_again_a_trial_at_a_time(
+        admitted, tmp_path, monkeypatch, capsys, loss):
+    # A row's trials after the first are queued on a GPU and read at once (harness.engine.row): a worker that hangs or
+    # dies there, or whose read the device fails (the worker hands the mutant back), cannot say which trial did it, so
+    # the mutant goes first to a fresh worker that runs its row a trial at a time; the row's limit is the first
+    # worker's, as the step timeout is.
+    from harness.processes import WorkerLost
+
+    jobs = []
+    cell = {"suite": "T0_original", "trial": 0, "status": "passed"}
+
+    def scripted_worker(worker_time, job, handle, starter):
+        jobs.append(job)
+        first = job.mutant_ids[0]
+        if len(jobs) == 1:
+            for message in [("step_timeout", 25.0), ("row_timeout", 9.5), ("mutant", first), ("row", first),
+                            ("trial", "T0_original", 0), ("cell", cell), ("queued", first)]:
+                handle(message)
+            if loss == "lost":
+                raise WorkerLost(f"timed out after 9.5 s during {first}: trials 1 to 10 queued (the worker was killed)")
+            handle(("retry", first, "its queued trials failed the device (CUDA error): judged again a trial at a time"))
+            return
+        for mutant_id in job.mutant_ids:
+            handle(("mutant", mutant_id))
+            handle(("row", mutant_id))
+            handle(("result", {**_result(mutant_id, "survived", mutant_id), "cells": [cell]}))
+        handle(("done",))
+
+    _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker, "--matrix")
+    first = jobs[0].mutant_ids[0]
+    assert (jobs[0].rows_alone, jobs[0].row_timeout) == ((), None)
+    assert (jobs[1].mutant_ids[0], jobs[1].rows_alone, jobs[1].row_timeout) == (first, (first,), 9.5)
+    assert len(jobs) == 2
+
+
 def _scripted_campaign(admitted, tmp_path, monkeypatch, capsys, scripted_worker, *extra) -> dict:
     """A campaign over rule_compliant whose workers are played by `scripted_worker`: its outcomes by mutant id."""
     from harness.engine import run

@@ -337,3 +337,34 @@ def test_a_matrix_over_several_workers_judges_a_substrate_in_shards_and_finds_du
     plan = Plan("masked_fill_b1", "f", "", "", [type("M", (), {"id": i})() for i in ids], to_run=ids[1:])
     assert [(shard.to_run, shard.learn_batches) for shard in shards(plan, 2)] == [
         (ids[1:2], ()), (ids[2:], tuple(batches(ids, 2)[:1]))]
+
+
+def test_a_rows_trials_queued_at_once_give_the_cells_each_trial_run_alone_gives(admitted, monkeypatch):
+    # On a GPU a row's trials after the first are queued and read in one transfer (harness.engine.row), the address
+    # check's state among the signals; here the CPU backend takes that path, its faults raised as a launch is made.
+    import dataclasses
+
+    import torch
+
+    from harness.backends.base import PendingFault
+    from harness.backends.cpu import CpuBackend
+    from harness.engine import row
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    monkeypatch.setattr(row, "queues_rows", lambda backend: True)
+    monkeypatch.setattr(CpuBackend, "pending_fault",
+                        lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
+    alone = _alone(admitted)
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 0), mutant_ids=tuple(alone), matrix=True,
+                              run_baseline=True)
+    conn, results = _Messages(), {}
+    while len(results) < len(alone):  # a fault that ends the worker: a fresh one for the rest
+        campaign_worker.run_campaign_job(dataclasses.replace(
+            job, mutant_ids=tuple(m for m in alone if m not in results)), conn)
+        results.update((m[1]["mutant_id"], m[1]) for m in conn.sent if m[0] == "result")
+    queued = [m[1] for m in conn.sent if m[0] == "queued"]
+    assert len(queued) >= len(alone) // 2
+    for mutant_id, expected in alone.items():
+        cells = [(c["suite"], c["trial"], c["status"], c.get("check", "")) for c in results[mutant_id]["cells"]]
+        assert cells == [cell[:4] for cell in expected], mutant_id

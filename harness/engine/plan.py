@@ -31,6 +31,7 @@ class Plan:
     to_run: list[str] = field(default_factory=list)
     failure: str = ""
     step_timeout: float | None = None  # set by the first worker from the unmutated run's slowest trial
+    row_timeout: float | None = None  # --matrix: set with it, the limit of a row's queued trials (engine.row)
     # A shard's (shards()): the plan's batches before its own, whose digests its workers learn first.
     learn_batches: tuple[tuple[str, ...], ...] = ()
 

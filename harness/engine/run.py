@@ -235,12 +235,13 @@ class _PlanMessages:
     started, and under --matrix the row so far). Returns True where the conversation is over."""
 
     def __init__(self, plan: Plan, backend: str, store: ResultStore, progress: Progress, remaining: list[str],
-                 known_digests: dict, judging: bool, start_times: StartTimes | None):
+                 known_digests: dict, judging: bool, start_times: StartTimes | None, rows_alone: set[str]):
         self.plan, self.backend, self.store, self.progress = plan, backend, store, progress
         self.remaining, self.known_digests, self.judging, self.start_times = remaining, known_digests, judging, \
             start_times
+        self.rows_alone = rows_alone  # mutants whose next row runs a trial at a time (harness.engine.row)
         self.state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None,
-                      "verdict": None}
+                      "verdict": None, "queued": None}
 
     def __call__(self, message) -> bool:
         kind, state, plan = message[0], self.state, self.plan
@@ -267,9 +268,13 @@ class _PlanMessages:
             self.store_result(message[1])
         elif kind == "retry":  # the worker ends; its next one starts with this mutant
             _move_to_front(self.remaining, message[1])
+            if state["queued"] == message[1]:  # its queued trials failed the device: a trial at a time next
+                self.rows_alone.add(message[1])
             state["current"] = None
         elif kind == "step_timeout":
             plan.step_timeout = float(message[1])
+        elif kind == "row_timeout":
+            plan.row_timeout = float(message[1])
         elif kind in JUDGING_MESSAGES:
             _judging_message(message, state, checker_key(plan.source_sha256, self.backend), self.store)
         elif kind == "done":
@@ -297,11 +302,13 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     judging = judges_every_trial(args)
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
     known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
+    rows_alone: set[str] = set()
     while remaining:
-        handle = _PlanMessages(plan, backend, store, progress, remaining, known_digests, judging, start_times)
+        handle = _PlanMessages(plan, backend, store, progress, remaining, known_digests, judging, start_times,
+                               rows_alone)
         state = handle.state
         job = _plan_job(plan, args, backend, remaining, plan_batches, batch_size, baseline_needed, known_digests,
-                        check)
+                        check, rows_alone)
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -317,6 +324,12 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
+            if state["queued"] == current and current not in rows_alone:
+                # Lost in a row's queued trials, whichever of them hung or faulted: judged again a trial at a time.
+                rows_alone.add(current)
+                _move_to_front(remaining, current)
+                baseline_needed = False
+                continue
             status = _lost_status(lost)
             if status is MutantStatus.RUNTIME_ERROR and state["started"] > 1:
                 # A worker that dies may have been broken by an earlier mutant (on the CPU backend a stray
@@ -360,7 +373,7 @@ def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]
 
 
 def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
-              baseline_needed: bool, known_digests: dict, check: bool) -> CampaignJob:
+              baseline_needed: bool, known_digests: dict, check: bool, rows_alone: set[str] = frozenset()) -> CampaignJob:
     """The job for a worker of the plan, as run_plan's state now says."""
     waiting = set(remaining)
     return CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
@@ -370,11 +383,12 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        stderr_log=str(worker_log(args)), cache_dir=str(args.cache_dir) if args.cache_dir else None,
                        kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
                        schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
-                       checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches)
+                       checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches,
+                       row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)))
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).
-JUDGING_MESSAGES = frozenset({"row", "trial", "cell", "suites_verdict", "checkers_unmutated"})
+JUDGING_MESSAGES = frozenset({"row", "trial", "cell", "suites_verdict", "checkers_unmutated", "queued"})
 
 
 def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, store: ResultStore) -> None:
@@ -382,12 +396,14 @@ def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, stor
     unmutated kernel, stored under `unmutated_key`."""
     kind = message[0]
     if kind == "row":
-        state["cells"], state["trial"] = [], None
+        state["cells"], state["trial"], state["queued"] = [], None, None
+    elif kind == "queued":  # the row's trials queued at once: a loss before the next cell is any of theirs
+        state["queued"] = message[1]
     elif kind == "trial":
-        state["trial"] = message[1:]
+        state["trial"], state["queued"] = message[1:], None
     elif kind == "cell":  # the trial is over: a loss after it is none of the row's
         state["cells"].append(message[1])
-        state["trial"] = None
+        state["trial"], state["queued"] = None, None
     elif kind == "suites_verdict":  # the checkers run next: a loss now is theirs, the suites' verdict stands
         state["verdict"] = message[1:]
     elif kind == "checkers_unmutated":

@@ -17,7 +17,9 @@ before a batch compiles with NVRTC and ("compiled",) after (a timeout or crash b
 mutant; on the CPU backend g++ then builds the batch in a process beside the worker, and the next
 batch is compiled before the mutants of this one run); ("mutant", id) as each mutant starts;
 ("step", what) before each compile and trial (("step", what, s) for a --matrix cell: its own limit);
-("result", {...}) per mutant.
+("result", {...}) per mutant. Under --matrix and --checker, the row's and the checkers' messages beside
+(harness.engine.run.JUDGING_MESSAGES), ("row_timeout", s) with the step timeout, and ("queued", id) before a row's
+trials are queued on the device (a loss before its next cell: the mutant is judged again a trial at a time).
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ class CampaignJob:
     # The plan's batches that come before this job's, run by other workers at once (harness.engine.plan.shards): their
     # code's digests are learnt from the compile cache first, so that a duplicate is found as one worker finds it.
     learn_batches: tuple[tuple[str, ...], ...] = ()
+    # --matrix on a GPU: the limit of a row's trials queued at once (harness.engine.row), from an earlier worker's
+    # unmutated runs (measured again when None), and the mutants whose rows run a trial at a time (a queued row of
+    # theirs hung or crashed its worker, where the trial that did it is not known).
+    row_timeout: float | None = None
+    rows_alone: tuple[str, ...] = ()
 
 
 @dataclass
@@ -365,6 +372,26 @@ class _Verdict:
     memory_fault: bool = False  # a memory fault the CPU shim caught
     foreseen: bool = False  # a GPU fault the address check foresaw
     cells: tuple = ()  # under --matrix: the row's cells (harness.engine.matrix.Cell), in the suites' order
+    handed_back: bool = False  # sent back ("retry") to be judged in a fresh worker: no result of this worker's
+
+
+@dataclass
+class _QueuedRow:
+    """A row's queued trials (harness.engine.row.QueuedTrial by trial) and their signals' values, read once: each
+    trial's KernelRun taken in the trials' order."""
+
+    trials: dict
+    values: object  # an iterator over the values, in the queued trials' order
+    refused: tuple | None = None  # (trial, KernelFault) where a launch raised as it was queued: nothing after it
+
+    def run(self, i: int, sums: list):
+        """Trial i's KernelRun; None where it was not queued, or its signals say it must run alone to be described
+        (harness.engine.row.trial_run, which raises the fault the address check foresaw)."""
+        from harness.engine.row import trial_run
+
+        if self.refused is not None and self.refused[0] == i:
+            raise self.refused[1]
+        return trial_run(self.trials[i], self.values, sums) if i in self.trials else None
 
 
 class _SubstrateRun:
@@ -615,7 +642,7 @@ class _SubstrateRun:
         one run still shows the campaign's copy of the trials intact and times a mutant's step, two runs), and the
         step timeout sent; False where it failed a trial (said in a ("baseline", False, ...) message)."""
         conn, job = self.conn, self.job
-        slowest = 0.0
+        slowest = queued = 0.0
         if job.run_baseline:
             started = time.perf_counter()
             with _Phase(self.phases, "unmutated runs"):
@@ -631,6 +658,7 @@ class _SubstrateRun:
                                    time.perf_counter() - started))
                         return False
                     slowest = max(slowest, 2 * (time.perf_counter() - began))
+                    queued += 2 * (time.perf_counter() - began) if i else 0.0  # a row queues trials 1 onwards
                     if failure:
                         conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
                                    time.perf_counter() - started))
@@ -642,6 +670,10 @@ class _SubstrateRun:
             self.send_timings()
         self.step_timeout = job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest
         conn.send(("step_timeout", self.step_timeout))
+        self.row_timeout = job.row_timeout or (MATRIX_CELL_ALLOWANCE + STEP_TIMEOUT_FACTOR * queued
+                                               if job.run_baseline else None)
+        if job.matrix and self.row_timeout:
+            conn.send(("row_timeout", self.row_timeout))
         return True
 
     def send_timings(self) -> None:
@@ -689,36 +721,22 @@ class _SubstrateRun:
     def judge_row(self, kernel, mutant_id: str) -> _Verdict:
         """Every trial in the suites' order, past failures, a cell each (sent as it is made, so that the parent
         keeps the row of a worker that dies); a fault ends the row, and a kill on a trial the run damaged ends it
-        as judge() ends its search. The first cell that is no pass decides the status (matrix.row_verdict)."""
-        from harness.engine.matrix import Cell, CellStatus, failed_cell, row_verdict
+        as judge() ends its search. The first cell that is no pass decides the status (matrix.row_verdict).
+
+        Trial 0 runs alone (a mutant that spins does so there, within a cell's limit), then on a GPU the others are
+        queued at once and read in one transfer (harness.engine.row); a queued read the device fails hands the mutant
+        back to be judged a trial at a time ("retry"), as does the parent where a queued row is lost."""
+        from harness.engine.matrix import Cell, CellStatus, row_verdict
 
         self.conn.send(("row", mutant_id))
-        cells = []
-        cell_limit = self.step_timeout - STEP_TIMEOUT_ALLOWANCE + MATRIX_CELL_ALLOWANCE
+        cells, queued = [], None
         for i, trial in enumerate(self.trials):
-            self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
-            self.conn.send(("trial", trial.suite, trial.t))
             try:
-                # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read, the
-                # trial's checksum, wanted after a kill, is read with the last run's signals, and a second run that
-                # cannot change the cell's check is not made.
-                run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True,
-                                      read_beside=lambda trial=trial: trial_checksum_parts(trial),
-                                      stop_when_decided=True)
-                failure = first_failure(run, trial.expected, self.entry)
-                errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
-                cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \
-                    Cell(trial.suite, trial.t, CellStatus.PASSED, "", "", *errors)
-                if failure:
-                    with self.mutant_parts.timing("the trial's checksum after a kill"):
-                        checksum = checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)
-                        damaged = checksum != self.checksums[i]
-                    if damaged:
-                        cells.append(cell)
-                        return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))
-                if failure and self.entry.accumulates and self.run_trial(self.original(), i, clock=self.mutant_parts):
-                    cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
-                                "the unmutated kernel fails it too (an accumulation's order)")
+                if i == 1 and self.queues_row(mutant_id):
+                    queued = self.queue_rest(kernel, mutant_id)
+                    if queued is None:
+                        return _Verdict(None, "", end_worker=True, handed_back=True)
+                cell, failure, damaged = self.row_cell(kernel, mutant_id, i, queued)
             except (KernelFault, RuntimeError) as error:
                 if isinstance(error, RuntimeError) and "CUDA" not in str(error):
                     raise
@@ -729,9 +747,77 @@ class _SubstrateRun:
                 status, detail = row_verdict(cells)
                 return dataclasses.replace(verdict, status=MutantStatus(status), detail=detail, cells=tuple(cells))
             cells.append(cell)
+            if damaged:
+                return _Verdict(None, f"{trial.where}: {failure}", end_worker=True, cells=tuple(cells))
             self.conn.send(("cell", cell.to_json()))
         status, detail = row_verdict(cells)
         return _Verdict(MutantStatus(status), detail, cells=tuple(cells))
+
+    def queues_row(self, mutant_id: str) -> bool:
+        from harness.engine.row import queues_rows
+
+        return (len(self.trials) > 1 and self.row_timeout is not None and mutant_id not in self.job.rows_alone
+                and queues_rows(self.backend))
+
+    def queue_rest(self, kernel, mutant_id: str):
+        """Trials 1 onwards queued on the device and read (harness.engine.row): a _QueuedRow; None where the read
+        failed (a fault of the device's own, at some trial: the mutant goes back to be judged a trial at a time)."""
+        from harness.engine.row import queue_trial, read_row
+
+        self.conn.send(("queued", mutant_id))
+        self.conn.send(("step", f"{mutant_id}: trials 1 to {len(self.trials) - 1} queued", self.row_timeout))
+        with self.mutant_parts.timing("kernel: queued trials"):
+            queued, refused = {}, None
+            for i, trial in enumerate(self.trials[1:], 1):
+                try:
+                    made = queue_trial(i, self.entry, kernel, self.backend, trial.inputs, trial.expected,
+                                       self.launches.get(i), self.buffers,
+                                       lambda trial=trial: trial_checksum_parts(trial))
+                except KernelFault as fault:  # a launch refused as it was made: the row ends at that trial
+                    refused = (i, fault)
+                    break
+                if made is not None:
+                    queued[i] = made
+            try:
+                values = read_row(list(queued.values()))
+            except (KernelFault, RuntimeError) as error:
+                if isinstance(error, RuntimeError) and "CUDA" not in str(error):
+                    raise
+                self.conn.send(("retry", mutant_id, f"its queued trials failed the device ({error}): judged again a "
+                                                    f"trial at a time"))
+                return None
+        return _QueuedRow(queued, values, refused)
+
+    def row_cell(self, kernel, mutant_id: str, i: int, queued: "_QueuedRow | None"):
+        """Trial i's cell of the row, the failure it shows ('' for none), and whether the run damaged the worker's
+        copy of the trial; from the queued read where it says enough, else from a run of the trial alone."""
+        from harness.engine.matrix import Cell, CellStatus, failed_cell
+
+        trial = self.trials[i]
+        run = queued.run(i, self.sums_of_inputs[i]) if queued is not None else None
+        if run is None:
+            cell_limit = self.step_timeout - STEP_TIMEOUT_ALLOWANCE + MATRIX_CELL_ALLOWANCE
+            self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
+            self.conn.send(("trial", trial.suite, trial.t))
+            # Most cells of a matrix fail (85% of the 28's): each run's mismatch is described in its one read, the
+            # trial's checksum, wanted after a kill, is read with the last run's signals, and a second run that
+            # cannot change the cell's check is not made.
+            run = self.run_kernel(kernel, i, clock=self.mutant_parts, describe_ahead=True,
+                                  read_beside=lambda: trial_checksum_parts(trial), stop_when_decided=True)
+        failure = first_failure(run, trial.expected, self.entry)
+        errors = next(((c.max_abs_error, c.max_rel_error) for c in run.comparisons), (None, None))
+        cell = failed_cell(trial.suite, trial.t, failure, errors) if failure else \
+            Cell(trial.suite, trial.t, CellStatus.PASSED, "", "", *errors)
+        if not failure:
+            return cell, failure, False
+        with self.mutant_parts.timing("the trial's checksum after a kill"):
+            damaged = (checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)) != self.checksums[i]
+        if not damaged and self.entry.accumulates:
+            self.conn.send(("trial", trial.suite, trial.t))
+            if self.run_trial(self.original(), i, clock=self.mutant_parts):
+                cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
+                            "the unmutated kernel fails it too (an accumulation's order)")
+        return cell, failure, damaged
 
     def run_checkers(self, kernel, what: str) -> tuple[dict, bool, bool]:
         """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}); whether the worker must end (a fault
@@ -879,6 +965,8 @@ class _SubstrateRun:
         from the schema, the kernel judged), or (None, ...) where the mutant was handed back ("retry") for a fresh
         worker to judge."""
         verdict = self.judge(kernel, mutant_id)
+        if verdict.handed_back:
+            return None, from_schema, kernel
         faulted = verdict.status is MutantStatus.RUNTIME_ERROR or any(
             cell.status.value == "fault" for cell in verdict.cells)
         if from_schema and faulted and not (verdict.foreseen or verdict.memory_fault or verdict.end_worker):
@@ -894,6 +982,8 @@ class _SubstrateRun:
             if alone is not None:
                 from_schema, kernel = False, alone
                 verdict = self.judge(alone, mutant_id)
+                if verdict.handed_back:
+                    return None, from_schema, kernel
                 verdict = dataclasses.replace(
                     verdict, detail=verdict.detail + " (judged again compiled alone: it failed to run from the schema)")
         if verdict.memory_fault and self.started_here > 1:

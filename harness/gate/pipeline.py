@@ -369,7 +369,7 @@ def reads_wait(device) -> bool:
     return torch.device(device).type != "cpu"
 
 
-def _guarded_copy(buffers: GuardedBuffers | None, i: int, x: torch.Tensor, device) -> GuardedTensor:
+def guarded_copy(buffers: GuardedBuffers | None, i: int, x: torch.Tensor, device) -> GuardedTensor:
     """Input i's guarded copy, in its buffer of `buffers` when the caller keeps them."""
     guard_byte = INPUT_GUARD_BYTES[i % len(INPUT_GUARD_BYTES)]
     if buffers is None:
@@ -422,7 +422,7 @@ def run_kernel(entry: Entry, kernel: LoadedKernel, backend: Backend, inputs: lis
     clock = clock or PhaseClock()
     with clock.timing("kernel: guarded input copies"):
         if guarded is None:
-            guarded = [_guarded_copy(buffers, i, x, backend.device) if isinstance(x, torch.Tensor) else None
+            guarded = [guarded_copy(buffers, i, x, backend.device) if isinstance(x, torch.Tensor) else None
                        for i, x in enumerate(inputs)]
         views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
         sums = input_sums or [tensor_checksum(v) if isinstance(v, torch.Tensor) else None for v in views]

@@ -1,0 +1,118 @@
+"""A --matrix row's trials queued on the device one after another and read in one transfer.
+
+A matrix runs every trial of every mutant. One trial at a time, each run's findings are a read, and a read waits for
+a GPU that a dozen workers share: about forty waits a row over the 28 family substrates. Queued, each trial's two runs
+are launched after the trial before, each run's signals (the address check's state, the guard bands, the inputs'
+sums, the poison left, the comparison and its first mismatches) made on the device as the run ends, before the next
+run reuses the buffers, and every signal is read once, after the last trial.
+
+What a signal cannot describe without the memory it came from (which guard bytes, which input element changed) is
+found by running that trial again alone (harness.gate.pipeline.run_kernel): a deterministic kernel does the same
+again, and the cell is the one the trial run alone makes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from harness.backends import Backend, LoadedKernel
+from harness.compiler import signature
+from harness.gate.checks.compare import COMPARED_LATER_MAX_ELEMENTS, coords_of, compare_later
+from harness.gate.checks.guards import (POISON_BYTES, GuardedBuffers, checksum_parts, poison_where, read_together,
+                                        unwritten_signals)
+from harness.gate.pipeline import KernelRun, LaunchRecord, guarded_copy, reads_wait
+
+
+def queues_rows(backend: Backend) -> bool:
+    """Whether a row's trials can be queued on `backend`: its reads wait for a device (a GPU's), and every launch's
+    fault is a signal read with the others (the address check's state, Backend.pending_fault), not a synchronize."""
+    return reads_wait(backend.device) and bool(getattr(backend, "check_addresses", False))
+
+
+@dataclass
+class QueuedTrial:
+    """Trial `index`'s two runs, launched; their signals in `signals`, in the order trial_run reads them."""
+
+    index: int
+    shape: tuple
+    initialised: bool           # launch fills out itself: no poison, nothing left unwritten
+    tensors: list[int]          # the inputs that are tensors: each one's sums are a signal after each run
+    guarded_inputs: int         # their guard bands, read after run two
+    faults: list = field(default_factory=list)       # each run's PendingFault
+    comparisons: list = field(default_factory=list)  # each run's PendingComparison
+    signals: list = field(default_factory=list)
+    beside: int = 0             # how many of the caller's signals come last
+
+
+def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
+                launched: LaunchRecord | None, buffers: GuardedBuffers,
+                beside: Callable[[], list] | None = None) -> QueuedTrial | None:
+    """Both runs of trial `index` launched after whatever is queued, with their signals, and `beside`'s (a caller's
+    1-d int64 signals, made after run two); None, with nothing launched, where the trial cannot be queued (launch's
+    record unknown, arguments this kernel refuses, an output compare_later does not take): the caller runs it alone."""
+    if (launched is None or tuple(expected.shape) != tuple(launched.shape) or expected.dtype != launched.dtype
+            or not 0 < expected.numel() <= COMPARED_LATER_MAX_ELEMENTS):
+        return None
+    guarded = [guarded_copy(buffers, i, x, backend.device) if isinstance(x, torch.Tensor) else None
+               for i, x in enumerate(inputs)]
+    views = [g.tensor if g is not None else x for g, x in zip(guarded, inputs)]
+    out = buffers.take("out", launched.shape, launched.dtype, backend.device)
+    arguments = launched.arguments(views, out.tensor)
+    if signature.check_arguments(kernel.params, arguments):
+        return None
+    tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
+    queued = QueuedTrial(index, tuple(launched.shape), launched.initial is not None, tensors,
+                         sum(g is not None for g in guarded))
+    still_first = None
+    for run_number, pattern in enumerate(POISON_BYTES, 1):
+        if queued.initialised:
+            out.tensor.copy_(launched.initial)
+        else:
+            out.poison(pattern)
+        backend.launch(kernel, launched.grid, launched.block, signature.to_ctypes(arguments))
+        fault = backend.pending_fault()
+        # The check's state adds up until it is read: each run's is copied as it ends.
+        queued.faults.append(fault)
+        queued.comparisons.append(compare_later(out.tensor, expected, entry.tolerance, describe=True))
+        queued.signals += [fault.signals.clone(), out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
+                           queued.comparisons[-1].signals]
+        if not queued.initialised and run_number == 1:
+            still_first = poison_where(out.tensor, pattern)
+        elif not queued.initialised:
+            queued.signals.append(unwritten_signals(still_first, out.tensor))
+    queued.signals += [g.bands_changed() for g in guarded if g is not None]
+    made = beside() if beside is not None else []
+    queued.signals += made
+    queued.beside = len(made)
+    return queued
+
+
+def read_row(queued: list[QueuedTrial]) -> Iterator[list[int]]:
+    """Every queued trial's signals' values, in order, from one transfer (it waits for every queued run)."""
+    return iter(read_together([signal for trial in queued for signal in trial.signals]))
+
+
+def trial_run(queued: QueuedTrial, values: Iterator[list[int]], sums: list) -> KernelRun | None:
+    """The KernelRun run_kernel would have made of a queued trial, from its signals' values (`values`, read_row's,
+    advanced past this trial's); None where a guard band or an input changed (which bytes, which element: the memory
+    is gone), for the caller to run the trial alone. A fault the address check foresaw is raised as run_kernel raises
+    it (Backend.pending_fault), and the values after it are not read: the row ends there."""
+    result = KernelRun(out_elements=math.prod(queued.shape), initialised_by_launch=queued.initialised)
+    described = True
+    for run_number, (fault, pending) in enumerate(zip(queued.faults, queued.comparisons), 1):
+        fault.read(next(values))
+        described = not any(next(values)) and described
+        for i in queued.tensors:
+            described = sum(next(values)) == sums[i] and described
+        result.comparisons.append(pending.finish(next(values)))
+        if not queued.initialised and run_number == 2:
+            result.unwritten, first = next(values)
+            result.first_unwritten = coords_of(first, queued.shape) if result.unwritten else ()
+    for _ in range(queued.guarded_inputs):
+        described = not any(next(values)) and described
+    result.beside = [next(values) for _ in range(queued.beside)]
+    return result if described else None
