@@ -21,10 +21,16 @@ import torch
 
 from harness.backends import Backend, LoadedKernel
 from harness.compiler import signature
-from harness.gate.checks.compare import COMPARED_LATER_MAX_ELEMENTS, coords_of, compare_later
+from harness.gate.checks.compare import coords_of, compare_later
 from harness.gate.checks.guards import (POISON_BYTES, GuardedBuffers, checksum_parts, poison_where, read_together,
                                         unwritten_signals)
 from harness.gate.pipeline import KernelRun, LaunchRecord, guarded_copy, reads_wait
+
+
+# The largest output a queued trial compares on the device: its float64 temporaries (a few times 8 bytes an element)
+# are made and freed trial by trial, so 16 Mi elements hold at most about half a GiB a worker at once. The 28 family
+# substrates' largest T0 output is 13.8 Mi elements; a larger output's trial runs alone.
+QUEUED_MAX_ELEMENTS = 1 << 24
 
 
 def queues_rows(backend: Backend) -> bool:
@@ -55,7 +61,7 @@ def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, input
     1-d int64 signals, made after run two); None, with nothing launched, where the trial cannot be queued (launch's
     record unknown, arguments this kernel refuses, an output compare_later does not take): the caller runs it alone."""
     if (launched is None or tuple(expected.shape) != tuple(launched.shape) or expected.dtype != launched.dtype
-            or not 0 < expected.numel() <= COMPARED_LATER_MAX_ELEMENTS):
+            or not 0 < expected.numel() <= QUEUED_MAX_ELEMENTS):
         return None
     guarded = [guarded_copy(buffers, i, x, backend.device) if isinstance(x, torch.Tensor) else None
                for i, x in enumerate(inputs)]
@@ -77,7 +83,8 @@ def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, input
         fault = backend.pending_fault()
         # The check's state adds up until it is read: each run's is copied as it ends.
         queued.faults.append(fault)
-        queued.comparisons.append(compare_later(out.tensor, expected, entry.tolerance, describe=True))
+        queued.comparisons.append(compare_later(out.tensor, expected, entry.tolerance, describe=True,
+                                                max_elements=QUEUED_MAX_ELEMENTS))
         queued.signals += [fault.signals.clone(), out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
                            queued.comparisons[-1].signals]
         if not queued.initialised and run_number == 1:
