@@ -368,3 +368,43 @@ def test_a_rows_trials_queued_at_once_give_the_cells_each_trial_run_alone_gives(
     for mutant_id, expected in alone.items():
         cells = [(c["suite"], c["trial"], c["status"], c.get("check", "")) for c in results[mutant_id]["cells"]]
         assert cells == [cell[:4] for cell in expected], mutant_id
+
+
+def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each_trial_with_its_own(
+        admitted, monkeypatch):
+    # An accumulating entry's failed cell is skipped where the unmutated kernel, run again, fails the trial too. A
+    # queued row queues that run after each of the mutant's trials and reads it with them: the same cells, and none
+    # of the trials run again one at a time. (The template is made an accumulation here; its kernel only writes.)
+    import dataclasses
+
+    import torch
+
+    from harness.backends.base import PendingFault
+    from harness.backends.cpu import CpuBackend
+    from harness.engine import row
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    real_load = campaign_worker._load_entry
+    monkeypatch.setattr(campaign_worker, "_load_entry",
+                        lambda job: dataclasses.replace(real_load(job), accumulates=True))
+    monkeypatch.setattr(CpuBackend, "pending_fault",
+                        lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), matrix=True, run_baseline=True)
+    judged = {}
+    for queued in (False, True):
+        monkeypatch.setattr(row, "queues_rows", lambda backend, queued=queued: queued)
+        conn = _Messages()
+        campaign_worker.run_campaign_job(job, conn)
+        judged[queued] = ({m[1]["mutant_id"]: m[1]["cells"] for m in conn.sent if m[0] == "result"},
+                          [m for m in conn.sent if m[0] == "trial"])
+    (alone, alone_trials), (queued, queued_trials) = judged[False], judged[True]
+    assert queued == alone and len(queued) == 3
+    failed = sum(cell["status"] == "failed" for cells in alone.values() for cell in cells)
+    assert failed and len(alone_trials) == sum(map(len, alone.values())) + failed  # each failed cell ran it again
+    # Queued, a trial runs alone only where it must be described (a guard band or an input changed), and the
+    # unmutated kernel's run after it is the queued one; trial 0 runs alone, the unmutated kernel again after a failure.
+    alone_again = sum(1 + (cells[0]["status"] == "failed") + sum(cell.get("check") in ("writes_in_bounds",
+                                                                                      "inputs_unchanged")
+                                                                 for cell in cells[1:]) for cells in alone.values())
+    assert len(queued_trials) == alone_again < len(alone_trials)

@@ -380,18 +380,26 @@ class _QueuedRow:
     """A row's queued trials (harness.engine.row.QueuedTrial by trial) and their signals' values, read once: each
     trial's KernelRun taken in the trials' order."""
 
-    trials: dict
+    trials: dict  # trial: (the mutant's QueuedTrial, the unmutated kernel's after it or None)
     values: object  # an iterator over the values, in the queued trials' order
     refused: tuple | None = None  # (trial, KernelFault) where a launch raised as it was queued: nothing after it
+    unmutated: dict = dataclasses.field(default_factory=dict)  # trial: the unmutated kernel's KernelRun (or None)
 
     def run(self, i: int, sums: list):
         """Trial i's KernelRun; None where it was not queued, or its signals say it must run alone to be described
-        (harness.engine.row.trial_run, which raises the fault the address check foresaw)."""
+        (harness.engine.row.trial_run, which raises the fault the address check foresaw). The unmutated kernel's run
+        after it, where one was queued, is read into `unmutated`."""
         from harness.engine.row import trial_run
 
         if self.refused is not None and self.refused[0] == i:
             raise self.refused[1]
-        return trial_run(self.trials[i], self.values, sums) if i in self.trials else None
+        if i not in self.trials:
+            return None
+        made, again = self.trials[i]
+        run = trial_run(made, self.values, sums)
+        if again is not None:
+            self.unmutated[i] = trial_run(again, self.values, sums)
+        return run
 
 
 class _SubstrateRun:
@@ -773,13 +781,18 @@ class _SubstrateRun:
                     made = queue_trial(i, self.entry, kernel, self.backend, trial.inputs, trial.expected,
                                        self.launches.get(i), self.buffers,
                                        lambda trial=trial: trial_checksum_parts(trial))
+                    # An accumulation's cell is skipped where the unmutated kernel, run again after it, fails the
+                    # trial too: queued after the mutant's runs as it would run, read with them.
+                    again = (queue_trial(i, self.entry, self.original(), self.backend, trial.inputs, trial.expected,
+                                         self.launches.get(i), self.buffers)
+                             if made is not None and self.entry.accumulates else None)
                 except KernelFault as fault:  # a launch refused as it was made: the row ends at that trial
                     refused = (i, fault)
                     break
                 if made is not None:
-                    queued[i] = made
+                    queued[i] = (made, again)
             try:
-                values = read_row(list(queued.values()))
+                values = read_row([part for pair in queued.values() for part in pair if part is not None])
             except (KernelFault, RuntimeError) as error:
                 if isinstance(error, RuntimeError) and "CUDA" not in str(error):
                     raise
@@ -812,12 +825,19 @@ class _SubstrateRun:
             return cell, failure, False
         with self.mutant_parts.timing("the trial's checksum after a kill"):
             damaged = (checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)) != self.checksums[i]
-        if not damaged and self.entry.accumulates:
-            self.conn.send(("trial", trial.suite, trial.t))
-            if self.run_trial(self.original(), i, clock=self.mutant_parts):
-                cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
-                            "the unmutated kernel fails it too (an accumulation's order)")
+        if not damaged and self.entry.accumulates and self.unmutated_fails(i, queued):
+            cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
+                        "the unmutated kernel fails it too (an accumulation's order)")
         return cell, failure, damaged
+
+    def unmutated_fails(self, i: int, queued: "_QueuedRow | None") -> bool:
+        """Whether the unmutated kernel, run again after the mutant, fails trial i: its queued run where the row
+        queued one, else a run now."""
+        run = queued.unmutated.get(i) if queued is not None else None
+        if run is not None:
+            return bool(first_failure(run, self.trials[i].expected, self.entry))
+        self.conn.send(("trial", self.trials[i].suite, self.trials[i].t))
+        return bool(self.run_trial(self.original(), i, clock=self.mutant_parts))
 
     def run_checkers(self, kernel, what: str) -> tuple[dict, bool, bool]:
         """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}); whether the worker must end (a fault
