@@ -401,6 +401,8 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         kill_descendants()
         run.progress.close()
         _report_interrupted(args, plans, store, backend, chosen, where, log_size, interrupt)
+        if run.worker_time.workers:  # where the time went until then: what a run cut short is measured by
+            print(run.worker_time.describe(), flush=True)
         raise
     campaigns = _campaigns(plans, store, backend, chosen, where)
     judged = judged_view(plans, campaigns, store, backend, args) if args.matrix or args.checker else None
