@@ -41,9 +41,8 @@ def queues_rows(backend: Backend) -> bool:
 
 @dataclass
 class QueuedTrial:
-    """Trial `index`'s two runs, launched; their signals in `signals`, in the order trial_run reads them."""
+    """A trial's two runs, launched; their signals in `signals`, in the order trial_run reads them."""
 
-    index: int
     shape: tuple
     initialised: bool           # launch fills out itself: no poison, nothing left unwritten
     tensors: list[int]          # the inputs that are tensors: each one's sums are a signal after each run
@@ -54,12 +53,13 @@ class QueuedTrial:
     beside: int = 0             # how many of the caller's signals come last
 
 
-def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
+def queue_trial(entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                 launched: LaunchRecord | None, buffers: GuardedBuffers,
                 beside: Callable[[], list] | None = None) -> QueuedTrial | None:
-    """Both runs of trial `index` launched after whatever is queued, with their signals, and `beside`'s (a caller's
-    1-d int64 signals, made after run two); None, with nothing launched, where the trial cannot be queued (launch's
-    record unknown, arguments this kernel refuses, an output compare_later does not take): the caller runs it alone."""
+    """Both runs of a trial (`inputs`, `expected`) launched after whatever is queued, with their signals, and
+    `beside`'s (a caller's 1-d int64 signals, made after run two); None, with nothing launched, where the trial cannot
+    be queued (launch's record unknown, arguments this kernel refuses, an output compare_later does not take): the
+    caller runs it alone."""
     if (launched is None or tuple(expected.shape) != tuple(launched.shape) or expected.dtype != launched.dtype
             or not 0 < expected.numel() <= QUEUED_MAX_ELEMENTS):
         return None
@@ -71,7 +71,7 @@ def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, input
     if signature.check_arguments(kernel.params, arguments):
         return None
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
-    queued = QueuedTrial(index, tuple(launched.shape), launched.initial is not None, tensors,
+    queued = QueuedTrial(tuple(launched.shape), launched.initial is not None, tensors,
                          sum(g is not None for g in guarded))
     still_first = None
     for run_number, pattern in enumerate(POISON_BYTES, 1):
@@ -81,10 +81,10 @@ def queue_trial(index: int, entry, kernel: LoadedKernel, backend: Backend, input
             out.poison(pattern)
         backend.launch(kernel, launched.grid, launched.block, signature.to_ctypes(arguments))
         fault = backend.pending_fault()
-        # The check's state adds up until it is read: each run's is copied as it ends.
         queued.faults.append(fault)
         queued.comparisons.append(compare_later(out.tensor, expected, entry.tolerance, describe=True,
                                                 max_elements=QUEUED_MAX_ELEMENTS))
+        # The check's state adds up until it is read: each run's is copied as it ends.
         queued.signals += [fault.signals.clone(), out.bands_changed(), *(checksum_parts(views[i]) for i in tensors),
                            queued.comparisons[-1].signals]
         if not queued.initialised and run_number == 1:

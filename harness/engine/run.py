@@ -373,7 +373,7 @@ def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]
 
 
 def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
-              baseline_needed: bool, known_digests: dict, check: bool, rows_alone: set[str] = frozenset()) -> CampaignJob:
+              baseline_needed: bool, known_digests: dict, check: bool, rows_alone: set[str]) -> CampaignJob:
     """The job for a worker of the plan, as run_plan's state now says."""
     waiting = set(remaining)
     return CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),

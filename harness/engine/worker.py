@@ -665,8 +665,9 @@ class _SubstrateRun:
                         conn.send(("baseline", False, f"{BASELINE_STOPPED_BY_CHECK} on {trial.where}: {fault}",
                                    time.perf_counter() - started))
                         return False
-                    slowest = max(slowest, 2 * (time.perf_counter() - began))
-                    queued += 2 * (time.perf_counter() - began) if i else 0.0  # a row queues trials 1 onwards
+                    both_runs = 2 * (time.perf_counter() - began)
+                    slowest = max(slowest, both_runs)
+                    queued += both_runs if i else 0.0  # a row queues trials 1 onwards
                     if failure:
                         conn.send(("baseline", False, f"the unmutated source fails {trial.where}: {failure}",
                                    time.perf_counter() - started))
@@ -778,12 +779,12 @@ class _SubstrateRun:
             queued, refused = {}, None
             for i, trial in enumerate(self.trials[1:], 1):
                 try:
-                    made = queue_trial(i, self.entry, kernel, self.backend, trial.inputs, trial.expected,
+                    made = queue_trial(self.entry, kernel, self.backend, trial.inputs, trial.expected,
                                        self.launches.get(i), self.buffers,
                                        lambda trial=trial: trial_checksum_parts(trial))
                     # An accumulation's cell is skipped where the unmutated kernel, run again after it, fails the
                     # trial too: queued after the mutant's runs as it would run, read with them.
-                    again = (queue_trial(i, self.entry, self.original(), self.backend, trial.inputs, trial.expected,
+                    again = (queue_trial(self.entry, self.original(), self.backend, trial.inputs, trial.expected,
                                          self.launches.get(i), self.buffers)
                              if made is not None and self.entry.accumulates else None)
                 except KernelFault as fault:  # a launch refused as it was made: the row ends at that trial
@@ -824,7 +825,8 @@ class _SubstrateRun:
         if not failure:
             return cell, failure, False
         with self.mutant_parts.timing("the trial's checksum after a kill"):
-            damaged = (checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)) != self.checksums[i]
+            checksum = checksum_of(run.beside) if run.beside is not None else trial_checksum(trial)
+            damaged = checksum != self.checksums[i]
         if not damaged and self.entry.accumulates and self.unmutated_fails(i, queued):
             cell = Cell(trial.suite, trial.t, CellStatus.SKIPPED, cell.check,
                         "the unmutated kernel fails it too (an accumulation's order)")

@@ -325,11 +325,11 @@ class PendingComparison:
 
 def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: bool = False,
                   max_elements: int = COMPARED_LATER_MAX_ELEMENTS) -> PendingComparison | None:
-    """compare(got, expected, tolerance) queued on the device, for an output of at most COMPARED_LATER_MAX_ELEMENTS
-    elements; None where it cannot be (a structure problem, an empty or larger output, another device): call
-    compare() then. With `describe`, a mismatch's figures and first elements are queued too, and finish() never
-    returns None: for a caller that expects mismatches (a --matrix row), whose second read each would cost.
-    `max_elements`: a caller's own bound (a queued --matrix row's, whose temporaries are freed trial by trial)."""
+    """compare(got, expected, tolerance) queued on the device, for an output of at most `max_elements` elements; None
+    where it cannot be (a structure problem, an empty or larger output, another device): call compare() then. With
+    `describe`, a mismatch's figures and first elements are queued too, and finish() never returns None: for a caller
+    that expects mismatches (a --matrix row), whose second read each would cost. A caller may set its own
+    `max_elements` (a queued --matrix row, whose temporaries are freed trial by trial)."""
     got = _scalar_as_expected(got, expected)
     if (_structure_problem(got, expected) or got.device != expected.device
             or not 0 < expected.numel() <= max_elements):
