@@ -113,13 +113,14 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     assert notes == {}
     ((name, outcome),) = heard
     assert (name, len(outcome.judged), outcome.killed()) == ("forms_row_sum", 2, 1) and outcome.seconds > 0
-    # A process per trial: T0 along axis 0 and along the last, the lowest rank (T0's), the largest.
-    assert outcome.processes == 4
+    # One process for the four trials in turn (T0 along axis 0 and along the last, the lowest rank (T0's), the
+    # largest): nothing ended it early.
+    assert outcome.processes == 1
     # Where the time went, said on the substrate's line: every part measured, none longer than the whole.
     assert list(outcome.parts) == ["building the trials", "compiling kernels", "loading kernels", "running kernels",
                                    "checking kernels"]
     assert all(0 < seconds < outcome.seconds for seconds in outcome.parts.values())
-    said = r"2 survivor\(s\) judged, 1 killed, in \d+\.\d s, 4 process\(es\) \(building the trials \d+\.\d s, "
+    said = r"2 survivor\(s\) judged, 1 killed, in \d+\.\d s, 1 process\(es\) \(building the trials \d+\.\d s, "
     said += r"compiling kernels \d+\.\d s, loading kernels \d+\.\d s, running kernels \d+\.\d s, checking kernels "
     said += r"\d+\.\d s\)"
     assert re.fullmatch(said, outcome.describe()), outcome.describe()
@@ -181,15 +182,24 @@ def test_a_survivor_wrong_only_past_a_column_count_is_killed_by_the_trial_along_
     assert killed["trial"] == "T0 trial 0 tiled 17x along axis -1: 64x4352, out 64", killed["trial"]
 
 
+def _spinning_survivor() -> Survivor:
+    """A survivor that spins for ever past element 300000 (on no trial of the suites')."""
+    unmutated, _ = _substrate()
+    return Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:spin:0",
+                    unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) { volatile int spin = 1; "
+                                                            "while (spin) {} }"))
+
+
 def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next_one_is_still_judged(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
-    spinning = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:spin:0",
-                        unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) { volatile int spin = 1; "
-                                                                "while (spin) {} }"))
+    spinning = _spinning_survivor()
     dropping = _guarded_survivor("i >= 300000", 0)
-    assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu",
-                                replace(SMALL, hang_floor=3.0)) == {}
+    heard = []
+    assert judge_on_large_trial([unmutated], [spinning, dropping], store, "cpu", replace(SMALL, hang_floor=3.0),
+                                on_substrate=lambda *said: heard.append(said)) == {}
+    # The hung process is killed; a second builds the same trial again for the survivor after it.
+    assert [outcome.processes for _name, outcome in heard] == [2]
     hung = store.get(oracle_key("f" * 64, "cpu", spinning.mutant_id, LARGE_INDEX))
     assert hung["killed_by"] == LARGE_INDEX
     # The limit is the floor, or 50 times the unmutated kernel's time where that is longer (a loaded machine, or the
@@ -204,13 +214,13 @@ def test_a_survivor_that_hangs_on_the_large_trial_is_killed_as_hung_and_the_next
 @pytest.mark.parametrize("fault, detail, processes", [
     # The CPU shim catches the read: the launch fails, as an illegal address does on the GPU.
     (" if (i >= 300000) out[0] = x[i + (1LL << 40)];",
-     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 4),
+     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 1),
     # Caught, but after a write into an input: the trial is no longer the one the next survivor must meet.
     (" if (i >= 300000) { ((float*)x)[0] = 7.0f; out[0] = x[i + (1LL << 40)]; }",
-     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 5),
+     "the kernel faulted: KernelFault: CPU backend: memory fault: SIGSEGV (an address outside every mapping)", 2),
     # A death the process does not survive: a fresh process judges the next survivor.
     ("\n#ifdef HARNESS_CPU\n if (i >= 300000) std::abort();\n#endif\n",
-     "the oracle's process died while it ran: the process ended (killed by signal SIGABRT)", 5),
+     "the oracle's process died while it ran: the process ended (killed by signal SIGABRT)", 2),
 ], ids=["caught", "caught-after-a-write", "died"])
 def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is_still_judged(tmp_path, fault,
                                                                                               detail, processes):
@@ -222,13 +232,19 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
     heard = []
     assert judge_on_large_trial([unmutated], [crashing, harmless], store, "cpu", SMALL,
                                 on_substrate=lambda *said: heard.append(said)) == {}
-    # One process a trial (four); a fault the shim caught, with nothing written first, ends none of them (the GPU's
-    # address check foresees one as the shim catches it), while a death costs a fifth.
+    # One process for the four trials; a fault the shim caught, with nothing written first, does not end it (the
+    # GPU's address check foresees one as the shim catches it), while a death costs a second, which takes over on
+    # the trial where the first ended.
     assert [outcome.processes for _name, outcome in heard] == [processes]
     died = store.get(oracle_key("f" * 64, "cpu", crashing.mutant_id, LARGE_INDEX))
     assert died["killed_by"] == LARGE_INDEX
     assert died["detail"].startswith(detail), died["detail"]
-    assert store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))["killed_by"] == ""
+    spared = store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))
+    assert spared["killed_by"] == ""
+    # Every trial judged it, those after the fault in whichever process was left.
+    assert spared["trial"] == ("T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160; "
+                               "T0 trial 0 tiled 1x along axis -1: 64x256, out 64; "
+                               "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192")
 
 
 def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_survivors_on_it(tmp_path):
@@ -312,7 +328,8 @@ def test_the_models_peak_at_a_large_size_grows_only_by_what_grew_between_two_mea
 
 
 def _large_index_events(tmp_path) -> list[dict]:
-    """The events of the large-index program run here on the unmutated substrate's first large trial."""
+    """The events of the large-index program run here on the substrate's large trials, the unmutated kernel and a
+    survivor (the same source) to judge on them."""
     import json
 
     from harness.oracles import large_index_run
@@ -321,7 +338,7 @@ def _large_index_events(tmp_path) -> list[dict]:
     plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
     plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
                                 "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
-                                "kernels": [[unmutated.substrate, unmutated.source]]}))
+                                "kernels": [[unmutated.substrate, unmutated.source], ["same", unmutated.source]]}))
     assert large_index_run.main([str(plan), str(events)]) == 0
     return [json.loads(line) for line in events.read_text().splitlines()]
 
@@ -335,8 +352,8 @@ def test_a_model_out_of_memory_on_a_64th_of_the_large_trial_skips_it_with_the_re
         return model(*inputs), 1000
 
     monkeypatch.setattr(large_index_run, "_model_peak", measured)
-    (record,) = _large_index_events(tmp_path)
-    assert record == {"event": "skipped", "memory": True,
+    record = _large_index_events(tmp_path)[0]
+    assert record == {"event": "skipped", "trial": 0, "memory": True,
                       "why": "the official Model ran out of device memory on a 64th of the large trial: CUDA out of "
                              "memory. Tried to allocate 2.00 GiB."}
 
@@ -368,8 +385,8 @@ def test_a_large_trial_that_runs_out_of_device_memory_while_it_is_built_is_skipp
             return run
 
     monkeypatch.setattr(problems, "load_problem", lambda *a, **k: OutOfMemoryPast(real_load(*a, **k)))
-    (record,) = _large_index_events(tmp_path)
-    assert record == {"event": "skipped", "memory": True,
+    record = _large_index_events(tmp_path)[0]
+    assert record == {"event": "skipped", "trial": 0, "memory": True,
                       "why": "the large trial did not fit in the device's memory while it was built (about 0.0 GiB "
                              "estimated): CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total capacity "
                              "of 139.80 GiB of which 27.19 GiB is free."}
@@ -630,3 +647,66 @@ def test_once_stopped_the_sanitizers_oracle_stores_nothing(tmp_path, monkeypatch
     stop.set()
     assert judge_with_sanitizers([unmutated], [survivor], store, "cpu", ("synccheck",), FAKE, stop=stop) == {}
     assert store.get(oracle_key("f" * 64, "cpu", MUTANT_ID, SANITIZERS)) is None
+
+
+def test_a_trial_is_built_by_one_process_at_a_time_and_waits_for_the_memory_another_gives_back(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from harness.oracles import large_index_run
+
+    lock = str(tmp_path / "memory.lock")
+    order, inside = [], threading.Event()
+
+    def build(name):
+        with large_index_run.building_alone(lock):
+            order.append(f"{name} in")
+            inside.set()
+            time.sleep(0.3)
+            order.append(f"{name} out")
+
+    first = threading.Thread(target=build, args=("first",))
+    first.start()
+    inside.wait(5)
+    build("second")  # blocks on the lock until the first is out
+    first.join()
+    assert order == ["first in", "first out", "second in", "second out"]
+
+    class Device:  # 10 GiB free of 80 until another process gives 30 back
+        def __init__(self):
+            self.calls = 0
+
+        def memory_info(self):
+            self.calls += 1
+            return (40 if self.calls > 3 else 10) * 2**30, 80 * 2**30
+
+    device = Device()
+    assert large_index_run._free_memory_for(32 * 2**30, device) == (40 * 2**30, 80 * 2**30) and device.calls == 4
+    # More than the device holds: no waiting, the trial is skipped at once; none free in time: skipped after the wait.
+    device = Device()
+    assert large_index_run._free_memory_for(81 * 2**30, device) == (10 * 2**30, 80 * 2**30) and device.calls == 1
+    monkeypatch.setattr(large_index_run, "MEMORY_WAIT_SECONDS", 0.3)
+    device.memory_info = lambda: (10 * 2**30, 80 * 2**30)
+    assert large_index_run._free_memory_for(32 * 2**30, device) == (10 * 2**30, 80 * 2**30)
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_one_process_judges_the_four_trials_and_a_hang_costs_one_more(tmp_path):
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    spinning = _spinning_survivor()
+    faulting = Survivor("forms_row_sum", str(FORMS), unmutated.kernel_name, 0, "f" * 64, "forms_row_sum:fault:0",
+                        unmutated.source.replace(GUARD, GUARD + " if (i >= 300000) out[0] = x[i + (1LL << 40)];"))
+    dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
+    heard = []
+    settings = replace(SMALL, hang_floor=3.0, check_addresses=True, at_once=2)
+    assert judge_on_large_trial([unmutated], [faulting, dropping, spinning, harmless], store, "cuda", settings,
+                                on_substrate=lambda *said: heard.append(said)) == {}
+    records = {s.mutant_id: store.get(oracle_key("f" * 64, "cuda", s.mutant_id, LARGE_INDEX))
+               for s in (faulting, dropping, spinning, harmless)}
+    assert records[faulting.mutant_id]["detail"].startswith("the kernel faulted: "), records[faulting.mutant_id]
+    assert "elements differ" in records[dropping.mutant_id]["detail"]
+    assert records[spinning.mutant_id]["detail"].startswith("the kernel hung: ran past 3 s on the large trial")
+    assert records[harmless.mutant_id]["killed_by"] == "" and records[harmless.mutant_id]["trial"].count(";") == 2
+    # The foreseen fault left the process to judge the next kernel; the hang cost one more process.
+    assert [outcome.processes for _name, outcome in heard] == [2]

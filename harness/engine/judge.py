@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.engine.store import ResultKey, ResultStore
@@ -140,6 +140,7 @@ class LargeSettings:
     hang_floor: float = HANG_FLOOR_SECONDS
     check_addresses: bool = False
     at_once: int = 1
+    memory_lock: str | None = None  # the file the processes lock in turn to build a trial (building_alone)
     # Set when the campaign is interrupted: no trial or process is started after it, and nothing is stored that a
     # killed process may have decided.
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
@@ -199,6 +200,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     axes that each stay short), then that trial cut to the largest legal count."""
     work = [(u, mine) for u in unmutated if (mine := [s for s in survivors if s.substrate == u.substrate])]
     notes: dict[str, str] = {}
+    if settings.memory_lock is None:
+        settings = replace(settings, memory_lock=str(Path(tempfile.mkdtemp(prefix="large-index-")) / "memory.lock"))
 
     def conclude(u: Unmutated, mine: list[Survivor], outcome: SubstrateJudged) -> None:
         if settings.stop.is_set():
@@ -226,19 +229,12 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
 def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings: LargeSettings) -> SubstrateJudged:
     """One substrate's survivors through LARGE_TRIALS, what survives one going to the next; nothing stored."""
     started = time.perf_counter()
-    outcome = SubstrateJudged()
-    for source, axis, size in LARGE_TRIALS:
-        left = [s for s in mine if not outcome.judged.get(s.mutant_id, (False,))[0]]
-        if not left or settings.stop.is_set():
-            break
-        kernels = [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in left]
-        run = _run_large_trial(u, kernels, backend, settings, (source, axis, size), compiled_batches(u, left))
-        outcome.processes += run.processes
+    progress = _drive_processes(u, mine, backend, settings)
+    outcome = SubstrateJudged(processes=progress.processes, parts=progress.parts)
+    for (source, axis, size), run in zip(LARGE_TRIALS, progress.runs):
         outcome.short_of_memory |= run.short_of_memory
-        for name, seconds in run.parts.items():
-            outcome.parts[name] = outcome.parts.get(name, 0.0) + seconds
         base = run.results.get(u.substrate)
-        if run.why is None:
+        if run.why is None or not (run.why or run.trial or run.results):  # redundant, or never reached
             continue
         if run.why or base is None or base[0]:
             outcome.why_not.append(f"{TRIAL_WORDS[source]} along axis {axis}"
@@ -247,9 +243,9 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
                                                   + (base[1] if base else "it did not run"))))
             continue
         outcome.trials.append(run.trial)
-        for s in left:
+        for s in mine:
             found = run.results.get(program_label(s.mutant_id))
-            if found is not None:  # None: not judged (launch raised), left for a later run
+            if found is not None and not outcome.judged.get(s.mutant_id, (False,))[0]:  # None: not judged here
                 outcome.judged[s.mutant_id] = (found[0], found[1], run.trial)
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -278,21 +274,6 @@ def _store_judged(mine: list[Survivor], outcome: SubstrateJudged, store: ResultS
                    "trial": trial if killed else "; ".join(outcome.trials)})
 
 
-def _run_large_trial(u: Unmutated, kernels: list, backend: str, settings: LargeSettings,
-                     trial=("t0", 0, "least"), programs: list[dict] = ()) -> TrialRun:
-    """`kernels` on one large trial, a process at a time (a fresh one after a kernel that ends one)."""
-    from harness.processes import start_worker
-
-    work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
-    # Forked from the fork server: a kernel that faults ends its process, and the next starts in milliseconds.
-    spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
-    try:
-        return _judge_in_turn(list(kernels), spare, lambda: start_worker(env=program_env()), work, u, backend,
-                              settings, trial, list(programs))
-    finally:
-        spare[0].stop()
-
-
 def hang_limit(unmutated_seconds: float, floor: float = HANG_FLOOR_SECONDS) -> float:
     """How long a mutant may run on the large trial before it counts as hung (and is killed for it)."""
     return max(floor, HANG_FACTOR * unmutated_seconds)
@@ -303,103 +284,171 @@ def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a line half-written is read next time
 
 
-def _judge_in_turn(remaining, spare, start, work, u, backend, settings: LargeSettings,
-                   trial_kind=("t0", 0, "least"), programs: list[dict] = ()) -> TrialRun:
-    """The kernels in order, a process at a time, each process taken from `spare` (and a new spare started).
+@dataclass
+class _Progress:
+    """Where one substrate's processes have got to over LARGE_TRIALS: each trial's TrialRun, the survivors not
+    killed on a trial the unmutated kernel passed, the trial the next process starts on and the kernels judged on
+    it already, the unmutated kernel's time on each trial (a hang's limit), and the processes' count and time."""
 
-    A mutant that runs past `hang_limit` of the unmutated kernel's time is killed as hung; a process as a whole
-    (building the trial, the unmutated kernel) has `settings.timeout`."""
+    runs: list[TrialRun]
+    alive: list[Survivor]
+    position: int = 0
+    judged_here: set = field(default_factory=set)
+    unmutated_seconds: dict = field(default_factory=dict)
+    processes: int = 0
+    parts: dict = field(default_factory=dict)
+
+    def move_to(self, index: int) -> None:
+        if index != self.position:
+            self.position, self.judged_here = index, set()
+
+    def kernels(self, u: Unmutated) -> list[tuple[str, str]]:
+        return [(u.substrate, u.source)] + [(program_label(s.mutant_id), s.source) for s in self.alive]
+
+
+def _drive_processes(u: Unmutated, mine: list[Survivor], backend: str, settings: LargeSettings) -> _Progress:
+    """LARGE_TRIALS over `mine` in as few processes as the kernels allow: a process builds each trial in turn and
+    judges the kernels on it, and a fresh one takes over, on the trial where it ended, after a kernel that ends it
+    (a fault that poisoned the context or wrote into the trial, a hang, a death)."""
+    from harness.processes import start_worker
+
+    progress = _Progress([TrialRun({}, "", "", 0) for _ in LARGE_TRIALS], list(mine))
+    work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
+    programs = compiled_batches(u, mine)
+    # Forked from the fork server: a kernel that faults ends its process, and the next starts in milliseconds.
+    spare = [start_worker(env=program_env())]  # the process started ahead, replaced as each is used
+    try:
+        while progress.position < len(LARGE_TRIALS) and progress.alive and not settings.stop.is_set():
+            if all(program_label(s.mutant_id) in progress.judged_here for s in progress.alive):
+                progress.move_to(progress.position + 1)  # the last kernel of the trial ended the process
+                continue
+            progress.processes += 1
+            worker, spare[0] = spare[0], start_worker(env=program_env())
+            _run_process(worker, work / str(progress.processes), u, backend, settings, progress, programs)
+    finally:
+        spare[0].stop()
+    return progress
+
+
+def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: LargeSettings, progress: _Progress,
+                 programs: list[dict]) -> None:
+    """One process of the large-index program from `progress.position` on, its events read into `progress`; where it
+    ended inside a trial, the kernel it was judging is killed for that (or the trial said unbuilt)."""
     from harness.oracles.large_index_run import run_in_worker
 
-    source, axis, size = trial_kind
-    run = TrialRun({}, "", "", 0)
-    unmutated_seconds = None
-    while remaining and not settings.stop.is_set():
-        run.processes += 1
-        plan, events = work / f"plan-{run.processes}.json", work / f"events-{run.processes}.jsonl"
-        plan.write_text(json.dumps({"backend": backend, "cache_dir": settings.cache_dir, "kb_root": settings.kb_root,
-                                    "file": u.file, "watch_pid": os.getpid(), "source": source, "axis": axis,
-                                    "size": size, "name": u.substrate, "min_elements": settings.min_elements,
-                                    "max_elements": settings.max_elements, "kernels": remaining,
-                                    "check_addresses": settings.check_addresses, "batches": list(programs)}))
-        worker, spare[0] = spare[0], start()
-        stderr = work / f"stderr-{run.processes}.txt"
-        try:
-            worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
-        except OSError:  # it died before it took the job: judged as any other end
-            worker.process.join(10)
-        ended, unmutated_seconds = _watched(worker, events, stderr, u.substrate, unmutated_seconds, settings)
-        judged, deliberate_end, skipped, seconds = _read_events(events, run, u.substrate)
-        unmutated_seconds = seconds if seconds is not None else unmutated_seconds
-        if skipped is not None:
-            run.why = None if skipped.get("redundant") else skipped["why"]
-            run.short_of_memory |= bool(skipped.get("memory"))
-            return run
-        if not run.trial:
-            run.why = f"the large trial could not be built: {ended}"
-            return run
-        left = [k for k in remaining if k[0] not in judged]
-        if left and not deliberate_end:  # the process died (or hung) inside the next kernel: its doing
-            run.results[left[0][0]] = (True, f"the oracle's process died while it ran: {ended}"
-                                       if not ended.startswith("hung") else f"the kernel {ended}")
-            left = left[1:]
-        remaining = left
-    return run
+    plan, events, stderr = (Path(f"{prefix}-{name}") for name in ("plan.json", "events.jsonl", "stderr.txt"))
+    kernels = progress.kernels(u)
+    plan.write_text(json.dumps({
+        "backend": backend, "cache_dir": settings.cache_dir, "kb_root": settings.kb_root, "file": u.file,
+        "watch_pid": os.getpid(), "name": u.substrate, "min_elements": settings.min_elements,
+        "max_elements": settings.max_elements, "check_addresses": settings.check_addresses, "batches": programs,
+        "memory_lock": settings.memory_lock,
+        "trials": [list(t) for t in LARGE_TRIALS[progress.position:]], "first_trial": progress.position,
+        "kernels": kernels, "judged": sorted(progress.judged_here)}))
+    try:
+        worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
+    except OSError:  # it died before it took the job: judged as any other end
+        worker.process.join(10)
+    ended, clean = _watched(worker, events, stderr, u.substrate, progress.unmutated_seconds, settings)
+    deliberate_end, built = _read_events(events, progress, u.substrate)
+    if settings.stop.is_set() or progress.position >= len(LARGE_TRIALS) or deliberate_end or clean:
+        return
+    here = progress.runs[progress.position]
+    if progress.position not in built:
+        here.why = f"the large trial could not be built: {ended}"
+        progress.move_to(progress.position + 1)
+        return
+    left = [key for key, _source in kernels if key not in progress.judged_here]
+    if not left:
+        return
+    # The process died (or hung) inside the next kernel: its doing.
+    here.results[left[0]] = (True, f"the kernel {ended}" if ended.startswith("hung")
+                             else f"the oracle's process died while it ran: {ended}")
+    progress.judged_here.add(left[0])
+    if left[0] == u.substrate:
+        progress.move_to(progress.position + 1)
+    else:
+        progress.alive = [s for s in progress.alive if program_label(s.mutant_id) != left[0]]
 
 
-def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_seconds: float | None,
-             settings: LargeSettings) -> tuple[str, float | None]:
-    """Wait for the process to end, killing it where a mutant hangs or the whole passes its timeout; how it ended,
-    and the unmutated kernel's time as its events gave it."""
+def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_seconds: dict,
+             settings: LargeSettings) -> tuple[str, bool]:
+    """Wait for the process to end, killing it where a mutant hangs (past hang_limit of the unmutated kernel's time
+    on that trial: `unmutated_seconds`' or the events') or nothing is heard from it for `settings.timeout`; how it
+    ended, and whether it ended of itself with nothing left to do (exit status 0)."""
     from harness.processes import exit_description
 
-    began, ended = time.monotonic(), ""
+    heard, ended, size = time.monotonic(), "", -1
     while worker.process.is_alive():
         worker.process.join(0.2)
+        if events.exists() and events.stat().st_size != size:
+            heard, size = time.monotonic(), events.stat().st_size
         running = [r for r in _events(events) if r["event"] in ("start", "result")]
-        unmutated_seconds = next((r["seconds"] for r in running if r["event"] == "result"
-                                  and r["key"] == unmutated and "seconds" in r), unmutated_seconds)
-        limit = hang_limit(unmutated_seconds, settings.hang_floor) if unmutated_seconds is not None else None
-        if running and running[-1]["event"] == "start" and running[-1]["key"] != unmutated \
-                and limit is not None and time.time() - running[-1]["at"] > limit:
-            ended = (f"hung: ran past {limit:.0f} s on the large trial, where the unmutated kernel took "
-                     f"{unmutated_seconds:.3f} s")
+        seconds = dict(unmutated_seconds)
+        seconds.update({r.get("trial", 0): r["seconds"] for r in running
+                        if r["event"] == "result" and r["key"] == unmutated and "seconds" in r})
+        last = running[-1] if running else None
+        took = seconds.get(last.get("trial", 0)) if last else None
+        if last and last["event"] == "start" and last["key"] != unmutated and took is not None \
+                and time.time() - last["at"] > hang_limit(took, settings.hang_floor):
+            ended = (f"hung: ran past {hang_limit(took, settings.hang_floor):.0f} s on the large trial, where the "
+                     f"unmutated kernel took {took:.3f} s")
             break
-        if time.monotonic() - began > settings.timeout:
+        if time.monotonic() - heard > settings.timeout:
             ended = f"timed out after {settings.timeout:g} s"
             break
+    clean = not ended and worker.process.exitcode == 0
     if not ended:
         errors = stderr.read_text() if stderr.exists() else ""
         ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
     worker.stop()
-    return ended, unmutated_seconds
+    return ended, clean
 
 
-def _read_events(events: Path, run: TrialRun, unmutated: str) -> tuple[list[str], bool, dict | None, float | None]:
-    """A process's events read into `run` (the trial, the results); the kernels it judged, whether the last of them
-    ended it on purpose, its `skipped` record if it built no trial, and the unmutated kernel's time if it ran."""
-    judged, deliberate_end, seconds = [], False, None
+def _read_events(events: Path, progress: _Progress, unmutated: str) -> tuple[bool, set]:
+    """A process's events read into `progress`: each trial's description and results, where the process got to,
+    and the time of its parts; whether its last kernel ended it on purpose, and the trials it built."""
+    deliberate_end, built = False, set()
     for record in _events(events):
+        index = record.get("trial", progress.position)
+        run = progress.runs[index]
         if record["event"] == "skipped":  # redundant: nothing new to judge (the trial along another axis was it)
-            return judged, deliberate_end, record, seconds
-        if record["event"] == "compiled":
-            _add(run.parts, "compiling kernels", record.get("seconds", 0.0))
-        if record["event"] == "trial":
-            _add(run.parts, "building the trials", record.get("seconds", 0.0))
+            run.why = None if record.get("redundant") else record["why"]
+            run.short_of_memory |= bool(record.get("memory"))
+            progress.move_to(index + 1)
+        elif record["event"] == "compiled":
+            _add(progress.parts, "compiling kernels", record.get("seconds", 0.0))
+        elif record["event"] == "trial":
+            progress.move_to(index)
+            built.add(index)
+            _add(progress.parts, "building the trials", record.get("seconds", 0.0))
             run.trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
                          + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
                          f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")
         elif record["event"] == "result":
-            judged.append(record["key"])
-            deliberate_end = bool(record.get("ends"))
-            if "error" not in record:
-                run.results[record["key"]] = (record["killed"], record.get("detail", ""))
-            run.short_of_memory |= bool(record.get("memory"))
-            for name, seconds in record.get("parts", {}).items():
-                _add(run.parts, f"{name} kernels", seconds)
-            if record["key"] == unmutated and "seconds" in record:
-                seconds = record["seconds"]
-    return judged, deliberate_end, None, seconds
+            deliberate_end = _read_result(record, run, progress, unmutated)
+        elif record["event"] == "done":
+            progress.move_to(index + 1)
+    return deliberate_end, built
+
+
+def _read_result(record: dict, run: TrialRun, progress: _Progress, unmutated: str) -> bool:
+    """One kernel's result read into `run` and `progress`; whether it ended its process on purpose."""
+    key, index = record["key"], record.get("trial", progress.position)
+    progress.judged_here.add(key)
+    if "error" not in record:
+        run.results[key] = (record["killed"], record.get("detail", ""))
+    run.short_of_memory |= bool(record.get("memory"))
+    for name, seconds in record.get("parts", {}).items():
+        _add(progress.parts, f"{name} kernels", seconds)
+    if key == unmutated:
+        if "seconds" in record:
+            progress.unmutated_seconds[index] = record["seconds"]
+        if "error" in record or record["killed"]:  # the trial judges nothing: the program went on to the next
+            progress.move_to(index + 1)
+    elif record["killed"]:
+        progress.alive = [s for s in progress.alive if program_label(s.mutant_id) != key]
+    return bool(record.get("ends"))
 
 
 def _add(parts: dict, name: str, seconds: float) -> None:

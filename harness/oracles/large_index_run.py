@@ -1,21 +1,24 @@
-"""The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on one large trial.
+"""The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on its large trials.
 
 `python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl`; a campaign runs it in a worker forked
-from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The trial is T0's
-trial 0 (or, with plan["source"] LOWEST_RANK, the suites' trial of the lowest rank below T0's) tiled
-along plan["axis"] (every input of the first input's shape alike, so a mask stays aligned; pads and
+from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The plan's
+trials ([source, axis, size] each, numbered from plan["first_trial"]) are built in turn, each freed before the
+next. A trial is T0's trial 0 (or, with source LOWEST_RANK, the suites' trial of the lowest rank below T0's)
+tiled along its axis (every input of the first input's shape alike, so a mask stays aligned; pads and
 scalars unchanged), the least number of times that takes the input and the output both past
-`min_elements` elements, or (plan["size"] LARGEST) cut along axis 0 to the longest the counts allow: the
+`min_elements` elements, or (size LARGEST) cut along axis 0 to the longest the counts allow: the
 same values, the same pads, so within every precondition the original meets, and indices past 2^31 (the
-contract's counts are u32: no trial passes 2^32 - 1). The
-official Model's output is made once (the tiling is done on the device; a device without the memory
-for it makes the program say `skipped` with the bytes); then each kernel runs once and is compared as the gate
-compares, its out poisoned as the gate poisons one. Events: `trial` (its shapes), then per kernel a `start`
-(the parent's clock: a mutant running far past the unmutated kernel is killed as hung) and a `result`,
-the unmutated source first. A kernel that faults, or changes an input or the official output (there are no guard
-bands at this size), is killed; where the fault poisoned the context or the trial was written into, it ends the
-process, and the parent starts another for the kernels after it. Address-checked (plan["check_addresses"], on cuda)
-or on the CPU shim, a fault that wrote nothing first leaves the process to judge the next kernel on the same trial.
+contract's counts are u32: no trial passes 2^32 - 1). The official Model's output is made once a trial (the
+tiling is done on the device; a device without the memory for it makes the program say `skipped` with the
+bytes), under plan["memory_lock"] (`building_alone`); then each kernel runs once and is compared as the gate
+compares, its out poisoned as the gate poisons one. Events, each with its trial's number: `trial` (its shapes),
+then per kernel a `start` (the parent's clock: a mutant running far past the unmutated kernel is killed as hung)
+and a `result`, the unmutated source first, then `done`. A trial the unmutated kernel fails judges nothing, and
+a survivor killed on one is not run on the next. A kernel that faults, or changes an input or the official
+output (there are no guard bands at this size), is killed; where the fault poisoned the context or the trial
+was written into, it ends the process, and the parent starts another on that trial for the kernels after it
+(plan["judged"]: those judged on it already). Address-checked (plan["check_addresses"], on cuda) or on the CPU
+shim, a fault that wrote nothing first leaves the process to judge the next kernel on the same trial.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 LOST_EXIT = 3
@@ -31,6 +35,7 @@ LARGEST = "largest"  # plan["size"]: axis 0 as long as the u32 counts allow (els
 
 
 MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
+MEMORY_WAIT_SECONDS = 120.0  # how long a trial waits for other substrates' trials to give the device's memory back
 
 
 def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[int, int]:
@@ -245,24 +250,69 @@ def main(argv: list[str]) -> int:
         from harness.watch import watch_process
 
         watch_process(plan["watch_pid"])
-    began = time.perf_counter()  # what building the trial costs, the process's start and imports aside
+    began = time.perf_counter()  # what building the first trial costs, the process's start and imports aside
     backend, entry, problem = _loaded(plan)
-    device = backend.device
-    model = problem.build_model(device)
+    model = problem.build_model(backend.device)
     state = model_state(model, entry.model_state)  # appended to the large trial's inputs for launch, as in the gate
-    small, source = official_inputs(problem, 0), "T0 trial 0"
-    axis = int(plan.get("axis", 0))
-    largest = plan.get("size") == LARGEST
-    if plan.get("source") == LOWEST_RANK:
+    t0 = official_inputs(problem, 0)
+    first = int(plan.get("first_trial", 0))
+    kernels = [tuple(k) for k in plan["kernels"]]  # the unmutated source first, under the substrate's own name
+    judged = set(plan.get("judged", ()))  # judged on the first trial by a process before this one
+    compiled, loaded = None, {}
+    with open(argv[1], "a") as events:
+        for index, spec in enumerate(plan.get("trials") or [[plan.get("source", "t0"), plan.get("axis", 0),
+                                                            plan.get("size", "least")]], first):
+            todo = [k for k in kernels if index > first or k[0] not in judged]
+            if all(key == plan["name"] for key, _source in todo):  # every survivor killed: nothing left to judge
+                break
+            built = _built(plan, spec, index, model, t0, entry, backend, torch, events, began)
+            if built is not None:
+                if compiled is None:
+                    compiled = _compiled_said(plan, entry, backend, events)
+                code, killed = _judge_all(plan, entry, backend, [*built[0], *state], built[1], events, torch,
+                                          compiled, todo, index, loaded)
+                if code:
+                    return code
+                kernels = [k for k in kernels if k[0] not in killed]
+                _write(events, event="done", trial=index)
+            del built
+            if backend.device.type == "cuda":  # the next trial is of other shapes: give the cached blocks back
+                torch.cuda.empty_cache()
+            began = time.perf_counter()
+    return 0
+
+
+def _built(plan: dict, spec: list, index: int, model, t0: list, entry, backend, torch, events, began: float):
+    """The trial `spec` ([source, axis, size]) and the official output on it, its `trial` event written; None, with
+    a `skipped` event saying why, where it has none (no lower rank, no tiling within the counts, the memory)."""
+    source_kind, axis, size = spec[0], int(spec[1]), spec[2]
+    small, source = t0, "T0 trial 0"
+    largest = size == LARGEST
+    if source_kind == LOWEST_RANK:
         small, source = lowest_rank_trial(entry, small, torch, below_t0=not largest)
         if small is None:
-            with open(argv[1], "a") as events:
-                _write(events, event="skipped", redundant=True, why=source)
-            return 0
+            _write(events, event="skipped", trial=index, redundant=True, why=source)
+            return None
     elif axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
-        with open(argv[1], "a") as events:
-            _write(events, event="skipped", redundant=True, why="rank 1: the last axis is axis 0")
-        return 0
+        _write(events, event="skipped", trial=index, redundant=True, why="rank 1: the last axis is axis 0")
+        return None
+    with building_alone(plan.get("memory_lock")):
+        built = _build(plan, index, model, small, largest, axis, source, backend, torch, events)
+    if built is None:
+        return None
+    inputs, expected, length, factor = built
+    _write(events, event="trial", trial=index, source=source, factor=factor, axis=axis, cut=length or None,
+           out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
+           shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
+    return inputs, expected
+
+
+def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int, source: str, backend, torch,
+           events):
+    """The tiled (or cut) trial and its official output, with the memory its kernels will need held in this
+    process's allocator; None, with a `skipped` event, where the device lacks the memory. Called holding
+    `building_alone`: the free memory it reads is what the other processes have left, their trials' held too."""
+    device = backend.device
     with torch.no_grad():
         small_out, model_peak = _model_peak(model, [x.to(device) if isinstance(x, torch.Tensor) else x
                                                     for x in small], torch)
@@ -274,44 +324,81 @@ def main(argv: list[str]) -> int:
     else:
         length, factor = 0, tile_factor(small, tuple(small_out.shape), plan["min_elements"], axis, most)
     output_shape, output_dtype = tuple(small_out.shape), small_out.dtype
-    with open(argv[1], "a") as events:
-        if factor is None:
-            _write(events, event="skipped", why=f"{source} (first input {tuple(small[0].shape)}, output "
-                                               f"{output_shape}) cannot be tiled along axis {axis} past "
-                                               f"{plan['min_elements']} elements within the contract's u32 counts")
-            return 0
-        del small_out
-        try:
-            model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
-                                       device, axis, torch, model_peak)
-        except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
-            _write(events, event="skipped", memory=True,
-                   why=f"the official Model ran out of device memory on a 64th of the "
-                       f"large trial: {_device_words(error)}")
-            return 0
-        need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
+    del small_out
+    if factor is None:
+        _write(events, event="skipped", trial=index,
+               why=f"{source} (first input {tuple(small[0].shape)}, output {output_shape}) cannot be tiled along "
+                   f"axis {axis} past {plan['min_elements']} elements within the contract's u32 counts")
+        return None
+    try:
+        model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
+                                   device, axis, torch, model_peak)
+    except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
+        _write(events, event="skipped", trial=index, memory=True,
+               why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
+        return None
+    need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
+    free, total = _free_memory_for(need, backend)
+    if total and need > free:
+        _write(events, event="skipped", trial=index, memory=True,
+               why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {free / 2**30:.1f} GiB of "
+                   f"{total / 2**30:.1f} GiB are free")
+        return None
+    try:
+        inputs = tiled(small, factor, device, torch, axis)
+        if largest:
+            inputs = cut(inputs, length, torch)
+        with torch.no_grad():
+            expected = model(*inputs)
+    except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
+        _write(events, event="skipped", trial=index, memory=True,
+               why=f"the large trial did not fit in the device's memory while it was built (about "
+                   f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
+        return None
+    _hold(need, device, torch)
+    return inputs, expected, length, factor
+
+
+def _free_memory_for(need: int, backend) -> tuple[int, int]:
+    """(free, total) bytes of the device once `need` is free, or MEMORY_WAIT_SECONDS have passed: another substrate's
+    process gives its trial's memory back when it is done with the trial."""
+    free, total = backend.memory_info()
+    deadline = time.monotonic() + MEMORY_WAIT_SECONDS
+    while total and free < need <= total and time.monotonic() < deadline:
+        time.sleep(0.2)
         free, total = backend.memory_info()
-        if total and need > free:
-            _write(events, event="skipped", memory=True,
-                   why=f"the large trial needs about {need / 2**30:.1f} GiB of device "
-                       f"memory; {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB are free")
-            return 0
+    return free, total
+
+
+def _hold(need: int, device, torch) -> None:
+    """The rest of `need` taken from the device and left in this process's allocator: the kernels' outputs and the
+    comparisons' chunks come out of it, and another process building a trial meanwhile sees it taken."""
+    if device.type != "cuda":
+        return
+    rest = need - torch.cuda.memory_allocated(device)
+    if rest > 0:
         try:
-            inputs = tiled(small, factor, device, torch, axis)
-            if largest:
-                inputs = cut(inputs, length, torch)
-            with torch.no_grad():
-                expected = model(*inputs)
-        except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
-            _write(events, event="skipped", memory=True,
-                   why=f"the large trial did not fit in the device's memory while it was "
-                       f"built (about {need / 2**30:.1f} GiB estimated): {_device_words(error)}")
-            return 0
-        _write(events, event="trial", source=source, factor=factor, axis=axis, cut=length or None,
-               out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
-               shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
-        return _judge_all(plan, entry, backend, [*inputs, *state], expected, events, torch,
-                          _compiled_said(plan, entry, backend, events))
+            taken = torch.empty(rest, dtype=torch.uint8, device=device)
+            del taken  # to the allocator's cache, still this process's
+        except torch.OutOfMemoryError:  # the estimate's slack: a launch short of memory says so as it did
+            pass
+
+
+@contextmanager
+def building_alone(lock_path: str | None):
+    """Held while a trial is built: one process at a time reads the device's free memory and takes its trial's, so
+    that substrates judged side by side do not each count the same free bytes as theirs. None: no lock."""
+    if not lock_path:
+        yield
+        return
+    import fcntl
+
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _compiled_said(plan: dict, entry, backend, events) -> dict:
@@ -341,28 +428,35 @@ def compiled_in_batches(programs: list[dict], entry, backend) -> dict:
     return found
 
 
-def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: dict) -> int:
+def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: dict, kernels: list, index: int,
+               loaded: dict) -> tuple[int, set]:
+    """`kernels` in turn on trial `index` (`inputs`, `expected`): LOST_EXIT where one of them ends the process (else
+    0), and the survivors it killed. Where the unmutated kernel fails the trial (or does not run) the trial judges
+    nothing, and the rest are not run on it. `loaded`: the kernels loaded by the trials before, by key."""
     from harness.compiler import signature
     from harness.gate.checks.compare import compare
     from harness.gate.checks.guards import POISON_BYTES, poisoned_allocations, tensor_checksum
 
     sums = [tensor_checksum(x) if isinstance(x, torch.Tensor) else None for x in inputs]
     expected_sum = tensor_checksum(expected)
+    verdicts: dict[str, bool] = {}  # killed or not, for each kernel judged (one whose launch raised is not)
 
     def judge(key: str, cuda: str) -> bool:
         loading = time.perf_counter()
         try:
-            kernel = _load(backend, cuda, entry.kernel_name, key, compiled.get(key))
+            if key not in loaded:
+                loaded[key] = _load(backend, cuda, entry.kernel_name, key, compiled.get(key))
+            kernel = loaded[key]
             parts = {"loading": round(time.perf_counter() - loading, 4)}
             # As in the gate: an out that launch leaves uninitialised holds poison, not the last kernel's
             # output that the allocator hands back (a kernel writing half of it would pass on those bytes).
             with poisoned_allocations(POISON_BYTES[0]):
                 out, grid, block, args = entry.launch(inputs, torch)
         except Exception as error:  # not judged; where the device's memory was short, another run may judge it
-            _write(events, event="result", key=key, killed=False, error=f"{type(error).__name__}: {error}",
-                   memory=isinstance(error, torch.OutOfMemoryError))
+            _write(events, event="result", trial=index, key=key, killed=False,
+                   error=f"{type(error).__name__}: {error}", memory=isinstance(error, torch.OutOfMemoryError))
             return True
-        _write(events, event="start", key=key, at=time.time())  # the parent's clock for a kernel that hangs
+        _write(events, event="start", trial=index, key=key, at=time.time())  # the parent's clock for a hang
         started = time.perf_counter()
         try:
             backend.launch(kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
@@ -372,7 +466,8 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
             # A fault that leaves the context usable (foreseen by the address check, or caught by the CPU shim) ends
             # the process only where the kernel wrote into the trial before it: the next kernel is judged on it.
             ends = getattr(error, "poisons_context", True) or bool(harmed_by(inputs, sums, expected, expected_sum))
-            _write(events, event="result", key=key, killed=True, ends=ends, parts=parts,
+            verdicts[key] = True
+            _write(events, event="result", trial=index, key=key, killed=True, ends=ends, parts=parts,
                    detail=f"the kernel faulted: {type(error).__name__}: {error}")
             return not ends
         parts["running"] = round(ran, 4)
@@ -383,18 +478,26 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
         # by. It is killed for that, and a fresh process takes the kernels after it.
         harmed = harmed_by(inputs, sums, expected, expected_sum)
         parts["checking"] = round(time.perf_counter() - checking, 4)
+        verdicts[key] = bool(harmed) or not comparison.ok
         if harmed:
-            _write(events, event="result", key=key, killed=True, ends=True, parts=parts,
+            _write(events, event="result", trial=index, key=key, killed=True, ends=True, parts=parts,
                    detail=f"wrote outside its output: {', '.join(harmed)} changed")
             return False
-        _write(events, event="result", key=key, killed=not comparison.ok, seconds=round(ran, 4), parts=parts,
-               detail="" if comparison.ok else comparison.describe())
+        _write(events, event="result", trial=index, key=key, killed=not comparison.ok, seconds=round(ran, 4),
+               parts=parts, detail="" if comparison.ok else comparison.describe())
         return True
 
-    for key, cuda in plan["kernels"]:  # the unmutated source first, under the substrate's own name
-        if not judge(key, cuda):
-            return LOST_EXIT
-    return 0
+    killed: set = set()
+    for key, cuda in kernels:
+        went_on = judge(key, cuda)
+        verdict = verdicts.get(key)
+        if key == plan["name"] and verdict is not False:  # the unmutated kernel fails it: the trial judges nothing
+            return (0 if went_on else LOST_EXIT), set()
+        if verdict:
+            killed.add(key)
+        if not went_on:
+            return LOST_EXIT, killed
+    return 0, killed
 
 
 def _load(backend, cuda: str, kernel_name: str, key: str, compiled):
