@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine.store import ResultKey, ResultStore
@@ -140,7 +140,6 @@ class LargeSettings:
     hang_floor: float = HANG_FLOOR_SECONDS
     check_addresses: bool = False
     at_once: int = 1
-    memory_lock: str | None = None  # the file the processes lock in turn to build a trial (building_alone)
     # Set when the campaign is interrupted: no trial or process is started after it, and nothing is stored that a
     # killed process may have decided.
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
@@ -200,8 +199,6 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     axes that each stay short), then that trial cut to the largest legal count."""
     work = [(u, mine) for u in unmutated if (mine := [s for s in survivors if s.substrate == u.substrate])]
     notes: dict[str, str] = {}
-    if settings.memory_lock is None:
-        settings = replace(settings, memory_lock=str(Path(tempfile.mkdtemp(prefix="large-index-")) / "memory.lock"))
 
     def conclude(u: Unmutated, mine: list[Survivor], outcome: SubstrateJudged) -> None:
         if settings.stop.is_set():
@@ -342,7 +339,6 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
         "backend": backend, "cache_dir": settings.cache_dir, "kb_root": settings.kb_root, "file": u.file,
         "watch_pid": os.getpid(), "name": u.substrate, "min_elements": settings.min_elements,
         "max_elements": settings.max_elements, "check_addresses": settings.check_addresses, "batches": programs,
-        "memory_lock": settings.memory_lock,
         "trials": [list(t) for t in LARGE_TRIALS[progress.position:]], "first_trial": progress.position,
         "kernels": kernels, "judged": sorted(progress.judged_here)}))
     try:

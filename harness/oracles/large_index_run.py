@@ -10,7 +10,7 @@ scalars unchanged), the least number of times that takes the input and the outpu
 same values, the same pads, so within every precondition the original meets, and indices past 2^31 (the
 contract's counts are u32: no trial passes 2^32 - 1). The official Model's output is made once a trial (the
 tiling is done on the device; a device without the memory for it makes the program say `skipped` with the
-bytes), under plan["memory_lock"] (`building_alone`); then each kernel runs once and is compared as the gate
+bytes); then each kernel runs once and is compared as the gate
 compares, its out poisoned as the gate poisons one. Events, each with its trial's number: `trial` (its shapes),
 then per kernel a `start` (the parent's clock: a mutant running far past the unmutated kernel is killed as hung)
 and a `result`, the unmutated source first, then `done`. A trial the unmutated kernel fails judges nothing, and
@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 LOST_EXIT = 3
@@ -35,7 +34,6 @@ LARGEST = "largest"  # plan["size"]: axis 0 as long as the u32 counts allow (els
 
 
 MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
-MEMORY_WAIT_SECONDS = 120.0  # how long a trial waits for other substrates' trials to give the device's memory back
 
 
 def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[int, int]:
@@ -296,8 +294,7 @@ def _built(plan: dict, spec: list, index: int, model, t0: list, entry, backend, 
     elif axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
         _write(events, event="skipped", trial=index, redundant=True, why="rank 1: the last axis is axis 0")
         return None
-    with building_alone(plan.get("memory_lock")):
-        built = _build(plan, index, model, small, largest, axis, source, backend, torch, events)
+    built = _build(plan, index, model, small, largest, axis, source, backend, torch, events)
     if built is None:
         return None
     inputs, expected, length, factor = built
@@ -309,9 +306,8 @@ def _built(plan: dict, spec: list, index: int, model, t0: list, entry, backend, 
 
 def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int, source: str, backend, torch,
            events):
-    """The tiled (or cut) trial and its official output, with the memory its kernels will need held in this
-    process's allocator; None, with a `skipped` event, where the device lacks the memory. Called holding
-    `building_alone`: the free memory it reads is what the other processes have left, their trials' held too."""
+    """The tiled (or cut) trial and its official output, and the factor and length it took; None, with a `skipped`
+    event, where the device lacks the memory."""
     device = backend.device
     with torch.no_grad():
         small_out, model_peak = _model_peak(model, [x.to(device) if isinstance(x, torch.Tensor) else x
@@ -338,7 +334,7 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
-    free, total = _free_memory_for(need, backend)
+    free, total = backend.memory_info()
     if total and need > free:
         _write(events, event="skipped", trial=index, memory=True,
                why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {free / 2**30:.1f} GiB of "
@@ -355,50 +351,7 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the large trial did not fit in the device's memory while it was built (about "
                    f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
         return None
-    _hold(need, device, torch)
     return inputs, expected, length, factor
-
-
-def _free_memory_for(need: int, backend) -> tuple[int, int]:
-    """(free, total) bytes of the device once `need` is free, or MEMORY_WAIT_SECONDS have passed: another substrate's
-    process gives its trial's memory back when it is done with the trial."""
-    free, total = backend.memory_info()
-    deadline = time.monotonic() + MEMORY_WAIT_SECONDS
-    while total and free < need <= total and time.monotonic() < deadline:
-        time.sleep(0.2)
-        free, total = backend.memory_info()
-    return free, total
-
-
-def _hold(need: int, device, torch) -> None:
-    """The rest of `need` taken from the device and left in this process's allocator: the kernels' outputs and the
-    comparisons' chunks come out of it, and another process building a trial meanwhile sees it taken."""
-    if device.type != "cuda":
-        return
-    rest = need - torch.cuda.memory_allocated(device)
-    if rest > 0:
-        try:
-            taken = torch.empty(rest, dtype=torch.uint8, device=device)
-            del taken  # to the allocator's cache, still this process's
-        except torch.OutOfMemoryError:  # the estimate's slack: a launch short of memory says so as it did
-            pass
-
-
-@contextmanager
-def building_alone(lock_path: str | None):
-    """Held while a trial is built: one process at a time reads the device's free memory and takes its trial's, so
-    that substrates judged side by side do not each count the same free bytes as theirs. None: no lock."""
-    if not lock_path:
-        yield
-        return
-    import fcntl
-
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _compiled_said(plan: dict, entry, backend, events) -> dict:
