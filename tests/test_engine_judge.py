@@ -247,6 +247,26 @@ def test_a_survivor_that_faults_on_the_large_trial_is_killed_and_the_next_one_is
                                "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192")
 
 
+def test_a_death_on_a_later_trial_is_the_kernel_that_was_running_not_one_an_earlier_trial_killed(tmp_path):
+    # The first survivor is killed on T0 tiled along axis 0 (4160 rows); the second dies only on the trial cut to
+    # 8192 rows, later in the same process: that death is its own, and nothing is left for another process.
+    store = ResultStore(tmp_path / "results.jsonl")
+    unmutated, _ = _substrate()
+    dropping = _guarded_survivor("i >= 300000", 0)
+    dying = replace(_guarded_survivor("i >= (1LL << 40)", 4), source=unmutated.source.replace(
+        GUARD, GUARD + "\n#ifdef HARNESS_CPU\n if (rows > 5000) std::abort();\n#endif\n"))
+    heard = []
+    assert judge_on_large_trial([unmutated], [dropping, dying], store, "cpu", SMALL,
+                                on_substrate=lambda *said: heard.append(said)) == {}
+    assert store.get(oracle_key("f" * 64, "cpu", dropping.mutant_id, LARGE_INDEX))["trial"] == (
+        "T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160")
+    died = store.get(oracle_key("f" * 64, "cpu", dying.mutant_id, LARGE_INDEX))
+    assert died["detail"].startswith("the oracle's process died while it ran: the process ended (killed by signal "
+                                     "SIGABRT)"), died
+    assert died["trial"] == "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192"
+    assert [outcome.processes for _name, outcome in heard] == [1]
+
+
 def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_survivors_on_it(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()

@@ -354,7 +354,8 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
         here.why = f"the large trial could not be built: {ended}"
         progress.move_to(progress.position + 1)
         return
-    left = [key for key, _source in kernels if key not in progress.judged_here]
+    # The kernels of the trial it ended on, in order: those a trial before killed are not among them.
+    left = [key for key, _source in progress.kernels(u) if key not in progress.judged_here]
     if not left:
         return
     # The process died (or hung) inside the next kernel: its doing.
