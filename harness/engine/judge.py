@@ -148,15 +148,14 @@ class LargeSettings:
 @dataclass
 class TrialRun:
     """One large trial over some kernels, in one or more processes: {key: (killed, detail)}, the trial's
-    description, why none ran ("" when they did; None for a trial along an axis already run), the processes it
-    took, and whether the device's memory fell short of it (a trial skipped or a launch refused for it)."""
+    description, why none ran ("" when they did; None for a trial along an axis already run), and whether the
+    device's memory fell short of it (a trial skipped or a launch refused for it). The processes and their time are
+    the substrate's (_Progress)."""
 
     results: dict
     trial: str
     why: str | None
-    processes: int
     short_of_memory: bool = False
-    parts: dict = field(default_factory=dict)  # seconds: building the trial, loading, running, checking kernels
 
 
 @dataclass
@@ -169,7 +168,7 @@ class SubstrateJudged:
     processes: int = 0
     short_of_memory: bool = False
     seconds: float = 0.0
-    parts: dict = field(default_factory=dict)    # TrialRun.parts, summed
+    parts: dict = field(default_factory=dict)    # seconds: building the trials, compiling, loading, running, checking
 
     def killed(self) -> int:
         return sum(1 for killed, _detail, _trial in self.judged.values() if killed)
@@ -309,7 +308,7 @@ def _drive_processes(u: Unmutated, mine: list[Survivor], backend: str, settings:
     (a fault that poisoned the context or wrote into the trial, a hang, a death)."""
     from harness.processes import start_worker
 
-    progress = _Progress([TrialRun({}, "", "", 0) for _ in LARGE_TRIALS], list(mine))
+    progress = _Progress([TrialRun({}, "", "") for _ in LARGE_TRIALS], list(mine))
     work = Path(tempfile.mkdtemp(prefix=f"large-index-{u.substrate}-"))
     programs = compiled_batches(u, mine)
     # Forked from the fork server: a kernel that faults ends its process, and the next starts in milliseconds.
