@@ -370,6 +370,42 @@ def test_a_rows_trials_queued_at_once_give_the_cells_each_trial_run_alone_gives(
         assert cells == [cell[:4] for cell in expected], mutant_id
 
 
+def test_a_row_whose_first_trial_is_slow_runs_the_others_alone_and_stops_each_failed_cell_at_its_first_run(
+        admitted, monkeypatch):
+    # Queued, each trial makes both runs; a row whose trial 0 took longer than SLOW_ROW_SECONDS runs the rest a trial
+    # at a time instead, where a failed cell that one run decides makes no second run. The cells are the same.
+    import dataclasses
+
+    import torch
+
+    from harness.backends.base import PendingFault
+    from harness.backends.cpu import CpuBackend
+    from harness.engine import row
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    monkeypatch.setattr(row, "queues_rows", lambda backend: True)
+    monkeypatch.setattr(CpuBackend, "pending_fault",
+                        lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
+    launches = []
+    real_launch = CpuBackend.launch
+    monkeypatch.setattr(CpuBackend, "launch", lambda self, *args: (launches.append(1), real_launch(self, *args))[1])
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), matrix=True, run_baseline=True)
+    judged = {}
+    for slow_after in (float("inf"), -1.0):
+        monkeypatch.setattr(campaign_worker, "SLOW_ROW_SECONDS", slow_after)
+        conn = _Messages()
+        launches.clear()
+        campaign_worker.run_campaign_job(job, conn)
+        judged[slow_after] = ({m[1]["mutant_id"]: m[1]["cells"] for m in conn.sent if m[0] == "result"},
+                              sum(m[0] == "queued" for m in conn.sent), len(launches))
+    (queued_cells, queued_rows, queued_launches), (alone_cells, alone_rows, alone_launches) = judged.values()
+    assert alone_cells == queued_cells and len(alone_cells) == 3
+    assert any(cell["status"] == "failed" for cells in alone_cells.values() for cell in cells[1:])
+    assert (queued_rows, alone_rows) == (3, 0)
+    assert alone_launches < queued_launches
+
+
 def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each_trial_with_its_own(
         admitted, monkeypatch):
     # An accumulating entry's failed cell is skipped where the unmutated kernel, run again, fails the trial too. A

@@ -41,6 +41,11 @@ STEP_TIMEOUT_ALLOWANCE = 20.0
 # A --matrix cell's allowance in its place: every mutant runs every trial there, and one that spins on the largest
 # (a loop bound off by one) spent the whole allowance on each of them (16 such of 1538 held a worker 20 s each).
 MATRIX_CELL_ALLOWANCE = 5.0
+# A --matrix row whose trial 0 took longer runs its other trials one at a time. Queued, every trial makes both of its
+# runs; alone, a run that decides its cell (most cells of a matrix fail) is the only one, and a trial's wait for the
+# device, which queuing saves, is a few milliseconds against a run this long. The accumulations' swapped-index
+# mutants (every atomic on a few addresses) run slowly on every trial: rows of up to 46 s on an H100 (MEASUREMENTS.md).
+SLOW_ROW_SECONDS = 0.25
 # Mutants compiled as one NVRTC program (measured in MEASUREMENTS.md: the per-mutant compile
 # time stops falling well before this size, and a worker restarted after a fault loses at most
 # one batch's compile).
@@ -733,19 +738,22 @@ class _SubstrateRun:
         as judge() ends its search. The first cell that is no pass decides the status (matrix.row_verdict).
 
         Trial 0 runs alone (a mutant that spins does so there, within a cell's limit), then on a GPU the others are
-        queued at once and read in one transfer (harness.engine.row); a queued read the device fails hands the mutant
-        back to be judged a trial at a time ("retry"), as does the parent where a queued row is lost."""
+        queued at once and read in one transfer (harness.engine.row), unless trial 0 took more than SLOW_ROW_SECONDS;
+        a queued read the device fails hands the mutant back to be judged a trial at a time ("retry"), as does the
+        parent where a queued row is lost."""
         from harness.engine.matrix import Cell, CellStatus, row_verdict
 
         self.conn.send(("row", mutant_id))
-        cells, queued = [], None
+        cells, queued, first_seconds = [], None, 0.0
         for i, trial in enumerate(self.trials):
             try:
-                if i == 1 and self.queues_row(mutant_id):
+                if i == 1 and self.queues_row(mutant_id) and first_seconds <= SLOW_ROW_SECONDS:
                     queued = self.queue_rest(kernel, mutant_id)
                     if queued is None:
                         return _Verdict(None, "", end_worker=True, handed_back=True)
+                began = time.perf_counter()
                 cell, failure, damaged = self.row_cell(kernel, mutant_id, i, queued)
+                first_seconds = first_seconds if i else time.perf_counter() - began
             except (KernelFault, RuntimeError) as error:
                 if isinstance(error, RuntimeError) and "CUDA" not in str(error):
                     raise
