@@ -647,10 +647,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                   pool=compile_pool)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            # Longest first: one substrate runs in one worker, so a big one started last would finish alone. Shards
-            # in the order of their batches, as the compile pool makes them: every substrate's first, then its second.
-            running = [pool.submit(run_one, item) for _plan, item in
-                       sorted(items, key=lambda pair: (len(pair[1].learn_batches), -len(pair[1].to_run)))]
+            running = [pool.submit(run_one, item) for _plan, item in work_order(items)]
             # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that
             # wakes runs its handler.
             while futures_wait(running, timeout=0.2).not_done:
@@ -665,6 +662,14 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
         if said := compile_pool.close():
             print(said, flush=True)
         stop_all(starters)
+
+
+def work_order(items: list[tuple[Plan, Plan]]) -> list[tuple[Plan, Plan]]:
+    """work_items' items in the order the worker slots are given them. Longest first: one substrate runs in one
+    worker, so a big one started last would finish alone. A substrate's shards together, in the order of their
+    batches, as the compile pool makes them: given every substrate's first shard before any second one, the
+    accumulations (the most mutants, the slowest rows) had their later shards start last and run alone at the end."""
+    return sorted(items, key=lambda pair: (-len(pair[0].to_run), pair[0].name, len(pair[1].learn_batches)))
 
 
 def work_items(plans: list[Plan], args, workers: int) -> list[tuple[Plan, Plan]]:

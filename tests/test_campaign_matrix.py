@@ -339,6 +339,24 @@ def test_a_matrix_over_several_workers_judges_a_substrate_in_shards_and_finds_du
         (ids[1:2], ()), (ids[2:], tuple(batches(ids, 2)[:1]))]
 
 
+def test_the_worker_slots_get_a_substrates_shards_together_the_substrate_with_most_mutants_first():
+    # Given every substrate's first shard before any second one, the biggest substrates' last shards started last
+    # and ran alone at the end of a matrix.
+    from harness.campaign import work_order
+    from harness.engine.plan import Plan, shards
+
+    def plan(name, count):
+        ids = [f"{name}:{k}" for k in range(count)]
+        return Plan(name, "f", "", "", [type("M", (), {"id": i})() for i in ids], to_run=ids)
+
+    small, big = plan("small", 4), plan("big", 6)
+    items = [(p, shard) for p in (small, big) for shard in shards(p, 2)]
+    assert [(p.name, shard.to_run[0]) for p, shard in work_order(items)] == [
+        ("big", "big:0"), ("big", "big:2"), ("big", "big:4"), ("small", "small:0"), ("small", "small:2")]
+    whole = [(small, small), (big, big)]
+    assert [p.name for p, _ in work_order(whole)] == ["big", "small"]
+
+
 def test_a_rows_trials_queued_at_once_give_the_cells_each_trial_run_alone_gives(admitted, monkeypatch):
     # On a GPU a row's trials after the first are queued and read in one transfer (harness.engine.row), the address
     # check's state among the signals; here the CPU backend takes that path, its faults raised as a launch is made.
