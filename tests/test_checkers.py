@@ -170,3 +170,52 @@ def test_a_checker_gets_the_workers_model_built_once_and_a_fresh_one_for_another
                                                                            RANDN.get_init_inputs)
     assert kernelbench(problem, torch.relu, "cpu") and not kernelbench(problem, lambda x: x.clone(), "cpu")
     assert problem.build_model("meta") is not built
+
+
+def _counting_problem(draws: list):
+    """RANDN's problem, each get_inputs() call counted in `draws`."""
+    def get_inputs():
+        draws.append(1)
+        return [torch.randn(16, 64)]
+
+    return Problem("relu_small.py", Path("relu_small.py"), _ReLU, get_inputs, lambda: [])
+
+
+def test_a_worker_draws_kernelbenchs_inputs_once_per_trial_seed_and_judges_every_kernel_as_drawn_afresh():
+    # Drawing get_inputs() on the CPU took most of a checker's time in a campaign: a worker keeps each trial's draw
+    # (BuiltProblem.drawn), and every verdict is the one a fresh draw gives, a kernel that writes its inputs included.
+    from harness.checkers.under_test import BuiltProblem
+
+    draws = []
+    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"))
+
+    def writes_input(x):
+        out = torch.relu(x)
+        x.zero_()
+        return out
+
+    identity = lambda x: x.clone()  # noqa: E731: ReLU of a non-negative input only
+    verdicts = [judge(problem, kernel, "cpu") for kernel in (torch.relu, writes_input, torch.relu, identity)]
+    afresh = [judge(_counting_problem([]), kernel, "cpu") for kernel in (torch.relu, writes_input, torch.relu, identity)]
+    assert verdicts == afresh
+    assert [v.accepted for v in verdicts] == [True, True, True, False]
+    assert len(draws) == 5  # the first kernel's five trials; the other kernels drew nothing
+
+
+def test_kept_inputs_a_kernel_changed_in_the_hosts_memory_are_drawn_again_and_large_draws_are_not_kept(monkeypatch):
+    from harness.checkers import under_test
+    from harness.checkers.under_test import BuiltProblem
+
+    draws = []
+    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"))
+    assert kernelbench(problem, torch.relu, "cpu") and len(draws) == 5
+    (first,), _sums = problem._drawn[trial_seeds()[0]]
+    first.fill_(-1.0)  # a stray write of a kernel run on the CPU, where the kept draw lives
+    assert kernelbench(problem, torch.relu, "cpu") and len(draws) == 6
+    assert not torch.equal(problem._drawn[trial_seeds()[0]][0][0], first)
+
+    monkeypatch.setattr(under_test, "DRAWN_BYTES", 16 * 64 * 4 * 2)  # room for two trials' draws
+    draws.clear()
+    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"))
+    assert kernelbench(problem, torch.relu, "cpu") and kernelbench(problem, torch.relu, "cpu")
+    assert len(draws) == 5 + 3 and len(problem._drawn) == 2

@@ -52,7 +52,7 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
     with torch.no_grad():
         for trial, seed in enumerate(trial_seeds(KERNELBENCH_SEED, trials)):
             set_seed(torch, seed, device.type == "cuda")
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+            inputs = [_on(device, x) for x in drawn(problem, seed)]
             set_seed(torch, seed, device.type == "cuda")
             reference = model(*inputs)
             try:
@@ -65,6 +65,23 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
             if not torch.allclose(reference, output, atol=tolerance, rtol=tolerance):
                 failures.append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}")
     return Judgement(not failures, failures[0] if failures else "")
+
+
+def drawn(problem, seed: int) -> list:
+    """problem.get_inputs() for a trial whose seed is set: drawn once per worker where the problem keeps them
+    (harness.checkers.under_test.BuiltProblem.drawn), else drawn now."""
+    keeps = getattr(problem, "drawn", None)
+    return keeps(seed, problem.get_inputs) if keeps is not None else problem.get_inputs()
+
+
+def _on(device, x):
+    """x on the device as eval.py moves it (`.to(device)`); a copy where it is there already, so that a kernel that
+    writes its inputs does not change what the problem keeps."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        return x
+    return x.clone() if x.device == device else x.to(device)
 
 
 def kernelbench(problem, kernel, device) -> bool:

@@ -11,6 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# The host memory a worker keeps KernelBench's drawn inputs in (BuiltProblem.drawn): the 28 family problems' five
+# trials take at most a few hundred MiB; larger ones are drawn again for each kernel, as eval.py draws them.
+DRAWN_BYTES = 512 * 2**20
+
+
 class BuiltProblem:
     """The substrate's Problem as a checker gets it, its official Model built once per worker: `build_model(device)`
     on the worker's device is the Model the worker built (as KernelBench builds it, seed 42), not a second one per
@@ -20,11 +25,44 @@ class BuiltProblem:
     def __init__(self, problem, model, device):
         self.problem, self.model, self.device = problem, model, device
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
+        self._drawn: dict = {}  # seed: (get_inputs' values, their checksums where a kernel shares their memory)
 
     def build_model(self, device):
         import torch
 
         return self.model if torch.device(device) == torch.device(self.device) else self.problem.build_model(device)
+
+    def drawn(self, seed: int, draw) -> list:
+        """`draw()`'s values (get_inputs under `seed`, on the CPU), drawn once per worker and seed where they fit
+        DRAWN_BYTES: every kernel a worker judges is checked on the same trials, and drawing them on the CPU took
+        most of a checker's time. The caller copies them to the device as eval.py does, so the device's allocations
+        (and what a stale buffer holds) are eval.py's. Where kernels run on the CPU (and share the host's memory),
+        values a kernel changed are drawn again."""
+        import torch
+
+        from harness.gate.checks.guards import tensor_checksum
+
+        if seed in self._drawn:
+            values, sums = self._drawn[seed]
+            if sums is None or sums == [tensor_checksum(x) for x in _tensors(values)]:
+                return values
+            del self._drawn[seed]
+        values = draw()
+        tensors = _tensors(values)
+        if (all(x.device.type == "cpu" for x in tensors)
+                and sum(x.numel() * x.element_size() for x in tensors) <= DRAWN_BYTES - self._drawn_bytes()):
+            shared = torch.device(self.device).type == "cpu"
+            self._drawn[seed] = (values, [tensor_checksum(x) for x in tensors] if shared else None)
+        return values
+
+    def _drawn_bytes(self) -> int:
+        return sum(x.numel() * x.element_size() for values, _ in self._drawn.values() for x in _tensors(values))
+
+
+def _tensors(values) -> list:
+    import torch
+
+    return [x for x in values if isinstance(x, torch.Tensor)]
 
 
 @dataclass(frozen=True)

@@ -557,7 +557,7 @@ class _SubstrateRun:
         self.kills = Counter()
         # Mutants this worker has started: trials damaged after the first may be an earlier one's doing.
         self.started_here = 0
-        self.checkers = {}
+        self.checkers, self.built_problem = {}, None
         if job.checkers:
             from harness.checkers import resolve
 
@@ -855,7 +855,9 @@ class _SubstrateRun:
         address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker)."""
         from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
 
-        problem = BuiltProblem(self.problem, self.official, self.backend.device)
+        if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
+            self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device)
+        problem = self.built_problem
         verdicts, end, foreseen = {}, False, False
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
