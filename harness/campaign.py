@@ -40,9 +40,9 @@ from harness.engine.plan import Plan, Refused, UsageError, shards
 from harness.engine.plan import plans as make_plans
 from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
                                    format_table, outcomes, report_html, report_json)
-from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, judges_every_trial,
-                                prepare_campaign_worker, run_plan, run_plan_naively, spare_mode, uses_schemata,
-                                worker_environment, worker_log, workers_that_fit)
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, judged_apart,
+                                judges_every_trial, prepare_campaign_worker, run_plan, run_plan_naively, spare_mode,
+                                uses_schemata, worker_environment, worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
@@ -337,13 +337,14 @@ def _naive_summary(results: dict[str, dict], pending: int, run_seconds: float) -
 
 def needs_run(record: dict | None, args) -> bool:
     """Whether a mutant runs again: none stored, or (under --matrix or --checker) a valid mutant stored without its
-    cells or without a verdict of a checker asked for."""
+    cells or without a verdict of a checker asked for, or (--checker) one the checkers are still to judge apart."""
     if record is None:
         return True
     if record.get("status") in {s.value for s in NOT_VALID}:
         return False
     return bool(args.matrix and "cells" not in record
-                or any(spec not in record.get("checkers", {}) for spec in args.checker or ()))
+                or any(spec not in record.get("checkers", {}) for spec in args.checker or ())
+                or args.checker and judged_apart(record))
 
 
 def start_first_workers(args, backend: str, workers: int, gpus: int) -> list:

@@ -273,6 +273,78 @@ def test_a_rows_kill_on_a_trial_its_run_damaged_ends_the_row_and_the_worker(admi
         ("row", job.mutant_ids[0]), ("trial", "T0_original", 0), ("cell", result["cells"][0])]
 
 
+def test_a_mutant_whose_suites_ended_its_worker_is_judged_by_the_checkers_alone_in_a_fresh_worker(
+        admitted, monkeypatch):
+    # On the H200 the checkers judged none of 46 mutants whose stray writes on the suites ended their worker ("not
+    # judged"): the worker now marks them to be judged apart, and a fresh worker runs the checkers alone on them.
+    import dataclasses
+
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2), matrix=True, checkers=("t0",),
+                              run_baseline=True)
+    runs = []
+    _damaging_during_runs(monkeypatch, campaign_worker, lambda: runs.append(1) or len(runs) == 2)
+    conn = _Messages()
+    campaign_worker.run_campaign_job(job, conn)
+    (suites,) = [m[1] for m in conn.sent if m[0] == "result"]
+    assert suites["status"] == "killed" and suites["checkers"] == {"t0": {
+        "accepted": None, "why": "not judged yet: its fault on the suites ended its worker; a fresh worker judges it "
+                                 "with the checkers alone", "apart": True}}
+
+    monkeypatch.undo()
+    first = job.mutant_ids[0]
+    conn = _Messages()
+    campaign_worker.run_campaign_job(dataclasses.replace(job, run_baseline=False, checkers_apart=(first,)), conn)
+    results = [m[1] for m in conn.sent if m[0] == "result"]
+    assert [sorted(r) for r in results] == [["checkers", "checkers_apart", "mutant_id"], sorted(suites)]
+    apart, second = results
+    assert apart["mutant_id"] == first and apart["checkers"]["t0"]["accepted"] in (True, False)
+    assert "apart" not in apart["checkers"]["t0"] and second["mutant_id"] == job.mutant_ids[1]
+    assert not [m for m in conn.sent if m[0] in ("row", "cell") and m[1] == first]  # no suite ran it again
+
+
+def test_the_parent_keeps_the_suites_verdict_and_takes_the_checkers_verdicts_judged_apart(tmp_path):
+    import argparse
+
+    from harness.campaign import needs_run
+    from harness.engine.plan import Plan
+    from harness.engine.run import Progress, _PlanMessages, _plan_job
+    from harness.engine.store import ResultKey, ResultStore
+
+    plan = Plan(NAME, "f.py", "", "sha", [], to_run=["a", "b"])
+    store, remaining, progress = ResultStore(tmp_path / "r.jsonl"), ["a", "b"], Progress(2, disabled=True)
+    handle = _PlanMessages(plan, "cpu", store, progress, remaining, {}, True, None, set())
+    pending = {"accepted": None, "why": "not judged yet", "apart": True}
+    cells = [{"suite": "T0_original", "trial": 0, "status": "failed", "check": "output_matches"}]
+    handle(("result", {"mutant_id": "a", "status": "killed", "detail": "x", "seconds": 1.0, "ptx_sha256": "d",
+                       "cells": cells, "checkers": {"t0": pending}}))
+    assert remaining == ["a", "b"] and handle.apart == {"a": False}
+    args = argparse.Namespace(cache_dir=None, kb_root=None, matrix=True, checker=["t0"], store=tmp_path / "r.jsonl")
+    job = _plan_job(plan, args, "cpu", remaining, [], 1, False, {}, False, set(), set(handle.apart))
+    assert job.checkers_apart == ("a",) and needs_run(store.get(ResultKey("sha", "cpu", "a")), args)
+    handle(("result", {"mutant_id": "a", "checkers_apart": True, "checkers": {"t0": {"accepted": True, "why": ""}}}))
+    stored = store.get(ResultKey("sha", "cpu", "a"))
+    assert (stored["status"], stored["cells"], stored["checkers"]) == ("killed", cells, {"t0": {"accepted": True,
+                                                                                               "why": ""}})
+    assert remaining == ["b"] and handle.apart == {} and progress.counts["killed"] == 1  # counted once
+    assert not needs_run(stored, args)
+    # A worker lost while the checkers judged a mutant apart: not judged, for good (a resume does not loop on it).
+    from harness.engine.run import _lost_apart
+    from harness.engine.worker import CampaignJob
+    from harness.processes import WorkerLost
+
+    store.put(ResultKey("sha", "cpu", "b"), {"mutant_id": "b", "status": "runtime_error", "cells": [],
+                                             "checkers": {"t0": pending}})
+    _lost_apart(store, ResultKey("sha", "cpu", "b"), CampaignJob("f.py", NAME, "cpu", ("b",), checkers=("t0",)),
+                WorkerLost("silent for 3 s"))
+    stored = store.get(ResultKey("sha", "cpu", "b"))
+    assert stored["status"] == "runtime_error" and stored["checkers"] == {"t0": {
+        "accepted": None, "why": "not judged: its worker was lost while a checker ran it apart (silent for 3 s)"}}
+    assert not needs_run(stored, args)
+
+
 def test_a_fault_foreseen_in_a_checkers_run_makes_the_worker_forget_its_trial_order_as_a_fresh_one(
         admitted, monkeypatch):
     import dataclasses

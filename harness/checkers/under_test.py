@@ -70,13 +70,18 @@ class CheckerVerdict:
     accepted: bool | None  # None: not judged (the checker failed, or the mutant ended its worker first)
     why: str = ""
     error: bool = False  # the checker itself raised or returned no bool: `why` says so
+    # Not judged yet: the mutant's fault on the suites ended its worker, and a fresh worker judges it with the
+    # checkers alone (CampaignJob.checkers_apart); a campaign resumed judges it so too.
+    apart: bool = False
 
     def to_json(self) -> dict:
-        return {"accepted": self.accepted, "why": self.why, **({"error": True} if self.error else {})}
+        return {"accepted": self.accepted, "why": self.why, **({"error": True} if self.error else {}),
+                **({"apart": True} if self.apart else {})}
 
     @staticmethod
     def from_json(record: dict) -> "CheckerVerdict":
-        return CheckerVerdict(record.get("accepted"), record.get("why", ""), bool(record.get("error")))
+        return CheckerVerdict(record.get("accepted"), record.get("why", ""), bool(record.get("error")),
+                              bool(record.get("apart")))
 
 
 class KernelCall:

@@ -235,11 +235,15 @@ class _PlanMessages:
     started, and under --matrix the row so far). Returns True where the conversation is over."""
 
     def __init__(self, plan: Plan, backend: str, store: ResultStore, progress: Progress, remaining: list[str],
-                 known_digests: dict, judging: bool, start_times: StartTimes | None, rows_alone: set[str]):
+                 known_digests: dict, judging: bool, start_times: StartTimes | None, rows_alone: set[str],
+                 apart: dict[str, bool] | None = None):
         self.plan, self.backend, self.store, self.progress = plan, backend, store, progress
         self.remaining, self.known_digests, self.judging, self.start_times = remaining, known_digests, judging, \
             start_times
         self.rows_alone = rows_alone  # mutants whose next row runs a trial at a time (harness.engine.row)
+        # Mutants the checkers judge apart (CampaignJob.checkers_apart): whether each is still to count as done (a
+        # resumed one, not counted when its suites' verdict was stored in an earlier run).
+        self.apart = {} if apart is None else apart
         self.state = {"current": None, "compiling_batch": False, "started": 0, "cells": [], "trial": None,
                       "verdict": None, "queued": None}
 
@@ -282,12 +286,22 @@ class _PlanMessages:
         return False
 
     def store_result(self, result: dict) -> None:
-        key = ResultKey(self.plan.source_sha256, self.backend, result["mutant_id"])
+        mutant_id = result["mutant_id"]
+        key = ResultKey(self.plan.source_sha256, self.backend, mutant_id)
+        self.remaining.remove(mutant_id)
+        self.state["current"] = None
+        if result.get("checkers_apart"):
+            stored = self.store.get(key) or {}
+            self.store.put(key, {**stored, "checkers": {**stored.get("checkers", {}), **result["checkers"]}})
+            if self.apart.pop(mutant_id, False):
+                self.progress.done(stored.get("status", ""))
+            return
         self.store.put(key, merged_result(self.store.get(key), result) if self.judging else result)
         _remember_digest(self.known_digests, result)
-        self.remaining.remove(result["mutant_id"])
         self.progress.done(result["status"])
-        self.state["current"] = None
+        if judged_apart(result):  # its fault ended the worker before the checkers: the next worker judges it first
+            self.apart[mutant_id] = False
+            self.remaining.insert(0, mutant_id)
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
@@ -303,12 +317,15 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     # A stored mutant run again (for its cells or a checker's verdict) is no duplicate of its own stored code.
     known_digests = _known_digests(plan, store, backend, set(remaining) if judging else set())
     rows_alone: set[str] = set()
+    # Resumed mutants the checkers are still to judge apart: counted done once they are.
+    apart = {m: True for m in remaining
+             if judging and judged_apart(store.get(ResultKey(plan.source_sha256, backend, m)))}
     while remaining:
         handle = _PlanMessages(plan, backend, store, progress, remaining, known_digests, judging, start_times,
-                               rows_alone)
+                               rows_alone, apart)
         state = handle.state
         job = _plan_job(plan, args, backend, remaining, plan_batches, batch_size, baseline_needed, known_digests,
-                        check, rows_alone)
+                        check, rows_alone, set(apart))
         warm = getattr(args, "spare_workers", "") == "warm" and plan.t0_bytes <= WARM_SPARE_MAX_T0_BYTES
         # What a spare is warmed with: the substrate, as this job names it; the mutants come with the job.
         spec = dataclasses.replace(job, mutant_ids=(), batches=(), known_digests=(), run_baseline=False,
@@ -324,6 +341,13 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
+            if current in apart:
+                _lost_apart(store, ResultKey(plan.source_sha256, backend, current), job, lost)
+                remaining.remove(current)
+                if apart.pop(current):
+                    progress.done((store.get(ResultKey(plan.source_sha256, backend, current)) or {}).get("status", ""))
+                baseline_needed = False
+                continue
             if state["queued"] == current and current not in rows_alone:
                 # Lost in a row's queued trials, whichever of them hung or faulted: judged again a trial at a time.
                 rows_alone.add(current)
@@ -372,8 +396,18 @@ def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]
     return known
 
 
+def _lost_apart(store: ResultStore, key: ResultKey, job: CampaignJob, lost: WorkerLost) -> None:
+    """A mutant the checkers judged apart whose worker was lost: its stored result, the checkers not judged."""
+    from harness.checkers.under_test import CheckerVerdict
+
+    stored = store.get(key) or {}
+    why = CheckerVerdict(None, f"not judged: its worker was lost while a checker ran it apart ({lost})").to_json()
+    store.put(key, {**stored, "checkers": {**stored.get("checkers", {}), **{spec: why for spec in job.checkers}}})
+
+
 def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
-              baseline_needed: bool, known_digests: dict, check: bool, rows_alone: set[str]) -> CampaignJob:
+              baseline_needed: bool, known_digests: dict, check: bool, rows_alone: set[str],
+              apart: set[str] = frozenset()) -> CampaignJob:
     """The job for a worker of the plan, as run_plan's state now says."""
     waiting = set(remaining)
     return CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=tuple(remaining),
@@ -384,7 +418,8 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        kb_root=str(args.kb_root) if args.kb_root else None, check_addresses=check,
                        schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
                        checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches,
-                       row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)))
+                       row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)),
+                       checkers_apart=tuple(sorted(apart & waiting)))
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).
@@ -408,6 +443,12 @@ def _judging_message(message: tuple, state: dict, unmutated_key: ResultKey, stor
         state["verdict"] = message[1:]
     elif kind == "checkers_unmutated":
         store.put(unmutated_key, merged_result(store.get(unmutated_key), {"checkers": message[1]}))
+
+
+def judged_apart(record: dict | None) -> bool:
+    """Whether a stored mutant's checkers are still to judge it apart, in a fresh worker
+    (harness.checkers.under_test.CheckerVerdict.apart)."""
+    return any(verdict.get("apart") for verdict in (record or {}).get("checkers", {}).values())
 
 
 def checker_key(source_sha256: str, backend: str) -> ResultKey:

@@ -94,6 +94,9 @@ class CampaignJob:
     # theirs hung or crashed its worker, where the trial that did it is not known).
     row_timeout: float | None = None
     rows_alone: tuple[str, ...] = ()
+    # --checker: mutants whose fault on the suites ended an earlier worker (their suites' verdict stored), judged here
+    # by the checkers alone.
+    checkers_apart: tuple[str, ...] = ()
 
 
 @dataclass
@@ -930,6 +933,8 @@ class _SubstrateRun:
         started = time.perf_counter()
         self.started_here += 1
         self.conn.send(("mutant", mutant_id))
+        if mutant_id in self.job.checkers_apart:
+            return self.run_checkers_apart(mutant_id, source, variant)
         digest = ""
         try:
             # Code compared first: an equivalent or duplicate mutant is never loaded (nor, on the CPU,
@@ -968,6 +973,26 @@ class _SubstrateRun:
             self.started_here = 0
         return True
 
+    def run_checkers_apart(self, mutant_id: str, source: str, variant) -> bool:
+        """A mutant whose fault on the suites ended an earlier worker (its suites' verdict is stored): loaded and
+        judged by the checkers alone, as any worker judges it after the suites; its result holds their verdicts and
+        says so ("checkers_apart"). False where it ends this worker too."""
+        started = time.perf_counter()
+        try:
+            kernel, _from_schema = self.load_mutant(mutant_id, source, variant)
+        except (CompileError, KernelFault) as error:
+            verdicts = self.unjudged(f"it did not load in a fresh worker: {error}")["checkers"]
+            end = isinstance(error, KernelFault) and error.poisons_context
+        else:
+            verdicts, end, foreseen = self.run_checkers(kernel, mutant_id)
+            if foreseen:  # as after the suites (run_mutant): judged on as a fresh worker would go on
+                self.kills.clear()
+                self.started_here = 0
+        self.phases["mutants"] += time.perf_counter() - started
+        self.conn.send(("result", {"mutant_id": mutant_id, "checkers_apart": True, "checkers": verdicts}))
+        self.send_timings()
+        return not end
+
     def unjudged(self, why: str) -> dict:
         """What a result holds under --matrix and --checker for a mutant that ran no trial: no cells, no verdicts."""
         from harness.checkers.under_test import CheckerVerdict
@@ -979,14 +1004,17 @@ class _SubstrateRun:
     def judged(self, verdict: _Verdict, kernel, mutant_id: str) -> tuple[dict, bool, bool]:
         """What --matrix and --checker add to the mutant's result, whether the worker ends after it, and whether a
         checker's run met a fault the address check foresaw (run_checkers)."""
+        from harness.checkers.under_test import CheckerVerdict
+
         judged = {}
         if self.job.matrix:
             judged["cells"] = [cell.to_json() for cell in verdict.cells]
         if not self.checkers:
             return judged, verdict.end_worker, False
-        if verdict.end_worker:
-            return ({**judged, "checkers": self.unjudged("its fault on the suites ended its worker")["checkers"]},
-                    True, False)
+        if verdict.end_worker:  # the checkers judge it in a fresh worker (checkers_apart)
+            apart = CheckerVerdict(None, "not judged yet: its fault on the suites ended its worker; a fresh worker "
+                                         "judges it with the checkers alone", apart=True).to_json()
+            return {**judged, "checkers": {spec: apart for spec in self.checkers}}, True, False
         # The suites' verdict stands if a checker's run then ends the worker (a hang, a crash): run.lost_row keeps it.
         self.conn.send(("suites_verdict", verdict.status.value, verdict.detail))
         judged["checkers"], end, foreseen = self.run_checkers(kernel, mutant_id)
