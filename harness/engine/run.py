@@ -341,11 +341,11 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
                 return
-            if current in apart:
-                _lost_apart(store, ResultKey(plan.source_sha256, backend, current), job, lost)
+            if current in apart and not (_lost_status(lost) is MutantStatus.RUNTIME_ERROR and state["started"] > 1):
+                status = _lost_apart(store, ResultKey(plan.source_sha256, backend, current), job, lost)
                 remaining.remove(current)
                 if apart.pop(current):
-                    progress.done((store.get(ResultKey(plan.source_sha256, backend, current)) or {}).get("status", ""))
+                    progress.done(status)
                 baseline_needed = False
                 continue
             if state["queued"] == current and current not in rows_alone:
@@ -396,13 +396,15 @@ def _known_digests(plan: Plan, store: ResultStore, backend: str, again: set[str]
     return known
 
 
-def _lost_apart(store: ResultStore, key: ResultKey, job: CampaignJob, lost: WorkerLost) -> None:
-    """A mutant the checkers judged apart whose worker was lost: its stored result, the checkers not judged."""
+def _lost_apart(store: ResultStore, key: ResultKey, job: CampaignJob, lost: WorkerLost) -> str:
+    """A mutant the checkers judged apart whose worker was lost: its stored result, the checkers not judged, for
+    good (a resumed campaign does not run it again); returns its stored status."""
     from harness.checkers.under_test import CheckerVerdict
 
     stored = store.get(key) or {}
     why = CheckerVerdict(None, f"not judged: its worker was lost while a checker ran it apart ({lost})").to_json()
     store.put(key, {**stored, "checkers": {**stored.get("checkers", {}), **{spec: why for spec in job.checkers}}})
+    return stored.get("status", "")
 
 
 def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
