@@ -33,6 +33,8 @@ from harness.candidates import SUBSTRATES_DIR, candidate_files
 from harness.cluster.campaign import run_on_cluster
 from harness.cluster.connect import INSTALL, LOCAL, ClusterUnavailable, cluster_client, require_gpu_workers
 from harness.engine import judge as oracles
+from harness.engine import survivors
+from harness.engine.large_index import LARGE_AT_ONCE
 from harness.engine.compile import POOL_NICENESS, CompilePool, compile_ahead
 from harness.engine.mutants import Operator
 from harness.engine.page import report_page
@@ -138,19 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
     """The oracles past the value suites: which, and how they run."""
-    parser.add_argument("--oracles", default=",".join(oracles.ORACLES), metavar="LIST",
+    parser.add_argument("--oracles", default=",".join(survivors.ORACLES), metavar="LIST",
                         help=f"what judges the mutants, comma-separated: values (the suites), then on their "
                              f"survivors sanitizers (compute-sanitizer's tools) and large-index (trials past 2^31 "
-                             f"elements), both cuda only (default: {','.join(oracles.ORACLES)})")
+                             f"elements), both cuda only (default: {','.join(survivors.ORACLES)})")
     parser.add_argument("--sanitizer", type=Path, metavar="PATH",
                         help="the compute-sanitizer to use (default: from PATH, then the CUDA toolkit's folders)")
     parser.add_argument("--sanitize-tools", default=",".join(sanitizer_tools.TOOLS), metavar="LIST",
                         help=f"the sanitizers oracle's tools (default: {','.join(sanitizer_tools.TOOLS)})")
     sanitizer_tools.add_processes_argument(parser)
-    parser.add_argument("--large-index-processes", type=int, default=oracles.LARGE_AT_ONCE, metavar="N",
+    parser.add_argument("--large-index-processes", type=int, default=LARGE_AT_ONCE, metavar="N",
                         help=f"substrates the large-index oracle judges side by side, a process each on the GPU; one "
                              f"the device's memory falls short of beside the others is judged again alone, so N "
-                             f"changes no verdict (default: {oracles.LARGE_AT_ONCE})")
+                             f"changes no verdict (default: {LARGE_AT_ONCE})")
 
 
 def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -260,9 +262,9 @@ def _run(args) -> int:
     if args.sample is not None and args.sample < 1:
         raise UsageError(f"--sample must be at least 1, not {args.sample}")
     chosen = tuple(o.strip() for o in args.oracles.split(",") if o.strip())
-    if oracles.VALUES not in chosen or any(o not in oracles.ORACLES for o in chosen):
-        raise UsageError(f"--oracles: {args.oracles!r}: values, and any of {', '.join(oracles.ORACLES[1:])}")
-    chosen = tuple(sorted(set(chosen), key=oracles.ORACLES.index))  # a kill is credited in ORACLES order
+    if survivors.VALUES not in chosen or any(o not in survivors.ORACLES for o in chosen):
+        raise UsageError(f"--oracles: {args.oracles!r}: values, and any of {', '.join(survivors.ORACLES[1:])}")
+    chosen = tuple(sorted(set(chosen), key=survivors.ORACLES.index))  # a kill is credited in ORACLES order
     tools = tuple(t.strip() for t in args.sanitize_tools.split(",") if t.strip())
     if not tools or any(t not in sanitizer_tools.TOOLS for t in tools):
         raise UsageError(f"--sanitize-tools: {args.sanitize_tools!r}: choose from {', '.join(sanitizer_tools.TOOLS)}")

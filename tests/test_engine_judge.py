@@ -1,5 +1,5 @@
-"""harness.engine.judge: a campaign's survivors judged by compute-sanitizer's tools, on the CPU through
-tests/fake_sanitizer.py (the tools' own runs are tested on the GPU)."""
+"""harness.engine.judge, large_index and survivors: a campaign's survivors judged by compute-sanitizer's tools (on
+the CPU through tests/fake_sanitizer.py; the tools' own runs are tested on the GPU) and on the large trials."""
 
 import re
 from dataclasses import replace
@@ -9,8 +9,9 @@ import pytest
 
 from harness.campaign import main as campaign_main
 from harness.candidates import import_candidate, register_candidate
-from harness.engine.judge import (LARGE_INDEX, SANITIZERS, LargeSettings, Survivor, Unmutated, decided, hang_limit,
-                                  judge_on_large_trial, judge_with_sanitizers, oracle_key, program_label)
+from harness.engine.judge import judge_with_sanitizers
+from harness.engine.large_index import LargeSettings, hang_limit, judge_on_large_trial
+from harness.engine.survivors import LARGE_INDEX, SANITIZERS, Survivor, Unmutated, decided, oracle_key, program_label
 from harness.engine.store import ResultStore
 from harness.oracles.large_index_run import largest_length, tile_factor
 
@@ -417,9 +418,10 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
     import threading
 
     from harness.engine import judge
+    from harness.engine.large_index import SubstrateJudged
 
     unmutated, survivor = _substrate()
-    monkeypatch.setattr(judge, "_value_survivors",
+    monkeypatch.setattr(judge, "value_survivors",
                         lambda plans, store, backend, oracle, batch_size: ([unmutated], [survivor]))
     both_running = threading.Barrier(2, timeout=20)  # broken, and raising, if one oracle waited for the other
     seen = {}
@@ -431,7 +433,7 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
     def large_index(unmutated, survivors, store, backend, settings, on_substrate=None):
         both_running.wait()
         seen["check_addresses"], seen["at_once"] = settings.check_addresses, settings.at_once
-        on_substrate("forms_row_sum", judge.SubstrateJudged(judged={"m": (False, "", "t")}, processes=4, seconds=2.5))
+        on_substrate("forms_row_sum", SubstrateJudged(judged={"m": (False, "", "t")}, processes=4, seconds=2.5))
         return {"forms_row_sum": "T0 trial 0 along axis -1: skipped"}
 
     monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
@@ -475,11 +477,11 @@ def test_substrates_judged_side_by_side_store_what_they_store_one_at_a_time(tmp_
 def test_a_substrate_the_device_s_memory_fell_short_of_beside_others_is_judged_again_alone(tmp_path, monkeypatch):
     import threading
 
-    from harness.engine import judge
+    from harness.engine import large_index
 
     unmutated, survivors = _two_substrates()
     calls, running, lock = [], [0], threading.Lock()
-    real = judge._judge_substrate
+    real = large_index._judge_substrate
 
     def judged(u, mine, backend, settings):
         with lock:
@@ -494,7 +496,7 @@ def test_a_substrate_the_device_s_memory_fell_short_of_beside_others_is_judged_a
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(judge, "_judge_substrate", judged)
+    monkeypatch.setattr(large_index, "_judge_substrate", judged)
     store = ResultStore(tmp_path / "results.jsonl")
     heard = []
     assert judge_on_large_trial(unmutated, survivors, store, "cpu", replace(SMALL, at_once=2),
@@ -511,7 +513,7 @@ def test_survivors_are_compiled_in_the_programs_the_campaign_compiled_them_in(tm
     from harness.backends.cpu import CpuBackend
     from harness.candidates import make_entry
     from harness.compiler import nvrtc
-    from harness.engine.judge import compiled_batches
+    from harness.engine.large_index import compiled_batches
     from harness.oracles.large_index_run import compiled_in_batches
 
     unmutated, _ = _substrate()
@@ -551,7 +553,7 @@ def test_a_survivor_carries_the_batch_the_plan_compiled_it_in(tmp_path):
     from types import SimpleNamespace
 
     from harness.engine.compile import batches
-    from harness.engine.judge import _value_survivors
+    from harness.engine.survivors import value_survivors
     from harness.engine.mutants import generate
     from harness.engine.store import ResultKey
 
@@ -563,13 +565,13 @@ def test_a_survivor_carries_the_batch_the_plan_compiled_it_in(tmp_path):
     chosen = mutants[3], mutants[-1]  # survivors of two different batches of 4
     for m in mutants:
         store.put(ResultKey("f" * 64, "cpu", m.id), {"status": "survived" if m in chosen else "killed"})
-    _, survivors = _value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=4)
+    _, survivors = value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=4)
     fixed = batches([m.id for m in mutants], 4)
     for mutant, survivor in zip(chosen, survivors):
         (batch,) = [b for b in fixed if mutant.id in b]
         assert survivor.batch == tuple(m.apply(unmutated.source) for m in mutants if m.id in batch)
         assert survivor.batch[survivor.index] == survivor.source == mutant.apply(unmutated.source)
-    _, unbatched = _value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=1)
+    _, unbatched = value_survivors([plan], store, "cpu", LARGE_INDEX, batch_size=1)
     assert [s.batch for s in unbatched] == [(), ()]
 
 
@@ -605,7 +607,7 @@ def test_an_interrupt_while_the_oracles_judge_stops_their_threads_and_stores_not
     from harness.engine import judge
 
     unmutated, survivor = _substrate()
-    monkeypatch.setattr(judge, "_value_survivors",
+    monkeypatch.setattr(judge, "value_survivors",
                         lambda plans, store, backend, oracle, batch_size: ([unmutated], [survivor]))
     killed, seen, ended = [], {}, []
 

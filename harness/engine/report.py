@@ -342,9 +342,7 @@ def score_note(report: dict) -> str:
 
 def outcomes(plan, store: ResultStore, backend: str, chosen: tuple[str, ...] = ("values",)) -> list[MutantOutcome]:
     """Each stored mutant's outcome: the value suites' verdict, or a chosen later oracle's kill of a survivor."""
-    from harness.engine import (
-        judge as oracles,  # here: the rest of this module needs no torch (report_diff)
-    )
+    from harness.engine import survivors as oracles
 
     found = []
     for mutant in plan.mutants:

@@ -476,7 +476,7 @@ def harmed_by(inputs: list, sums: list, expected, expected_sum) -> list[str]:
 
 
 def run_in_worker(plan_path: str, events_path: str, stderr_path: str, conn) -> None:
-    """main() as a campaign's forked worker runs it (harness.engine.judge): its stderr to a file the parent
+    """main() as a campaign's forked worker runs it (harness.engine.large_index): its stderr to a file the parent
     reads for the words of an end, its exit status main's."""
     import os
 
