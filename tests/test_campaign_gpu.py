@@ -67,6 +67,21 @@ def test_the_address_check_foresees_every_fault_with_the_statuses_real_faults_gi
     assert errors and all("foreseen by the address check" in m["statusReason"] for m in errors), errors
 
 
+def test_mutants_whose_faults_end_their_workers_are_judged_by_the_checkers_alone_in_a_fresh_one(admitted_on_cuda):
+    # Unchecked, a CUDA fault ends its worker before the checkers run: a fresh worker judges the mutant with them
+    # alone (on the H200, 46 of 1538 mutants were "not judged" before it did), and its suites' verdict stands.
+    store = admitted_on_cuda / "results-apart.jsonl"
+    assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                 "--store", str(store), "--no-progress", "--oracles", "values", "--workers", "1",
+                 "--spare-workers", "never", "--address-check", "off", "--checker", "t0"]) == 0
+    records = [json.loads(line) for line in store.read_text().splitlines()]
+    faulted = [r for r in records if r.get("status") == "runtime_error" and "loading the mutant" not in r["detail"]]
+    assert faulted
+    for record in faulted:
+        verdict = record["checkers"]["t0"]
+        assert verdict["accepted"] in (True, False) and "apart" not in verdict, record
+
+
 def test_mutants_run_from_their_schema_get_every_status_they_get_compiled_alone(admitted_on_cuda, capsys):
     reports, lines = {}, {}
     for schemata in ("off", "on"):
