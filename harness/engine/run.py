@@ -291,10 +291,10 @@ class _PlanMessages:
         self.remaining.remove(mutant_id)
         self.state["current"] = None
         if result.get("checkers_apart"):
-            stored = self.store.get(key) or {}
-            self.store.put(key, {**stored, "checkers": {**stored.get("checkers", {}), **result["checkers"]}})
+            updated = with_checkers(self.store.get(key), result["checkers"])
+            self.store.put(key, updated)
             if self.apart.pop(mutant_id, False):
-                self.progress.done(stored.get("status", ""))
+                self.progress.done(updated.get("status", ""))
             return
         self.store.put(key, merged_result(self.store.get(key), result) if self.judging else result)
         _remember_digest(self.known_digests, result)
@@ -401,10 +401,10 @@ def _lost_apart(store: ResultStore, key: ResultKey, job: CampaignJob, lost: Work
     good (a resumed campaign does not run it again); returns its stored status."""
     from harness.checkers.under_test import CheckerVerdict
 
-    stored = store.get(key) or {}
     why = CheckerVerdict(None, f"not judged: its worker was lost while a checker ran it apart ({lost})").to_json()
-    store.put(key, {**stored, "checkers": {**stored.get("checkers", {}), **{spec: why for spec in job.checkers}}})
-    return stored.get("status", "")
+    updated = with_checkers(store.get(key), {spec: why for spec in job.checkers})
+    store.put(key, updated)
+    return updated.get("status", "")
 
 
 def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches: list, batch_size: int,
@@ -469,6 +469,12 @@ def merged_result(stored: dict | None, result: dict) -> dict:
     if not merged["checkers"]:
         del merged["checkers"]
     return merged
+
+
+def with_checkers(stored: dict | None, verdicts: dict) -> dict:
+    """A stored result with `verdicts` (spec: CheckerVerdict's JSON) over its checkers' own, the rest as stored."""
+    stored = stored or {}
+    return {**stored, "checkers": {**stored.get("checkers", {}), **verdicts}}
 
 
 def lost_row(result: dict, state: dict, job: CampaignJob) -> dict:

@@ -756,7 +756,8 @@ class _SubstrateRun:
                         return _Verdict(None, "", end_worker=True, handed_back=True)
                 began = time.perf_counter()
                 cell, failure, damaged = self.row_cell(kernel, mutant_id, i, queued)
-                first_seconds = first_seconds if i else time.perf_counter() - began
+                if i == 0:
+                    first_seconds = time.perf_counter() - began
             except (KernelFault, RuntimeError) as error:
                 if isinstance(error, RuntimeError) and "CUDA" not in str(error):
                     raise
@@ -967,11 +968,14 @@ class _SubstrateRun:
         if end_worker:
             return False  # the parent starts a fresh worker for the rest
         if verdict.foreseen or foreseen_by_checkers:
-            # A fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
-            # start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be.
-            self.kills.clear()
-            self.started_here = 0
+            self.go_on_as_fresh()
         return True
+
+    def go_on_as_fresh(self) -> None:
+        """After a fault the address check foresaw: the GPU would have ended this worker, and the next mutant would
+        start in a fresh one, its trial order not yet learnt. So it does here, and is judged as it would be."""
+        self.kills.clear()
+        self.started_here = 0
 
     def run_checkers_apart(self, mutant_id: str, source: str, variant) -> bool:
         """A mutant whose fault on the suites ended an earlier worker (its suites' verdict is stored): loaded and
@@ -985,9 +989,8 @@ class _SubstrateRun:
             end = isinstance(error, KernelFault) and error.poisons_context
         else:
             verdicts, end, foreseen = self.run_checkers(kernel, mutant_id)
-            if foreseen:  # as after the suites (run_mutant): judged on as a fresh worker would go on
-                self.kills.clear()
-                self.started_here = 0
+            if foreseen:
+                self.go_on_as_fresh()
         self.phases["mutants"] += time.perf_counter() - started
         self.conn.send(("result", {"mutant_id": mutant_id, "checkers_apart": True, "checkers": verdicts}))
         self.send_timings()

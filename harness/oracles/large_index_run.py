@@ -258,8 +258,7 @@ def main(argv: list[str]) -> int:
     judged = set(plan.get("judged", ()))  # judged on the first trial by a process before this one
     compiled, loaded = None, {}
     with open(argv[1], "a") as events:
-        for index, spec in enumerate(plan.get("trials") or [[plan.get("source", "t0"), plan.get("axis", 0),
-                                                            plan.get("size", "least")]], first):
+        for index, spec in enumerate(plan.get("trials") or [["t0", 0, "least"]], first):
             todo = [k for k in kernels if index > first or k[0] not in judged]
             if all(key == plan["name"] for key, _source in todo):  # every survivor killed: nothing left to judge
                 break
@@ -392,9 +391,10 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
 
     sums = [tensor_checksum(x) if isinstance(x, torch.Tensor) else None for x in inputs]
     expected_sum = tensor_checksum(expected)
-    verdicts: dict[str, bool] = {}  # killed or not, for each kernel judged (one whose launch raised is not)
 
-    def judge(key: str, cuda: str) -> bool:
+    def judge(key: str, cuda: str) -> tuple[bool, bool | None]:
+        """Whether the process goes on after the kernel, and whether it was killed (None: not judged, its launch
+        raised)."""
         loading = time.perf_counter()
         try:
             if key not in loaded:
@@ -408,7 +408,7 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
         except Exception as error:  # not judged; where the device's memory was short, another run may judge it
             _write(events, event="result", trial=index, key=key, killed=False,
                    error=f"{type(error).__name__}: {error}", memory=isinstance(error, torch.OutOfMemoryError))
-            return True
+            return True, None
         _write(events, event="start", trial=index, key=key, at=time.time())  # the parent's clock for a hang
         started = time.perf_counter()
         try:
@@ -419,10 +419,9 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
             # A fault that leaves the context usable (foreseen by the address check, or caught by the CPU shim) ends
             # the process only where the kernel wrote into the trial before it: the next kernel is judged on it.
             ends = getattr(error, "poisons_context", True) or bool(harmed_by(inputs, sums, expected, expected_sum))
-            verdicts[key] = True
             _write(events, event="result", trial=index, key=key, killed=True, ends=ends, parts=parts,
                    detail=f"the kernel faulted: {type(error).__name__}: {error}")
-            return not ends
+            return not ends, True
         parts["running"] = round(ran, 4)
         checking = time.perf_counter()
         comparison = compare(out, expected, entry.tolerance)
@@ -431,19 +430,17 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
         # by. It is killed for that, and a fresh process takes the kernels after it.
         harmed = harmed_by(inputs, sums, expected, expected_sum)
         parts["checking"] = round(time.perf_counter() - checking, 4)
-        verdicts[key] = bool(harmed) or not comparison.ok
         if harmed:
             _write(events, event="result", trial=index, key=key, killed=True, ends=True, parts=parts,
                    detail=f"wrote outside its output: {', '.join(harmed)} changed")
-            return False
+            return False, True
         _write(events, event="result", trial=index, key=key, killed=not comparison.ok, seconds=round(ran, 4),
                parts=parts, detail="" if comparison.ok else comparison.describe())
-        return True
+        return True, not comparison.ok
 
     killed: set = set()
     for key, cuda in kernels:
-        went_on = judge(key, cuda)
-        verdict = verdicts.get(key)
+        went_on, verdict = judge(key, cuda)
         if key == plan["name"] and verdict is not False:  # the unmutated kernel fails it: the trial judges nothing
             return (0 if went_on else LOST_EXIT), set()
         if verdict:
