@@ -74,9 +74,14 @@ def test_mutants_whose_faults_end_their_workers_are_judged_by_the_checkers_alone
     assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
                  "--store", str(store), "--no-progress", "--oracles", "values", "--workers", "1",
                  "--spare-workers", "never", "--address-check", "off", "--checker", "t0"]) == 0
-    records = [json.loads(line) for line in store.read_text().splitlines()]
-    faulted = [r for r in records if r.get("status") == "runtime_error" and "loading the mutant" not in r["detail"]]
-    assert faulted
+    # The store is a log: a mutant's later line (the checkers' verdicts judged apart) supersedes its first.
+    lines = [json.loads(line) for line in store.read_text().splitlines()]
+    latest = {line["mutant_id"]: line for line in lines}
+    sent_apart = {line["mutant_id"] for line in lines
+                  if any(verdict.get("apart") for verdict in line.get("checkers", {}).values())}
+    faulted = [r for r in latest.values()
+               if r.get("status") == "runtime_error" and "loading the mutant" not in r["detail"]]
+    assert faulted and sent_apart and sent_apart <= {r["mutant_id"] for r in faulted}
     for record in faulted:
         verdict = record["checkers"]["t0"]
         assert verdict["accepted"] in (True, False) and "apart" not in verdict, record
