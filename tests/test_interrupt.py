@@ -174,3 +174,39 @@ def test_an_interrupted_campaign_says_so_once_and_the_same_command_goes_on_witho
     while _processes_in_group(campaign.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_in_group(campaign.pid) == []
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_an_interrupted_bench_gate_prints_and_keeps_the_rows_that_finished_and_leaves_no_process(tmp_path):
+    report = tmp_path / "bench.json"
+    names = ["pad_const_b1", "pad_const_b2", "pad_const_b4"]
+    bench = subprocess.Popen([sys.executable, "-m", "harness.benchmarks.gate", "--backend", "cpu", "--json", str(report),
+                              *[arg for name in names for arg in ("--name", name)], "substrates/candidate_pad_const.py"],
+                             cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (report.is_file() and json.loads(report.read_text() or "{}").get("rows")):
+        if time.monotonic() > deadline or bench.poll() is not None:
+            bench.kill()
+            pytest.fail(f"bench_gate measured no substrate in time: {bench.communicate()}")
+        time.sleep(0.1)
+    os.killpg(bench.pid, signal.SIGINT)  # Ctrl-C: the baseline's or the gate's process gets it too
+    sent = time.monotonic()
+    out, err = bench.communicate(timeout=30)
+
+    assert bench.returncode == EXIT_INTERRUPTED, out + err
+    assert time.monotonic() - sent < 10
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    data = json.loads(report.read_text())
+    measured = [row["substrate"] for row in data["rows"]]
+    assert measured == names[:len(measured)] and 1 <= len(measured) < len(names)
+    assert data["incomplete"] == {"interrupted_by": "SIGINT", "not_measured": names[len(measured):]}
+    assert all(row["gate_verdict"] == "admitted" and row["baseline"]["passed"] for row in data["rows"])
+    assert out.strip().splitlines()[-1] == (
+        f"interrupted by SIGINT: {len(measured)} of 3 substrates finished before it (above); the other "
+        f"{3 - len(measured)} did not run; {report} holds what finished, marked incomplete")
+    table = [line.split()[0] for line in out.splitlines() if line.startswith("pad_const_")]
+    assert table == measured  # the cut substrate has no row
+    deadline = time.monotonic() + 5
+    while _processes_in_group(bench.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in_group(bench.pid) == []

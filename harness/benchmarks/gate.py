@@ -38,7 +38,8 @@ never at the same time, in one invocation:
    around the call; its report's `seconds` (time inside the pipeline) and `peak_device_bytes`.
 
 Then a table, one row per substrate, and what each column measures. Exit status: 0 every gate
-admitted and every baseline passed, 1 otherwise, 2 bad usage.
+admitted and every baseline passed, 1 otherwise, 2 bad usage, 130 interrupted (Ctrl-C or SIGTERM: the
+rounds that finished are printed and kept in --json, marked incomplete; a cut gate is not recorded).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.gate import admissions
+from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TOLERANCE = 1e-2  # the harness's (harness.gate.checks.compare.DEFAULT_TOLERANCE); eval.py's fp32 is 1e-4
@@ -236,6 +238,9 @@ def _differences(torch, reference, out) -> str:
 
 
 def _baseline_in_worker(job: BaselineJob, conn) -> None:
+    from harness.interrupt import die_quietly_on_interrupt
+
+    die_quietly_on_interrupt()  # Ctrl-C ends bench_gate, which says so once: no traceback from this process
     import torch  # noqa: F401  (before the first message: start-up, not the check)
 
     import harness.backends  # noqa: F401
@@ -489,7 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Gate each substrate and check it KernelBench-style, one after the other, and "
                                "compare their time and peak device memory.",
-        epilog="Exit status: 0 every gate admitted and every baseline passed, 1 otherwise, 2 bad usage.")
+        epilog="Exit status: 0 every gate admitted and every baseline passed, 1 otherwise, 2 bad usage, "
+               "130 interrupted (what finished is printed and kept in --json).")
     parser.add_argument("files", nargs="+", type=Path, metavar="CANDIDATE_FILE", help="candidate_<name>.py files")
     parser.add_argument("--name", action="append", default=[], metavar="NAME",
                         help="only this substrate (repeatable; default: every one the files register)")
@@ -627,6 +633,10 @@ def _progress_bar(label: str):
     return tqdm(total=0, unit="step", disable=None, dynamic_ncols=True, leave=False, file=sys.stderr, desc=label)
 
 
+class _Interrupted(Exception):
+    """A phase cut short by Ctrl-C or SIGTERM: what its process said is no measure, and no verdict to record."""
+
+
 @dataclass
 class _Bench:
     """One bench_gate run: its arguments and what it has measured so far (`run`, written to --json)."""
@@ -635,8 +645,13 @@ class _Bench:
     backend: str
     jobs: dict  # (file, name) -> its BenchJob, with discovery's signatures
     run: dict
+    interruption: Interruption = field(default_factory=Interruption)
     rows: list = field(default_factory=list)
     medians: list = field(default_factory=list)
+
+    def stop_if_interrupted(self) -> None:
+        if self.interruption.stopped():
+            raise _Interrupted
 
     @property
     def kb_root(self) -> str | None:
@@ -663,6 +678,7 @@ class _Bench:
                         precision=args.precision),
             args.timeout, on_message=lambda m: bar.update(1) if m[0] == "step" else None)
         bar.close()
+        self.stop_if_interrupted()  # the signal killed the baseline's process: its "died" is no result
         self.run["device"] = self.run["device"] or row.baseline.device
         _log(f"{count} {row.substrate}: baseline {baseline_summary(row.baseline)} in "
              f"{row.baseline.wall_seconds:.1f} s (check {seconds(row.baseline.check_seconds)} s)")
@@ -694,6 +710,7 @@ class _Bench:
             raise UsageError(f"backend {self.backend}: {error}")
         finally:
             bar.close()
+        self.stop_if_interrupted()  # a gate the signal cut is no rejection: nothing recorded, no row
         row.gate_wall_seconds = time.perf_counter() - started
         if self.args.record and report.source_sha256:
             # The gate's own verdict, recorded as gate.py records it: a benchmarked admission is an admission.
@@ -704,18 +721,20 @@ class _Bench:
              f"(pipeline {report.seconds:.1f} s)")
 
     def substrate(self, index: int, job: "BenchJob", total: int) -> None:
-        """Its rounds (--repeat) of baseline and gate, one after the other, and their medians."""
+        """Its rounds (--repeat) of baseline and gate, one after the other, and their medians; raises _Interrupted
+        (the round under way left out) once Ctrl-C or SIGTERM came."""
         args, rounds = self.args, []
         for round_number in range(1, args.repeat + 1):
             row = Row(substrate=job.name, file=job.file, round=round_number)
-            self.rows.append(row)
-            rounds.append(row)
             phases = ([] if args.no_baseline else [self.baseline_phase]) + ([] if args.no_gate else [self.gate_phase])
             if args.order == "gate-first":
                 phases.reverse()
             count = f"[{index}/{total}]" + (f" round {round_number}/{args.repeat}" if args.repeat > 1 else "")
             for phase in phases:  # one after the other: the baseline's process has exited before the gate starts
+                self.stop_if_interrupted()
                 phase(row, count)
+            self.rows.append(row)
+            rounds.append(row)
             self.save()
         if args.repeat > 1:
             self.medians.append(Medians.of(rounds))
@@ -745,14 +764,32 @@ def _run(args) -> int:
            "backend": backend, **git_commit(), "order": args.order, "trials": args.trials, "seed": args.seed,
            "tolerance": args.tolerance, "precision": args.precision, "rows": []}
     bench = _Bench(args, backend, {(job.file, job.name): job for job in jobs}, run)
-    for index, job in enumerate(jobs, 1):
-        bench.substrate(index, job, len(jobs))
+    done = 0
+    with caught(bench.interruption):
+        try:
+            for index, job in enumerate(jobs, 1):
+                bench.substrate(index, job, len(jobs))
+                done = index
+        except _Interrupted:
+            pass
     print(f"{run['device'] or backend}")
     print(format_table(bench.rows))
     if bench.medians:
         print(format_medians(bench.medians))
     print(legend(args.tolerance, args.trials, args.seed, args.precision))
+    if bench.interruption.stopped():
+        return _interrupted(bench, jobs, done)
     return EXIT_OK if all(r.gate_ok and r.baseline_ok for r in bench.rows) else EXIT_FAILED
+
+
+def _interrupted(bench: _Bench, jobs: list, done: int) -> int:
+    """The run's end after Ctrl-C or SIGTERM: the rounds that finished are above and in --json, marked incomplete."""
+    bench.run["incomplete"] = {"interrupted_by": bench.interruption.signal_name,
+                               "not_measured": [job.name for job in jobs[done:]]}
+    bench.save()
+    kept = f"; {bench.args.json} holds what finished, marked incomplete" if bench.args.json else ""
+    print(bench.interruption.line(done, len(jobs), "substrates") + kept, flush=True)
+    return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
