@@ -69,6 +69,21 @@ def test_silu_is_admitted_by_the_gate_and_passes_the_baseline(tmp_path, capsys):
     assert baseline["trial_seeds"] == [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
     assert only["wall_ratio"] == pytest.approx(only["gate_wall_seconds"] / baseline["wall_seconds"])
     assert only["inner_ratio"] == pytest.approx(only["gate_pipeline_seconds"] / baseline["check_seconds"])
+    assert only["gate_phase_trace"] == []  # kept with --trace only
+
+
+def test_trace_keeps_every_timed_call_of_the_gate_in_the_json(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    assert main(["--backend", "cpu", "--no-baseline", "--trace", "--json", str(report), str(SILU)]) == 0
+    (only,) = json.loads(report.read_text())["rows"]
+    trace = only["gate_phase_trace"]
+    # Every call of every phase, summing to the phase's seconds; the second references' thread among them.
+    for phase, seconds in only["gate_phase_seconds"].items():
+        calls = [call for call in trace if call["phase"] == phase]
+        assert len(calls) == only["gate_phase_calls"][phase]["calls"]
+        assert sum(call["seconds"] for call in calls) == pytest.approx(seconds, abs=1e-3)
+    assert {"MainThread"} < {call["thread"] for call in trace}
+    assert all(0 <= call["start"] <= only["gate_pipeline_seconds"] for call in trace)
 
 
 def test_a_wrong_kernel_fails_the_baseline(tmp_path, capsys):

@@ -304,6 +304,7 @@ class Row:
     gate_reasons: list[str] = field(default_factory=list)
     gate_phase_seconds: dict[str, float] = field(default_factory=dict)  # SubstrateReport.phase_seconds
     gate_phase_calls: dict[str, dict] = field(default_factory=dict)  # SubstrateReport.phase_calls
+    gate_phase_trace: list[dict] = field(default_factory=list)  # SubstrateReport.phase_trace (--trace)
     # The worker's start before the pipeline (its ("device", ...) message): the rest of gate_wall_seconds beside
     # gate_pipeline_seconds, by part (the candidate's import, T0's helpers, the CUDA context).
     gate_start_seconds: float | None = None
@@ -527,6 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compiled-kernel cache for both sides (default: $SUBSTRATE_CACHE_DIR or "
                              "~/.cache/substrate-harness)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the rows as JSON to PATH")
+    parser.add_argument("--trace", action="store_true",
+                        help="keep every timed call of each gate in --json (gate_phase_trace: phase, thread, start and "
+                             "seconds), to place a slow call on the gate's timeline")
     parser.add_argument("--record", action="store_true",
                         help="record each gate verdict in the candidate folder's admissions.json, as gate.py does")
     return parser
@@ -704,7 +708,8 @@ class _Bench:
         try:
             report = run_gate_job(GateJob(file=row.file, name=row.substrate, backend=self.backend,
                                           cache_dir=self.cache_dir, kb_root=self.kb_root,
-                                          official_inputs=job.official_inputs, official_output=job.official_output),
+                                          official_inputs=job.official_inputs, official_output=job.official_output,
+                                          trace=self.args.trace),
                                   self.args.timeout, on_message)
         except BackendUnavailable as error:
             raise UsageError(f"backend {self.backend}: {error}")
@@ -748,6 +753,7 @@ def _fill_gate_row(row: Row, report) -> None:
     row.gate_reasons = report.reasons()
     row.gate_phase_seconds = report.phase_seconds
     row.gate_phase_calls = report.phase_calls
+    row.gate_phase_trace = report.phase_trace
     compile_check = [c for c in report.checks if c.check.value == "compile" and c.ok]
     if compile_check:
         row.gate_compile_from_cache = "from the compile cache" in compile_check[0].detail

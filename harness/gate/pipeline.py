@@ -1131,14 +1131,15 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
 def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult], progress=lambda step: None,
                search: ProblemSearch | None = None, publish=lambda report: None,
                trial_inputs: TrialInputs | None = None, official_inputs: tuple | None = None,
-               official_output: tuple | None = None) -> SubstrateReport:
+               official_output: tuple | None = None, trace: bool = False) -> SubstrateReport:
     """Run every check of one substrate on `backend`; `checks_so_far` holds the import checks.
 
     `publish` is handed the report as it stands after each trial (undecided checks marked PENDING),
     so a worker that dies mid-suite loses nothing it found. `trial_inputs` builds T0's trials ahead
     of need in processes of their own (KernelBench-sized get_inputs() take seconds each on the CPU).
     `official_inputs`: get_inputs()'s suite_rules.portable_signature, and `official_output` the official
-    output's on it (foresight.official_output_signature), where discovery made them.
+    output's on it (foresight.official_output_signature), where discovery made them. `trace`: the report keeps every
+    timed call (SubstrateReport.phase_trace), not only each phase's sum.
     """
     started = time.perf_counter()
     search = search or ProblemSearch.for_candidate(entry.file)
@@ -1146,7 +1147,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     report = SubstrateReport(name=entry.name, file=str(entry.file), kb_file=entry.kb_file or "",
                              source_sha256=entry.source_sha256(search))
     device = backend.device
-    ctx = GateContext(entry, backend, book)
+    ctx = GateContext(entry, backend, book, clock=PhaseClock(trace=trace))
     problem, ctx.official = _load_official(entry, search, device, book)
     entry = ctx.entry = _with_model_state(ctx)
     progress("compile")
@@ -1214,5 +1215,6 @@ def _concluded(ctx: GateContext, report: SubstrateReport, suites: dict[str, Suit
     report.peak_device_bytes = ctx.backend.peak_memory_bytes()
     report.phase_seconds = ctx.clock.seconds()
     report.phase_calls = ctx.clock.calls()
+    report.phase_trace = ctx.clock.trace()
     return report
 

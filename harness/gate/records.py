@@ -111,6 +111,7 @@ class SubstrateReport:
     peak_device_bytes: int | None = None  # the worker's peak device memory, where the backend can tell
     phase_seconds: dict[str, float] = field(default_factory=dict)  # harness.gate.phases: where the time went
     phase_calls: dict[str, dict] = field(default_factory=dict)  # each phase's {"calls": n, "longest": s}
+    phase_trace: list[dict] = field(default_factory=list)  # every call, where the gate was traced (PhaseClock.trace)
 
     @property
     def verdict(self) -> Verdict:
@@ -152,6 +153,7 @@ class SubstrateReport:
             "peak_device_bytes": self.peak_device_bytes,
             "phase_seconds": self.phase_seconds,
             "phase_calls": self.phase_calls,
+            **({"phase_trace": self.phase_trace} if self.phase_trace else {}),
         }
 
     @classmethod
@@ -170,6 +172,7 @@ class SubstrateReport:
             peak_device_bytes=data.get("peak_device_bytes"),
             phase_seconds=dict(data.get("phase_seconds", {})),
             phase_calls=dict(data.get("phase_calls", {})),
+            phase_trace=list(data.get("phase_trace", [])),
         )
 
 

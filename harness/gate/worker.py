@@ -37,6 +37,7 @@ class GateJob:
     official_inputs: tuple | None = None
     # The official output's signature on those inputs, discovery's (harness.gate.foresight; None: not foreseen).
     official_output: tuple | None = None
+    trace: bool = False  # the report keeps every timed call (SubstrateReport.phase_trace): bench_gate's --trace
 
 
 @dataclass
@@ -243,7 +244,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
         report = gate_entry(entry, backend, checks, progress=lambda step: conn.send(("step", step)), search=search,
                             publish=lambda partial: conn.send(("partial", partial.to_json())),
                             trial_inputs=trial_inputs, official_inputs=job.official_inputs,
-                            official_output=job.official_output)
+                            official_output=job.official_output, trace=job.trace)
     except BaseException as error:
         # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
         conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
