@@ -461,6 +461,77 @@ def _two_substrates():
                                                                                         second.substrate))]
 
 
+def _large_index_events_with_memory(tmp_path, monkeypatch, free: list[int], total: int, wait: float) -> list[dict]:
+    """The program's events beside other processes (a turn to take, `wait` s to wait for room), the backend's free
+    memory read as `free` says, one reading a poll."""
+    import json
+
+    from harness.backends.cpu import CpuBackend
+    from harness.oracles import large_index_run, memory_turns
+
+    readings = iter(free)
+    last = [free[0]]
+    monkeypatch.setattr(CpuBackend, "memory_info", lambda self: (last.__setitem__(0, next(readings, last[0])) or
+                                                                 last[0], total))
+    monkeypatch.setattr(memory_turns, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(memory_turns, "HEARTBEAT_SECONDS", 0.0)
+    unmutated, _ = _substrate()
+    plan, events = tmp_path / "plan.json", tmp_path / "events.jsonl"
+    plan.write_text(json.dumps({"backend": "cpu", "cache_dir": str(tmp_path / "cache"), "file": unmutated.file,
+                                "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
+                                "trials": [["t0", 0, "least"]], "memory_lock": str(tmp_path / "turns.lock"),
+                                "memory_wait": wait, "kernels": [[unmutated.substrate, unmutated.source],
+                                                                 ["same", unmutated.source]]}))
+    assert large_index_run.main([str(plan), str(events)]) == 0
+    return [json.loads(line) for line in events.read_text().splitlines()]
+
+
+def test_a_large_trial_beside_others_waits_in_its_turn_for_the_memory_they_give_back(tmp_path, monkeypatch):
+    events = _large_index_events_with_memory(tmp_path, monkeypatch, [0, 0, 0, 2**40], 2**40, 60.0)
+    kinds = [e["event"] for e in events]
+    # A heartbeat a poll here (HEARTBEAT_SECONDS 0): one for each of the three readings with no room.
+    assert kinds == ["waiting"] * 3 + ["trial", "compiled", "start", "result", "start", "result", "done"]
+    assert events[0]["free"] == 0 and events[0]["need"] > 0  # what it waits for, said as it waits
+    assert [(e["key"], e["killed"]) for e in events if e["event"] == "result"] == [("forms_row_sum", False),
+                                                                                   ("same", False)]
+
+
+def test_a_large_trial_beside_others_that_no_room_comes_for_is_skipped_with_how_long_it_waited(tmp_path,
+                                                                                                 monkeypatch):
+    events = _large_index_events_with_memory(tmp_path, monkeypatch, [0], 2**40, 0.05)
+    skipped = events[-1]
+    assert skipped["event"] == "skipped" and skipped["memory"] is True
+    assert re.fullmatch(r"the large trial needs about 0\.0 GiB of device memory; 0\.0 GiB of 1024\.0 GiB are free "
+                        r"\(no room came within 0\.05 s\)", skipped["why"]), skipped["why"]
+    # One no process's memory could make room for is refused at once: the device is smaller than the trial.
+    (tmp_path / "tiny").mkdir()
+    tiny = _large_index_events_with_memory(tmp_path / "tiny", monkeypatch, [0], 1, 60.0)
+    assert [e["event"] for e in tiny] == ["skipped"]
+    assert tiny[0]["why"].endswith("(the device holds too little even with every other process's memory given back)")
+
+
+def test_substrates_side_by_side_take_turns_at_the_memory_and_one_judged_again_alone_takes_none(tmp_path,
+                                                                                               monkeypatch):
+    from harness.engine import large_index
+
+    unmutated, survivors = _two_substrates()
+    seen, real = [], large_index._drive_processes
+
+    def drive(u, mine, backend, settings):
+        seen.append((u.substrate, settings.memory_lock))
+        return real(u, mine, backend, settings)
+
+    monkeypatch.setattr(large_index, "_drive_processes", drive)
+    store = ResultStore(tmp_path / "results.jsonl")
+    assert judge_on_large_trial(unmutated, survivors, store, "cpu", replace(SMALL, at_once=2)) == {}
+    locks = {lock for _name, lock in seen}
+    assert len(seen) == 2 and len(locks) == 1 and None not in locks  # one turn for both
+    assert not Path(locks.pop()).parent.exists()  # and gone once they are judged
+    seen.clear()
+    assert judge_on_large_trial(unmutated, survivors, ResultStore(tmp_path / "alone.jsonl"), "cpu", SMALL) == {}
+    assert [lock for _name, lock in seen] == [None, None]
+
+
 def test_substrates_judged_side_by_side_store_what_they_store_one_at_a_time(tmp_path):
     unmutated, survivors = _two_substrates()
     stored = {}
@@ -693,3 +764,15 @@ def test_on_the_gpu_one_process_judges_the_four_trials_and_a_hang_costs_one_more
     assert records[harmless.mutant_id]["killed_by"] == "" and records[harmless.mutant_id]["trial"].count(";") == 2
     # The foreseen fault left the process to judge the next kernel; the hang cost one more process.
     assert [outcome.processes for _name, outcome in heard] == [2]
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_substrates_taking_turns_at_the_memory_store_what_they_store_one_at_a_time(tmp_path):
+    # Side by side, each process builds its trial in its turn and reserves the rest of what it needs in its cache.
+    unmutated, survivors = _two_substrates()
+    stored = {}
+    for at_once in (1, 2):
+        store = ResultStore(tmp_path / f"results-{at_once}.jsonl")
+        assert judge_on_large_trial(unmutated, survivors, store, "cuda", replace(SMALL, at_once=at_once)) == {}
+        stored[at_once] = [store.get(oracle_key("f" * 64, "cuda", s.mutant_id, LARGE_INDEX)) for s in survivors]
+    assert stored[1] == stored[2] and all(record["killed_by"] == LARGE_INDEX for record in stored[1])

@@ -4,14 +4,17 @@ A survivor of the value suites may narrow an index that only an input of more th
 substrate's survivors, and first its unmutated kernel, run on LARGE_TRIALS (each tiled past MIN_LARGE_ELEMENTS) in the
 large-index program (harness.oracles.large_index_run), one process taking the substrate through the trials in turn
 and a fresh one taking over where a kernel ended the last (a fault, a hang, a death); a substrate's survivors are
-judged only on trials its unmutated kernel passes. Several substrates run side by side; one the device's memory fell
-short of beside the others is judged again alone.
+judged only on trials its unmutated kernel passes. Several substrates run side by side, their processes taking
+turns at the device's memory (harness.oracles.memory_turns): one whose trial does not fit waits for the others to
+give memory back. One the memory still fell short of beside the others is judged again alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -35,6 +38,7 @@ TRIAL_WORDS = {"t0": "T0 trial 0", "lowest-rank": "the suites' lowest-rank trial
 # (its input and three outputs' worth: large_index_run.needed_bytes), an H200 has 139; one the memory falls short of
 # beside the others is judged again alone. Its speed against 1 is not measured yet.
 LARGE_AT_ONCE = 3
+MEMORY_WAIT_SECONDS = 300.0  # how long a process side by side with others waits for room for its trial
 HANG_FLOOR_SECONDS, HANG_FACTOR = 10.0, 50.0  # a mutant past both (x the unmutated kernel's time) is hung
 
 
@@ -51,6 +55,10 @@ class LargeSettings:
     hang_floor: float = HANG_FLOOR_SECONDS
     check_addresses: bool = False
     at_once: int = 1
+    # The file whose lock is the processes' turn at the device's memory, and how long one waits there for room:
+    # made for each call of judge_on_large_trial that runs substrates side by side.
+    memory_lock: str | None = None
+    memory_wait: float = MEMORY_WAIT_SECONDS
     # Set when the campaign is interrupted: no trial or process is started after it, and nothing is stored that a
     # killed process may have decided.
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
@@ -119,17 +127,21 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
         on_substrate(u.substrate, outcome)
 
     alone = []
+    turns = Path(tempfile.mkdtemp(prefix="large-index-memory-")) if settings.at_once > 1 else None
+    side_by_side = dataclasses.replace(settings, memory_lock=str(turns / "turns.lock")) if turns else settings
     with ThreadPoolExecutor(max_workers=max(1, settings.at_once)) as pool:
-        running = {pool.submit(_judge_substrate, u, mine, backend, settings): (u, mine) for u, mine in work}
+        running = {pool.submit(_judge_substrate, u, mine, backend, side_by_side): (u, mine) for u, mine in work}
         for done in as_completed(running):
             outcome = done.result()
             if outcome.short_of_memory and settings.at_once > 1:
                 alone.append(running[done])
             else:
                 conclude(*running[done], outcome)
+    if turns:
+        shutil.rmtree(turns, ignore_errors=True)
     for u, mine in sorted(alone, key=lambda item: unmutated.index(item[0])):
         if not settings.stop.is_set():
-            conclude(u, mine, _judge_substrate(u, mine, backend, settings))
+            conclude(u, mine, _judge_substrate(u, mine, backend, dataclasses.replace(settings, memory_lock=None)))
     return {u.substrate: notes[u.substrate] for u in unmutated if u.substrate in notes}
 
 
@@ -250,6 +262,8 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
         "watch_pid": os.getpid(), "name": u.substrate, "min_elements": settings.min_elements,
         "max_elements": settings.max_elements, "check_addresses": settings.check_addresses, "batches": programs,
         "trials": [list(t) for t in LARGE_TRIALS[progress.position:]], "first_trial": progress.position,
+        # Beside others, a process waits its turn, and for room; alone, nothing it could wait for is its own kind's.
+        "memory_lock": settings.memory_lock, "memory_wait": settings.memory_wait if settings.memory_lock else 0.0,
         "kernels": kernels, "judged": sorted(progress.judged_here)}))
     try:
         worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))

@@ -1,24 +1,25 @@
 """The program of the large-index oracle: one substrate's unmutated kernel, then its survivors, on its large trials.
 
-`python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl`; a campaign runs it in a worker forked
-from the fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The plan's
-trials ([source, axis, size] each, numbered from plan["first_trial"]) are built in turn, each freed before the
-next. A trial is T0's trial 0 (or, with source LOWEST_RANK, the suites' trial of the lowest rank below T0's)
-tiled along its axis (every input of the first input's shape alike, so a mask stays aligned; pads and
-scalars unchanged), the least number of times that takes the input and the output both past
-`min_elements` elements, or (size LARGEST) cut along axis 0 to the longest the counts allow: the
-same values, the same pads, so within every precondition the original meets, and indices past 2^31 (the
-contract's counts are u32: no trial passes 2^32 - 1). The official Model's output is made once a trial (the
-tiling is done on the device; a device without the memory for it makes the program say `skipped` with the
-bytes); then each kernel runs once and is compared as the gate
-compares, its out poisoned as the gate poisons one. Events, each with its trial's number: `trial` (its shapes),
-then per kernel a `start` (the parent's clock: a mutant running far past the unmutated kernel is killed as hung)
-and a `result`, the unmutated source first, then `done`. A trial the unmutated kernel fails judges nothing, and
-a survivor killed on one is not run on the next. A kernel that faults, or changes an input or the official
-output (there are no guard bands at this size), is killed; where the fault poisoned the context or the trial
-was written into, it ends the process, and the parent starts another on that trial for the kernels after it
-(plan["judged"]: those judged on it already). Address-checked (plan["check_addresses"], on cuda) or on the CPU
-shim, a fault that wrote nothing first leaves the process to judge the next kernel on the same trial.
+`python -m harness.oracles.large_index_run PLAN.json EVENTS.jsonl`; a campaign runs it in a worker forked from the
+fork server (`run_in_worker`), a new one in milliseconds after a kernel that ends one. The plan's trials ([source,
+axis, size] each, numbered from plan["first_trial"]) are built in turn, each freed before the next. A trial is T0's
+trial 0 (or, with source LOWEST_RANK, the suites' trial of the lowest rank below T0's) tiled along its axis (every
+input of the first input's shape alike, so a mask stays aligned; pads and scalars unchanged), the least number of
+times that takes the input and the output both past `min_elements` elements, or (size LARGEST) cut along axis 0 to
+the longest the counts allow: the same values, the same pads, so within every precondition the original meets, and
+indices past 2^31 (the contract's counts are u32: no trial passes 2^32 - 1). The official Model's output is made
+once a trial (the tiling is done on the device; a device without the memory for it makes the program say `skipped`
+with the bytes; beside other processes, plan["memory_lock"], it builds the trial in its turn at the device's memory,
+waiting up to plan["memory_wait"] seconds for room and saying `waiting` meanwhile: harness.oracles.memory_turns);
+then each kernel runs once and is compared as the gate compares, its out poisoned as the gate poisons one. Events,
+each with its trial's number: `trial` (its shapes), then per kernel a `start` (the parent's clock: a mutant running
+far past the unmutated kernel is killed as hung) and a `result`, the unmutated source first, then `done`. A trial
+the unmutated kernel fails judges nothing, and a survivor killed on one is not run on the next. A kernel that
+faults, or changes an input or the official output (there are no guard bands at this size), is killed; where the
+fault poisoned the context or the trial was written into, it ends the process, and the parent starts another on that
+trial for the kernels after it (plan["judged"]: those judged on it already). Address-checked
+(plan["check_addresses"], on cuda) or on the CPU shim, a fault that wrote nothing first leaves the process to judge
+the next kernel on the same trial.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from harness.oracles.memory_turns import memory_turn, wait_for_memory
 
 LOST_EXIT = 3
 LOWEST_RANK = "lowest-rank"  # plan["source"]: the suites' lowest-rank trial, not T0 trial 0
@@ -333,24 +336,53 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
-    free, total = backend.memory_info()
-    if total and need > free:
-        _write(events, event="skipped", trial=index, memory=True,
-               why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {free / 2**30:.1f} GiB of "
-                   f"{total / 2**30:.1f} GiB are free")
-        return None
-    try:
-        inputs = tiled(small, factor, device, torch, axis)
-        if largest:
-            inputs = cut(inputs, length, torch)
-        with torch.no_grad():
-            expected = model(*inputs)
-    except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
-        _write(events, event="skipped", trial=index, memory=True,
-               why=f"the large trial did not fit in the device's memory while it was built (about "
-                   f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
-        return None
+    # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
+    # has taken, by the time the memory is read, all it will take.
+    with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
+                                                                     waited=round(waited, 1), turn=True)):
+        wait = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch),
+                               float(plan.get("memory_wait", 0)),
+                               lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
+                                                           waited=round(waited, 1)))
+        if not wait.fits:
+            _write(events, event="skipped", trial=index, memory=True,
+                   why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
+                       f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
+            return None
+        try:
+            inputs = tiled(small, factor, device, torch, axis)
+            if largest:
+                inputs = cut(inputs, length, torch)
+            with torch.no_grad():
+                expected = model(*inputs)
+        except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
+            _write(events, event="skipped", trial=index, memory=True,
+                   why=f"the large trial did not fit in the device's memory while it was built (about "
+                       f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
+            return None
+        _reserve(need, backend, torch)
     return inputs, expected, length, factor
+
+
+def _held_here(backend, torch) -> int:
+    """The device memory this process's allocator holds (what it would not gain by others giving theirs back)."""
+    return int(torch.cuda.memory_reserved(backend.device)) if backend.device.type == "cuda" else 0
+
+
+def _reserve(need: int, backend, torch) -> None:
+    """What the trial will take beyond what it holds now (the kernels' outputs, the comparisons' chunks), taken
+    from the device and left in this process's allocator cache, so that a process after it in the turns reads the
+    memory without it. Where the device will not give it, the trial goes on as it did before the turns."""
+    if backend.device.type != "cuda":
+        return
+    rest = need - int(torch.cuda.memory_allocated(backend.device))
+    if rest <= 0:
+        return
+    try:
+        held = torch.empty(rest, dtype=torch.uint8, device=backend.device)
+    except torch.OutOfMemoryError:
+        return
+    del held  # its block stays in the cache, where the trial's next allocations are carved from it
 
 
 def _compiled_said(plan: dict, entry, backend, events) -> dict:
