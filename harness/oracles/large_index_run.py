@@ -336,6 +336,8 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
+    if device.type == "cuda":  # the Model's measured runs' blocks, given back: the free memory read then is all there is
+        torch.cuda.empty_cache()
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
     # has taken, by the time the memory is read, all it will take.
     with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
