@@ -336,7 +336,7 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
-    if device.type == "cuda":  # the Model's measured runs' blocks, given back: the free memory read then is all there is
+    if device.type == "cuda":  # the Model's measured runs' blocks given back: the free memory read next is all of it
         torch.cuda.empty_cache()
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
     # has taken, by the time the memory is read, all it will take.
