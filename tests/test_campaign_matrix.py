@@ -462,8 +462,9 @@ def test_a_rows_trials_queued_at_once_give_the_cells_each_trial_run_alone_gives(
 
 def test_a_row_whose_first_trial_is_slow_runs_the_others_alone_and_stops_each_failed_cell_at_its_first_run(
         admitted, monkeypatch):
-    # Queued, each trial makes both runs; a row whose trial 0 took longer than SLOW_ROW_SECONDS runs the rest a trial
-    # at a time instead, where a failed cell that one run decides makes no second run. The cells are the same.
+    # A row whose trial 0 took longer than SLOW_ROW_SECONDS runs the rest a trial at a time instead of queued, where a
+    # failed cell that one run decides makes no second run, as queued. The cells are the same. (Queued, a trial its
+    # signals cannot describe runs alone after its queued run: more launches.)
     import dataclasses
 
     import torch
@@ -494,6 +495,47 @@ def test_a_row_whose_first_trial_is_slow_runs_the_others_alone_and_stops_each_fa
     assert any(cell["status"] == "failed" for cells in alone_cells.values() for cell in cells[1:])
     assert (queued_rows, alone_rows) == (3, 0)
     assert alone_launches < queued_launches
+
+
+def test_a_queued_row_makes_run_two_only_of_the_trials_run_one_left_undecided(admitted, monkeypatch):
+    # Queued, run one of every trial is read first; run two (its poison pattern, the unwritten-output check) is queued
+    # only where run one does not decide the cell (a pass, say), as a trial run alone does. The cells are a trial at a
+    # time's.
+    import dataclasses
+
+    import torch
+
+    from harness.backends.base import PendingFault
+    from harness.backends.cpu import CpuBackend
+    from harness.engine import row
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    monkeypatch.setattr(CpuBackend, "pending_fault",
+                        lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
+    queued_runs, real_queue = [], row.queue_trial
+
+    def queue(entry, kernel, backend, inputs, expected, *rest, **named):
+        made = real_queue(entry, kernel, backend, inputs, expected, *rest, **named)
+        queued_runs.append((expected.data_ptr(), made.runs if made is not None else None))
+        return made
+
+    monkeypatch.setattr(row, "queue_trial", queue)
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), matrix=True, run_baseline=True)
+    judged = {}
+    for queued in (False, True):
+        monkeypatch.setattr(row, "queues_rows", lambda backend, queued=queued: queued)
+        conn = _Messages()
+        campaign_worker.run_campaign_job(job, conn)
+        judged[queued] = {m[1]["mutant_id"]: m[1]["cells"] for m in conn.sent if m[0] == "result"}
+    assert judged[True] == judged[False] and len(judged[True]) == 3
+    ones = [runs for _trial, runs in queued_runs if runs == row.RUN_ONE]
+    twos = [runs for _trial, runs in queued_runs if runs == row.RUN_TWO]
+    cells = [cell for row_cells in judged[True].values() for cell in row_cells[1:]]  # trial 0 runs alone
+    passed = sum(cell["status"] == "passed" for cell in cells)
+    decided = sum(cell.get("check") == "output_matches" for cell in cells)
+    assert len(ones) == len(cells) and passed <= len(twos) <= len(cells) - decided and decided > 0
+    assert row.BOTH_RUNS not in [runs for _trial, runs in queued_runs]  # no trial queues both runs at once
 
 
 def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each_trial_with_its_own(

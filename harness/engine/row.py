@@ -1,10 +1,13 @@
-"""A --matrix row's trials queued on the device one after another and read in one transfer.
+"""A --matrix row's trials queued on the device one after another and read in two transfers.
 
 A matrix runs every trial of every mutant. One trial at a time, each run's findings are a read, and a read waits for
-a GPU that a dozen workers share: about forty waits a row over the 28 family substrates. Queued, each trial's two runs
-are launched after the trial before, each run's signals (the address check's state, the guard bands, the inputs'
-sums, the poison left, the comparison and its first mismatches) made on the device as the run ends, before the next
-run reuses the buffers, and every signal is read once, after the last trial.
+a GPU that a dozen workers share: about forty waits a row over the 28 family substrates. Queued, each trial's run one
+is launched after the trial before, its signals (the address check's state, the guard bands, the inputs' sums, the
+poison left, the comparison and its first mismatches) made on the device as the run ends, before the next run reuses
+the buffers, and every signal is read once, after the last trial. Most of a matrix's cells fail at run one in a way
+run two cannot change (harness.gate.pipeline.decided_by_first_run: 85% of the 28's); the trials left undecided then
+make their run two, queued and read likewise, run one's poison kept for the unwritten-output check. A trial alone
+(run_kernel with stop_when_decided) makes the same runs.
 
 What a signal cannot describe without the memory it came from (which guard bytes, which input element changed) is
 found by running that trial again alone (harness.gate.pipeline.run_kernel): a deterministic kernel does the same
@@ -24,7 +27,7 @@ from harness.compiler import signature
 from harness.gate.checks.compare import coords_of, compare_later
 from harness.gate.checks.guards import (POISON_BYTES, GuardedBuffers, checksum_parts, poison_where, read_together,
                                         unwritten_signals)
-from harness.gate.pipeline import KernelRun, LaunchRecord, guarded_copy, reads_wait
+from harness.gate.pipeline import KernelRun, LaunchRecord, decided_by_first_run, guarded_copy, reads_wait
 
 
 # The largest output a queued trial compares on the device: its float64 temporaries (a few times 8 bytes an element)
@@ -39,27 +42,39 @@ def queues_rows(backend: Backend) -> bool:
     return reads_wait(backend.device) and bool(getattr(backend, "check_addresses", False))
 
 
+BOTH_RUNS, RUN_ONE, RUN_TWO = (1, 2), (1,), (2,)
+
+
 @dataclass
 class QueuedTrial:
-    """A trial's two runs, launched; their signals in `signals`, in the order trial_run reads them."""
+    """A trial's runs (`runs`: both, run one, or run two after a run one queued before), launched; their signals in
+    `signals`, in the order trial_run reads them."""
 
     shape: tuple
     initialised: bool           # launch fills out itself: no poison, nothing left unwritten
     tensors: list[int]          # the inputs that are tensors: each one's sums are a signal after each run
-    guarded_inputs: int         # their guard bands, read after run two
+    guarded_inputs: int         # their guard bands, read after the last run
+    runs: tuple = BOTH_RUNS
     faults: list = field(default_factory=list)       # each run's PendingFault
     comparisons: list = field(default_factory=list)  # each run's PendingComparison
     signals: list = field(default_factory=list)
     beside: int = 0             # how many of the caller's signals come last
+    still_first: torch.Tensor | None = None  # RUN_ONE: where out still holds pattern one, for run two's unwritten
+    held: int = 0               # RUN_ONE, once read: whether out still holds pattern one somewhere (0 or 1)
+
+    def decided(self, run: KernelRun) -> bool:
+        """Whether run one, read (trial_run's), already gives the trial's first failure: no run two to make."""
+        return decided_by_first_run(run, 0 if self.initialised else self.held)
 
 
 def queue_trial(entry, kernel: LoadedKernel, backend: Backend, inputs: list, expected: torch.Tensor,
                 launched: LaunchRecord | None, buffers: GuardedBuffers,
-                beside: Callable[[], list] | None = None) -> QueuedTrial | None:
-    """Both runs of a trial (`inputs`, `expected`) launched after whatever is queued, with their signals, and
-    `beside`'s (a caller's 1-d int64 signals, made after run two); None, with nothing launched, where the trial cannot
-    be queued (launch's record unknown, arguments this kernel refuses, an output compare_later does not take): the
-    caller runs it alone."""
+                beside: Callable[[], list] | None = None, runs: tuple = BOTH_RUNS,
+                first: "QueuedTrial | None" = None) -> QueuedTrial | None:
+    """A trial's `runs` (`inputs`, `expected`) launched after whatever is queued, with their signals, and `beside`'s
+    (a caller's 1-d int64 signals, made after the last run); None, with nothing launched, where the trial cannot be
+    queued (launch's record unknown, arguments this kernel refuses, an output compare_later does not take): the
+    caller runs it alone. RUN_TWO takes `first`, the trial's RUN_ONE queued before, for the poison run one left."""
     if (launched is None or tuple(expected.shape) != tuple(launched.shape) or expected.dtype != launched.dtype
             or not 0 < expected.numel() <= QUEUED_MAX_ELEMENTS):
         return None
@@ -72,9 +87,10 @@ def queue_trial(entry, kernel: LoadedKernel, backend: Backend, inputs: list, exp
         return None
     tensors = [i for i, view in enumerate(views) if isinstance(view, torch.Tensor)]
     queued = QueuedTrial(tuple(launched.shape), launched.initial is not None, tensors,
-                         sum(g is not None for g in guarded))
-    still_first = None
-    for run_number, pattern in enumerate(POISON_BYTES, 1):
+                         sum(g is not None for g in guarded), runs)
+    still_first = first.still_first if first is not None else None
+    for run_number in runs:
+        pattern = POISON_BYTES[run_number - 1]
         if queued.initialised:
             out.tensor.copy_(launched.initial)
         else:
@@ -89,6 +105,9 @@ def queue_trial(entry, kernel: LoadedKernel, backend: Backend, inputs: list, exp
                            queued.comparisons[-1].signals]
         if not queued.initialised and run_number == 1:
             still_first = poison_where(out.tensor, pattern)
+            if runs == RUN_ONE:  # kept for run two, should the trial need one
+                queued.still_first = still_first
+                queued.signals.append(still_first.any().to(torch.int64).reshape(1))
         elif not queued.initialised:
             queued.signals.append(unwritten_signals(still_first, out.tensor))
     queued.signals += [g.bands_changed() for g in guarded if g is not None]
@@ -103,22 +122,26 @@ def read_row(queued: list[QueuedTrial]) -> Iterator[list[int]]:
     return iter(read_together([signal for trial in queued for signal in trial.signals]))
 
 
-def trial_run(queued: QueuedTrial, values: Iterator[list[int]], sums: list) -> KernelRun | None:
+def trial_run(queued: QueuedTrial, values: Iterator[list[int]], sums: list,
+              first: KernelRun | None = None) -> KernelRun | None:
     """The KernelRun run_kernel would have made of a queued trial, from its signals' values (`values`, read_row's,
     advanced past this trial's); None where a guard band or an input changed (which bytes, which element: the memory
     is gone), for the caller to run the trial alone. A fault the address check foresaw is raised as run_kernel raises
-    it (Backend.pending_fault), and the values after it are not read: the row ends there."""
-    result = KernelRun(out_elements=math.prod(queued.shape), initialised_by_launch=queued.initialised)
+    it (Backend.pending_fault), and the values after it are not read: the row ends there. RUN_TWO's values go on
+    `first`, run one's KernelRun (trial_run's of the trial's RUN_ONE)."""
+    result = first or KernelRun(out_elements=math.prod(queued.shape), initialised_by_launch=queued.initialised)
     described = True
-    for run_number, (fault, pending) in enumerate(zip(queued.faults, queued.comparisons), 1):
+    for run_number, fault, pending in zip(queued.runs, queued.faults, queued.comparisons):
         fault.read(next(values))
         described = not any(next(values)) and described
         for i in queued.tensors:
             described = sum(next(values)) == sums[i] and described
         result.comparisons.append(pending.finish(next(values)))
-        if not queued.initialised and run_number == 2:
-            result.unwritten, first = next(values)
-            result.first_unwritten = coords_of(first, queued.shape) if result.unwritten else ()
+        if not queued.initialised and queued.runs == RUN_ONE:
+            (queued.held,) = next(values)
+        elif not queued.initialised and run_number == 2:
+            result.unwritten, first_unwritten = next(values)
+            result.first_unwritten = coords_of(first_unwritten, queued.shape) if result.unwritten else ()
     for _ in range(queued.guarded_inputs):
         described = not any(next(values)) and described
     result.beside = [next(values) for _ in range(queued.beside)]

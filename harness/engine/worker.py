@@ -385,29 +385,35 @@ class _Verdict:
 
 @dataclass
 class _QueuedRow:
-    """A row's queued trials (harness.engine.row.QueuedTrial by trial) and their signals' values, read once: each
-    trial's KernelRun taken in the trials' order."""
+    """A row's queued trials, read (harness.engine.row): each trial's KernelRun, the unmutated kernel's runs after an
+    accumulation's trials, and the trial the row ends at where one ended it."""
 
-    trials: dict  # trial: (the mutant's QueuedTrial, the unmutated kernel's after it or None)
-    values: object  # an iterator over the values, in the queued trials' order
-    refused: tuple | None = None  # (trial, KernelFault) where a launch raised as it was queued: nothing after it
+    runs: dict = dataclasses.field(default_factory=dict)  # trial: its KernelRun, None where it must run alone
     unmutated: dict = dataclasses.field(default_factory=dict)  # trial: the unmutated kernel's KernelRun (or None)
+    # (trial, KernelFault): a launch refused as it was queued, or a fault the address check foresaw; nothing after it
+    ends: tuple | None = None
 
-    def run(self, i: int, sums: list):
-        """Trial i's KernelRun; None where it was not queued, or its signals say it must run alone to be described
-        (harness.engine.row.trial_run, which raises the fault the address check foresaw). The unmutated kernel's run
-        after it, where one was queued, is read into `unmutated`."""
+    def run(self, i: int):
+        """Trial i's KernelRun; None where it was not queued, or its signals say it must run alone to be described.
+        The fault that ends the row at trial i is raised there, as run_kernel raises it."""
+        if self.ends is not None and self.ends[0] == i:
+            raise self.ends[1]
+        return self.runs.get(i)
+
+    def read(self, queued: dict, values, sums: list, firsts: dict | None = None) -> None:
+        """The queued trials' values read in their order ({trial: (the mutant's QueuedTrial, the unmutated kernel's or
+        None)}); on `firsts` (trial: run one's KernelRun) where these are run twos. Stops at a fault: the row ends."""
         from harness.engine.row import trial_run
 
-        if self.refused is not None and self.refused[0] == i:
-            raise self.refused[1]
-        if i not in self.trials:
-            return None
-        made, again = self.trials[i]
-        run = trial_run(made, self.values, sums)
-        if again is not None:
-            self.unmutated[i] = trial_run(again, self.values, sums)
-        return run
+        for i, (made, again) in queued.items():
+            try:
+                if made is not None:
+                    self.runs[i] = trial_run(made, values, sums[i], (firsts or {}).get(i))
+                if again is not None:
+                    self.unmutated[i] = trial_run(again, values, sums[i])
+            except KernelFault as fault:
+                self.ends = (i, fault)
+                return
 
 
 class _SubstrateRun:
@@ -741,7 +747,7 @@ class _SubstrateRun:
         as judge() ends its search. The first cell that is no pass decides the status (matrix.row_verdict).
 
         Trial 0 runs alone (a mutant that spins does so there, within a cell's limit), then on a GPU the others are
-        queued at once and read in one transfer (harness.engine.row), unless trial 0 took more than SLOW_ROW_SECONDS;
+        queued and read in two transfers (harness.engine.row), unless trial 0 took more than SLOW_ROW_SECONDS;
         a queued read the device fails hands the mutant back to be judged a trial at a time ("retry"), as does the
         parent where a queued row is lost."""
         from harness.engine.matrix import Cell, CellStatus, row_verdict
@@ -780,39 +786,69 @@ class _SubstrateRun:
         return (len(self.trials) > 1 and self.row_timeout is not None and mutant_id not in self.job.rows_alone
                 and queues_rows(self.backend))
 
-    def queue_rest(self, kernel, mutant_id: str):
-        """Trials 1 onwards queued on the device and read (harness.engine.row): a _QueuedRow; None where the read
-        failed (a fault of the device's own, at some trial: the mutant goes back to be judged a trial at a time)."""
-        from harness.engine.row import queue_trial, read_row
+    def queue_rest(self, kernel, mutant_id: str) -> "_QueuedRow | None":
+        """Trials 1 onwards queued on the device and read (harness.engine.row): run one of each, then run two of those
+        run one left undecided (and an accumulation's unmutated kernel after each), each read in one transfer; a
+        _QueuedRow, or None where a read failed (a fault of the device's own, at some trial: the mutant goes back to be
+        judged a trial at a time)."""
+        from harness.engine.row import RUN_ONE, RUN_TWO
 
         self.conn.send(("queued", mutant_id))
         self.conn.send(("step", f"{mutant_id}: trials 1 to {len(self.trials) - 1} queued", self.row_timeout))
         with self.mutant_parts.timing("kernel: queued trials"):
-            queued, refused = {}, None
-            for i, trial in enumerate(self.trials[1:], 1):
-                try:
-                    made = queue_trial(self.entry, kernel, self.backend, trial.inputs, trial.expected,
-                                       self.launches.get(i), self.buffers,
-                                       lambda trial=trial: trial_checksum_parts(trial))
-                    # An accumulation's cell is skipped where the unmutated kernel, run again after it, fails the
-                    # trial too: queued after the mutant's runs as it would run, read with them.
-                    again = (queue_trial(self.entry, self.original(), self.backend, trial.inputs, trial.expected,
-                                         self.launches.get(i), self.buffers)
-                             if made is not None and self.entry.accumulates else None)
-                except KernelFault as fault:  # a launch refused as it was made: the row ends at that trial
-                    refused = (i, fault)
-                    break
-                if made is not None:
-                    queued[i] = (made, again)
-            try:
-                values = read_row([part for pair in queued.values() for part in pair if part is not None])
-            except (KernelFault, RuntimeError) as error:
-                if isinstance(error, RuntimeError) and "CUDA" not in str(error):
-                    raise
-                self.conn.send(("retry", mutant_id, f"its queued trials failed the device ({error}): judged again a "
-                                                    f"trial at a time"))
+            row = _QueuedRow()
+            firsts, row.ends = self.queue_trials(kernel, range(1, len(self.trials)), RUN_ONE)
+            if not self.read_queued(row, firsts, mutant_id):
                 return None
-        return _QueuedRow(queued, values, refused)
+            # An accumulation's cell is skipped where the unmutated kernel, run again after the mutant, fails the trial
+            # too: queued after the mutant's last run as it would run, read with them.
+            last = row.ends[0] if row.ends is not None else len(self.trials)
+            undecided = {i: firsts[i][0] for i, run in row.runs.items()
+                         if run is not None and i < last and not firsts[i][0].decided(run)}
+            left = [i for i in row.runs if i < last and (self.entry.accumulates or i in undecided)]
+            seconds, ends = self.queue_trials(kernel, left, RUN_TWO, undecided)
+            row.ends = ends or row.ends
+            if seconds and not self.read_queued(row, seconds, mutant_id, {i: row.runs[i] for i in undecided}):
+                return None
+        return row
+
+    def queue_trials(self, kernel, trials, runs: tuple, firsts: dict | None = None) -> tuple[dict, tuple | None]:
+        """`runs` of each of `trials` queued (RUN_TWO only for those in `firsts`, their RUN_ONE QueuedTrials), and an
+        accumulation's unmutated kernel after each under RUN_TWO: ({trial: (the mutant's QueuedTrial or None, the
+        unmutated kernel's or None)}, (trial, KernelFault) where a launch was refused as it was made)."""
+        from harness.engine.row import RUN_TWO, queue_trial
+
+        queued = {}
+        for i in trials:
+            trial = self.trials[i]
+            try:
+                made = (None if runs == RUN_TWO and i not in firsts else
+                        queue_trial(self.entry, kernel, self.backend, trial.inputs, trial.expected,
+                                    self.launches.get(i), self.buffers, lambda trial=trial: trial_checksum_parts(trial),
+                                    runs, (firsts or {}).get(i)))
+                again = (queue_trial(self.entry, self.original(), self.backend, trial.inputs, trial.expected,
+                                     self.launches.get(i), self.buffers)
+                         if runs == RUN_TWO and self.entry.accumulates else None)
+            except KernelFault as fault:  # a launch refused as it was made: the row ends at that trial
+                return queued, (i, fault)
+            if made is not None or again is not None:
+                queued[i] = (made, again)
+        return queued, None
+
+    def read_queued(self, row: "_QueuedRow", queued: dict, mutant_id: str, firsts: dict | None = None) -> bool:
+        """`queued`'s signals read into `row`; False where the device failed the read, the mutant handed back."""
+        from harness.engine.row import read_row
+
+        try:
+            values = read_row([part for pair in queued.values() for part in pair if part is not None])
+        except (KernelFault, RuntimeError) as error:
+            if isinstance(error, RuntimeError) and "CUDA" not in str(error):
+                raise
+            self.conn.send(("retry", mutant_id, f"its queued trials failed the device ({error}): judged again a "
+                                                f"trial at a time"))
+            return False
+        row.read(queued, values, self.sums_of_inputs, firsts)
+        return True
 
     def row_cell(self, kernel, mutant_id: str, i: int, queued: "_QueuedRow | None"):
         """Trial i's cell of the row, the failure it shows ('' for none), and whether the run damaged the worker's
@@ -820,7 +856,7 @@ class _SubstrateRun:
         from harness.engine.matrix import Cell, CellStatus, failed_cell
 
         trial = self.trials[i]
-        run = queued.run(i, self.sums_of_inputs[i]) if queued is not None else None
+        run = queued.run(i) if queued is not None else None
         if run is None:
             cell_limit = self.step_timeout - STEP_TIMEOUT_ALLOWANCE + MATRIX_CELL_ALLOWANCE
             self.conn.send(("step", f"{mutant_id} {trial.where}", cell_limit))
