@@ -497,10 +497,9 @@ def test_a_row_whose_first_trial_is_slow_runs_the_others_alone_and_stops_each_fa
     assert alone_launches < queued_launches
 
 
-def test_a_queued_row_makes_run_two_only_of_the_trials_run_one_left_undecided(admitted, monkeypatch):
-    # Queued, run one of every trial is read first; run two (its poison pattern, the unwritten-output check) is queued
-    # only where run one does not decide the cell (a pass, say), as a trial run alone does. The cells are a trial at a
-    # time's.
+def _alone_and_queued(admitted, monkeypatch) -> dict[bool, list]:
+    """The template's three arithmetic_swap mutants judged as --matrix rows a trial at a time (False) and queued (True)
+    on the CPU backend, its faults raised as a launch is made: each way's messages."""
     import dataclasses
 
     import torch
@@ -513,29 +512,43 @@ def test_a_queued_row_makes_run_two_only_of_the_trials_run_one_left_undecided(ad
 
     monkeypatch.setattr(CpuBackend, "pending_fault",
                         lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
-    queued_runs, real_queue = [], row.queue_trial
-
-    def queue(entry, kernel, backend, inputs, expected, *rest, **named):
-        made = real_queue(entry, kernel, backend, inputs, expected, *rest, **named)
-        queued_runs.append((expected.data_ptr(), made.runs if made is not None else None))
-        return made
-
-    monkeypatch.setattr(row, "queue_trial", queue)
     job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), matrix=True, run_baseline=True)
-    judged = {}
+    sent = {}
     for queued in (False, True):
         monkeypatch.setattr(row, "queues_rows", lambda backend, queued=queued: queued)
         conn = _Messages()
         campaign_worker.run_campaign_job(job, conn)
-        judged[queued] = {m[1]["mutant_id"]: m[1]["cells"] for m in conn.sent if m[0] == "result"}
+        sent[queued] = conn.sent
+    return sent
+
+
+def _cells(sent: list) -> dict:
+    return {m[1]["mutant_id"]: m[1]["cells"] for m in sent if m[0] == "result"}
+
+
+def test_a_queued_row_makes_run_two_only_of_the_trials_run_one_left_undecided(admitted, monkeypatch):
+    # Queued, run one of every trial is read first; run two (its poison pattern, the unwritten-output check) is queued
+    # only where run one does not decide the cell (a pass, say), as a trial run alone does. The cells are a trial at a
+    # time's.
+    from harness.engine import row
+
+    queued_runs, real_queue = [], row.queue_trial
+
+    def queue(entry, kernel, backend, inputs, expected, *rest, **named):
+        made = real_queue(entry, kernel, backend, inputs, expected, *rest, **named)
+        queued_runs.append(made.runs if made is not None else None)
+        return made
+
+    monkeypatch.setattr(row, "queue_trial", queue)
+    sent = _alone_and_queued(admitted, monkeypatch)
+    judged = {way: _cells(messages) for way, messages in sent.items()}
     assert judged[True] == judged[False] and len(judged[True]) == 3
-    ones = [runs for _trial, runs in queued_runs if runs == row.RUN_ONE]
-    twos = [runs for _trial, runs in queued_runs if runs == row.RUN_TWO]
     cells = [cell for row_cells in judged[True].values() for cell in row_cells[1:]]  # trial 0 runs alone
     passed = sum(cell["status"] == "passed" for cell in cells)
     decided = sum(cell.get("check") == "output_matches" for cell in cells)
-    assert len(ones) == len(cells) and passed <= len(twos) <= len(cells) - decided and decided > 0
-    assert row.BOTH_RUNS not in [runs for _trial, runs in queued_runs]  # no trial queues both runs at once
+    twos = queued_runs.count(row.RUN_TWO)
+    assert queued_runs.count(row.RUN_ONE) == len(cells) and passed <= twos <= len(cells) - decided and decided > 0
+    assert row.BOTH_RUNS not in queued_runs  # no trial queues both runs at once
 
 
 def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each_trial_with_its_own(
@@ -545,28 +558,14 @@ def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each
     # of the trials run again one at a time. (The template is made an accumulation here; its kernel only writes.)
     import dataclasses
 
-    import torch
-
-    from harness.backends.base import PendingFault
-    from harness.backends.cpu import CpuBackend
-    from harness.engine import row
     from harness.engine import worker as campaign_worker
-    from tests.test_campaign import _Messages, _template_job
 
     real_load = campaign_worker._load_entry
     monkeypatch.setattr(campaign_worker, "_load_entry",
                         lambda job: dataclasses.replace(real_load(job), accumulates=True))
-    monkeypatch.setattr(CpuBackend, "pending_fault",
-                        lambda self: PendingFault(torch.zeros(0, dtype=torch.int64), lambda values: None))
-    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 3), matrix=True, run_baseline=True)
-    judged = {}
-    for queued in (False, True):
-        monkeypatch.setattr(row, "queues_rows", lambda backend, queued=queued: queued)
-        conn = _Messages()
-        campaign_worker.run_campaign_job(job, conn)
-        judged[queued] = ({m[1]["mutant_id"]: m[1]["cells"] for m in conn.sent if m[0] == "result"},
-                          [m for m in conn.sent if m[0] == "trial"])
-    (alone, alone_trials), (queued, queued_trials) = judged[False], judged[True]
+    sent = _alone_and_queued(admitted, monkeypatch)
+    (alone, alone_trials), (queued, queued_trials) = [(_cells(sent[way]), [m for m in sent[way] if m[0] == "trial"])
+                                                      for way in (False, True)]
     assert queued == alone and len(queued) == 3
     failed = sum(cell["status"] == "failed" for cells in alone.values() for cell in cells)
     assert failed and len(alone_trials) == sum(map(len, alone.values())) + failed  # each failed cell ran it again
