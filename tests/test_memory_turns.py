@@ -63,7 +63,7 @@ def test_a_wait_ends_at_its_deadline_and_a_process_alone_does_not_wait():
     wait = wait_for_memory(60 * GIB, _readings(30 * GIB), lambda: 0, 2.0, clock=clock, sleep=clock.sleep)
     assert not wait.fits and wait.seconds == pytest.approx(2.0, abs=0.25) and wait.gave_up == "no room came within 2 s"
     alone = wait_for_memory(60 * GIB, _readings(30 * GIB), lambda: 0, 0, clock=clock, sleep=clock.sleep)
-    assert not alone.fits and alone.gave_up == "not waited for: the process is alone on the device"
+    assert not alone.fits and alone.gave_up == "not waited for: no other large-index process runs beside it"
 
 
 def _hold_the_turn(lock: str, entered, release) -> None:

@@ -86,7 +86,7 @@ def wait_for_memory(need: int, memory_info: Callable[[], tuple[int, int]], held_
                                                    "memory given back")
         if waited >= deadline_seconds:
             return MemoryWait(free, total, waited, f"no room came within {deadline_seconds:g} s" if deadline_seconds
-                              else "not waited for: the process is alone on the device")
+                              else "not waited for: no other large-index process runs beside it")
         if clock() - beat >= HEARTBEAT_SECONDS:
             heartbeat(waited, free)
             beat = clock()
