@@ -216,6 +216,49 @@ def test_kept_inputs_a_kernel_changed_in_the_hosts_memory_are_drawn_again_and_la
 
     monkeypatch.setattr(under_test, "DRAWN_BYTES", 16 * 64 * 4 * 2)  # room for two trials' draws
     draws.clear()
-    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"))
+    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"), room=lambda: False)
     assert kernelbench(problem, torch.relu, "cpu") and kernelbench(problem, torch.relu, "cpu")
     assert len(draws) == 5 + 3 and len(problem._drawn) == 2
+    # Past DRAWN_BYTES a draw is kept while the host keeps its reserve beside it (a real-size problem's GiBs).
+    draws.clear()
+    problem = BuiltProblem(_counting_problem(draws), _ReLU(), torch.device("cpu"), room=lambda: True)
+    assert kernelbench(problem, torch.relu, "cpu") and kernelbench(problem, torch.relu, "cpu")
+    assert len(draws) == 5 and len(problem._drawn) == 5
+
+
+def test_the_host_has_room_for_a_draw_while_its_available_memory_keeps_the_reserve(monkeypatch):
+    from harness.checkers import under_test
+    from harness.gate import trial_inputs
+
+    for available, total, room in ((40, 128, True), (31, 128, False), (None, 128, False), (40, None, False)):
+        monkeypatch.setattr(trial_inputs, "host_memory_available", lambda available=available: available)
+        monkeypatch.setattr(trial_inputs, "host_memory_total", lambda total=total: total)
+        assert under_test.host_has_room() is room, (available, total)
+
+
+def test_the_t0_checker_builds_each_trial_once_per_worker_and_a_kernel_writing_its_inputs_changes_no_verdict():
+    # The t0 checker's trials are the gate's T0 (its builder under the first determinism seed), moved to the device;
+    # in a worker they are built once for every kernel it judges, each kernel given copies.
+    from harness.checkers.t0 import judge_t0
+    from harness.checkers.under_test import BuiltProblem
+
+    builds = []
+
+    def t0(t):
+        builds.append(t)
+        return [torch.rand(16, 64)]  # the global RNG, seeded by the gate's determinism seed
+
+    entry = _entry_with_t0(t0, trials=5)
+
+    def writes_input(x):
+        out = torch.relu(x)
+        x.fill_(-1.0)
+        return out
+
+    identity = lambda x: x.clone()  # noqa: E731: ReLU of the non-negative inputs t0 builds, unless they were changed
+    kernels = (torch.relu, writes_input, identity)
+    problem = BuiltProblem(RANDN, RANDN.build_model("cpu"), torch.device("cpu"))
+    verdicts = [judge_t0(entry, problem, kernel, "cpu") for kernel in kernels]
+    assert builds == [0, 1, 2, 3, 4]  # once, for the three kernels
+    afresh = [judge_t0(entry, RANDN, kernel, "cpu") for kernel in kernels]
+    assert verdicts == afresh and all(v.accepted for v in verdicts)

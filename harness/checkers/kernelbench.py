@@ -70,8 +70,9 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
 def drawn(problem, seed: int) -> list:
     """problem.get_inputs() for a trial whose seed is set: drawn once per worker where the problem keeps them
     (harness.checkers.under_test.BuiltProblem.drawn), else drawn now."""
-    keeps = getattr(problem, "drawn", None)
-    return keeps(seed, problem.get_inputs) if keeps is not None else problem.get_inputs()
+    from harness.checkers.under_test import kept
+
+    return kept(problem, seed, problem.get_inputs)
 
 
 def _on(device, x):

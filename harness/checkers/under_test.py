@@ -11,9 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-# The host memory a worker keeps KernelBench's drawn inputs in (BuiltProblem.drawn): the 28 family problems' five
-# trials take at most a few hundred MiB; larger ones are drawn again for each kernel, as eval.py draws them.
+# The host memory a worker keeps the checkers' drawn inputs in whatever the host has (BuiltProblem.drawn): the 28
+# family problems' five trials take at most a few hundred MiB. Past it, a draw is kept while the host keeps
+# HOST_RESERVE_SHARE of its memory available beside it (the campaign's other workers keep theirs likewise, and each
+# one's kept draws are counted in what the others see); else it is drawn again for each kernel, as eval.py draws it.
+# A KernelBench problem at its real size draws GiBs a trial, on the CPU, for tens of seconds.
 DRAWN_BYTES = 512 * 2**20
+HOST_RESERVE_SHARE = 0.25
+
+
+def host_has_room(reserve_share: float = HOST_RESERVE_SHARE) -> bool:
+    """Whether the host's available memory (a draw just made counted in it) is at least `reserve_share` of the
+    whole; False where the system does not say."""
+    from harness.gate.trial_inputs import host_memory_available, host_memory_total
+
+    available, total = host_memory_available(), host_memory_total()
+    return available is not None and bool(total) and available >= reserve_share * total
+
+
+def kept(problem, key, draw) -> list:
+    """`draw()`'s values, drawn once per worker where the problem keeps them (BuiltProblem.drawn), else drawn now."""
+    keeps = getattr(problem, "drawn", None)
+    return keeps(key, draw) if keeps is not None else draw()
 
 
 class BuiltProblem:
@@ -22,37 +41,40 @@ class BuiltProblem:
     mutant and checker. Its outputs are a fresh Model's: nothing a kernel runs can change its weights (the kernel
     gets copies of the tensors model_state names), and the mode is the one a Model starts in."""
 
-    def __init__(self, problem, model, device):
+    def __init__(self, problem, model, device, room=host_has_room):
         self.problem, self.model, self.device = problem, model, device
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
-        self._drawn: dict = {}  # seed: (get_inputs' values, their checksums where a kernel shares their memory)
+        self._drawn: dict = {}  # key: (the draw's values, their checksums where a kernel shares their memory)
+        self._room = room  # whether the host has room to keep a draw past DRAWN_BYTES
 
     def build_model(self, device):
         import torch
 
         return self.model if torch.device(device) == torch.device(self.device) else self.problem.build_model(device)
 
-    def drawn(self, seed: int, draw) -> list:
-        """`draw()`'s values (get_inputs under `seed`, on the CPU), drawn once per worker and seed where they fit
-        DRAWN_BYTES: every kernel a worker judges is checked on the same trials, and drawing them on the CPU took
-        most of a checker's time. The caller copies them to the device as eval.py does, so the device's allocations
-        (and what a stale buffer holds) are eval.py's. Where kernels run on the CPU (and share the host's memory),
-        values a kernel changed are drawn again."""
+    def drawn(self, key, draw) -> list:
+        """`draw()`'s values (get_inputs under a trial's seed, or a T0 trial as the gate builds it, on the CPU), drawn
+        once per worker and `key` where they fit DRAWN_BYTES or the host has room (HOST_RESERVE_SHARE): every kernel
+        a worker judges is checked on the same trials, and drawing them on the CPU took most of a checker's time. The
+        caller copies them to the device as eval.py does, so the device's allocations (and what a stale buffer holds)
+        are eval.py's. Where kernels run on the CPU (and share the host's memory), values a kernel changed are drawn
+        again."""
         import torch
 
         from harness.gate.checks.guards import tensor_checksum
 
-        if seed in self._drawn:
-            values, sums = self._drawn[seed]
+        if key in self._drawn:
+            values, sums = self._drawn[key]
             if sums is None or sums == [tensor_checksum(x) for x in _tensors(values)]:
                 return values
-            del self._drawn[seed]
+            del self._drawn[key]
         values = draw()
         tensors = _tensors(values)
-        if (all(x.device.type == "cpu" for x in tensors)
-                and sum(x.numel() * x.element_size() for x in tensors) <= DRAWN_BYTES - self._drawn_bytes()):
+        size = sum(x.numel() * x.element_size() for x in tensors)
+        if all(x.device.type == "cpu" for x in tensors) and (size <= DRAWN_BYTES - self._drawn_bytes()
+                                                             or self._room()):
             shared = torch.device(self.device).type == "cpu"
-            self._drawn[seed] = (values, [tensor_checksum(x) for x in tensors] if shared else None)
+            self._drawn[key] = (values, [tensor_checksum(x) for x in tensors] if shared else None)
         return values
 
     def _drawn_bytes(self) -> int:

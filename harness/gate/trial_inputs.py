@@ -48,9 +48,18 @@ HOST_MEMORY_SHARE = 0.35  # of the host's available memory, for trials drawn ahe
 
 def host_memory_available() -> int | None:
     """MemAvailable of /proc/meminfo in bytes, or None where the system does not say."""
+    return _meminfo("MemAvailable:")
+
+
+def host_memory_total() -> int | None:
+    """MemTotal of /proc/meminfo in bytes, or None where the system does not say."""
+    return _meminfo("MemTotal:")
+
+
+def _meminfo(field: str) -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
