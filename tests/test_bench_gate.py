@@ -86,14 +86,34 @@ def test_trace_keeps_every_timed_call_of_the_gate_in_the_json(tmp_path, capsys):
     assert all(0 <= call["start"] <= only["gate_pipeline_seconds"] for call in trace)
 
 
-def test_a_wrong_kernel_fails_the_baseline(tmp_path, capsys):
-    (tmp_path / "cands").mkdir()
+def _silu_copy(tmp_path, old: str, new: str) -> Path:
+    """examples' SiLU candidate with `old` replaced by `new`, beside a copy of its problem."""
+    (tmp_path / "cands").mkdir(parents=True)
     (tmp_path / "problems").mkdir()
     shutil.copy(EXAMPLES / "problems" / "example_silu.py", tmp_path / "problems")
     source = SILU.read_text()
-    assert "out[i] = v / (1.0f + expf(-v));" in source
-    broken = tmp_path / "cands" / SILU.name
-    broken.write_text(source.replace("out[i] = v / (1.0f + expf(-v));", "out[i] = v / (2.0f + expf(-v));"))
+    assert old in source
+    changed = tmp_path / "cands" / SILU.name
+    changed.write_text(source.replace(old, new, 1))
+    return changed
+
+
+def test_a_baseline_silent_past_the_timeout_or_dead_fails_saying_at_which_step(tmp_path):
+    from harness.benchmarks.gate import BaselineJob, run_baseline
+
+    launch = "    def launch(inputs, torch):\n"
+    hangs = _silu_copy(tmp_path, launch, launch + "        import time; time.sleep(60)\n")
+    result = run_baseline(BaselineJob(file=str(hangs), name="example_silu", backend="cpu"), step_timeout=3)
+    assert not result.passed and result.wall_seconds < 30
+    assert result.first_failure == ("the baseline process: timed out after 3 s during trial 0 (the worker was "
+                                    "killed)")
+    dies = _silu_copy(tmp_path / "dies", launch, launch + "        import os; os._exit(7)\n")
+    result = run_baseline(BaselineJob(file=str(dies), name="example_silu", backend="cpu"), step_timeout=30)
+    assert result.first_failure == "the baseline process: the worker process died during trial 0 (exit code 7)"
+
+
+def test_a_wrong_kernel_fails_the_baseline(tmp_path, capsys):
+    broken = _silu_copy(tmp_path, "out[i] = v / (1.0f + expf(-v));", "out[i] = v / (2.0f + expf(-v));")
     report = tmp_path / "bench.json"
     code = main(["--backend", "cpu", "--no-gate", "--json", str(report), str(broken)])
     out = capsys.readouterr().out

@@ -254,34 +254,26 @@ def _baseline_in_worker(job: BaselineJob, conn) -> None:
 
 
 def run_baseline(job: BaselineJob, step_timeout: float, on_message=lambda message: None) -> BaselineResult:
-    """The baseline in a fresh spawned worker; returns once that process has exited (its memory returned)."""
-    from harness.processes import STARTUP_TIMEOUT, start_worker
+    """The baseline in a fresh spawned worker (harness.processes.converse: a step silent past its limit, or a death,
+    ends it as a failed check); returns once that process has exited (its memory returned)."""
+    from harness.processes import WorkerLost, converse, start_worker
 
     started = time.perf_counter()
     worker = start_worker()
-    step, timeout = "start-up", max(step_timeout, STARTUP_TIMEOUT)
-    result = None
+    said = {}
+
+    def heard(message) -> bool:
+        on_message(message)
+        if message[0] == "result":
+            said["result"] = BaselineResult(**message[1])
+        return "result" in said
+
     try:
-        worker.connection.send((_baseline_in_worker, (job,)))
-        while result is None:
-            if not worker.connection.poll(timeout):
-                result = BaselineResult(trials=job.trials, first_failure=f"timed out after {timeout:g} s during "
-                                                                         f"{step} (the baseline process was killed)")
-                break
-            timeout = step_timeout
-            try:
-                message = worker.connection.recv()
-            except (EOFError, ConnectionResetError):  # a peer that died with bytes unread resets the socket pair
-                worker.process.join(10)
-                result = BaselineResult(trials=job.trials, first_failure=f"the baseline process died during {step} "
-                                                                         f"(exit code {worker.process.exitcode})")
-                break
-            on_message(message)
-            if message[0] == "step":
-                step = message[1]
-            elif message[0] == "result":
-                result = BaselineResult(**message[1])
+        converse(_baseline_in_worker, (job,), step_timeout, heard, worker=worker, keep=True)
         worker.process.join(60)  # let it exit on its own, so its device memory is given back
+        result = said["result"]
+    except WorkerLost as lost:
+        result = BaselineResult(trials=job.trials, first_failure=f"the baseline process: {lost}")
     finally:
         worker.stop()  # kills it if it has not exited, then joins
     result.wall_seconds = time.perf_counter() - started
