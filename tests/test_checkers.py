@@ -262,3 +262,22 @@ def test_the_t0_checker_builds_each_trial_once_per_worker_and_a_kernel_writing_i
     assert builds == [0, 1, 2, 3, 4]  # once, for the three kernels
     afresh = [judge_t0(entry, RANDN, kernel, "cpu") for kernel in kernels]
     assert verdicts == afresh and all(v.accepted for v in verdicts)
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_t0_checker_moves_a_builders_cpu_tensors_to_the_device_as_the_gate_does():
+    # Most of the KernelBench corpus builds T0 with t0_original(t), on the CPU; the Model and the kernel are on the GPU.
+    from harness.checkers.t0 import judge_t0
+    from harness.checkers.under_test import BuiltProblem
+
+    device = torch.device("cuda")
+    entry = _entry_with_t0(lambda t: [torch.rand(16, 64)], trials=5)
+    problem = BuiltProblem(RANDN, RANDN.build_model(device), device)
+    on_device = []
+
+    def relu(x):
+        on_device.append(x.device.type == "cuda")
+        return torch.relu(x)
+
+    assert judge_t0(entry, problem, relu, device).accepted and on_device == [True] * 5
+    assert not judge_t0(entry, problem, lambda x: -x, device).accepted
