@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.checkers.under_test import kept, on_device
 from harness.problems import KERNELBENCH_SEED
 
 TRIALS = 5  # num_correct_trials in KernelBench's scripts
@@ -52,7 +53,7 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
     with torch.no_grad():
         for trial, seed in enumerate(trial_seeds(KERNELBENCH_SEED, trials)):
             set_seed(torch, seed, device.type == "cuda")
-            inputs = [_on(device, x) for x in drawn(problem, seed)]
+            inputs = [on_device(device, x) for x in drawn(problem, seed)]
             set_seed(torch, seed, device.type == "cuda")
             reference = model(*inputs)
             try:
@@ -70,19 +71,7 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
 def drawn(problem, seed: int) -> list:
     """problem.get_inputs() for a trial whose seed is set: drawn once per worker where the problem keeps them
     (harness.checkers.under_test.BuiltProblem.drawn), else drawn now."""
-    from harness.checkers.under_test import kept
-
     return kept(problem, seed, problem.get_inputs)
-
-
-def _on(device, x):
-    """x on the device as eval.py moves it (`.to(device)`); a copy where it is there already, so that a kernel that
-    writes its inputs does not change what the problem keeps."""
-    import torch
-
-    if not isinstance(x, torch.Tensor):
-        return x
-    return x.clone() if x.device == device else x.to(device)
 
 
 def kernelbench(problem, kernel, device) -> bool:

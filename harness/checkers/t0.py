@@ -10,8 +10,8 @@ raises, rejects. A campaign's worker builds each trial once for every kernel it 
 
 from __future__ import annotations
 
-from harness.checkers.kernelbench import Judgement, _on
-from harness.checkers.under_test import kept
+from harness.checkers.kernelbench import Judgement
+from harness.checkers.under_test import kept, on_device
 from harness.gate.checks.compare import compare
 from harness.gate.checks.suite_rules import T0_NAME
 from harness.gate.trial_inputs import build_trial
@@ -31,7 +31,7 @@ def judge_t0(entry, problem, kernel, device) -> Judgement:
                 built = kept(problem, (T0_NAME, t), lambda t=t: build_trial(builder, t, device))
             except Exception as error:
                 return Judgement(False, f"{T0_NAME} trial {t}: its builder raised {type(error).__name__}: {error}")
-            inputs = [_on(torch.device(device), x) for x in built]  # copies: the kernel may write its inputs
+            inputs = [on_device(torch.device(device), x) for x in built]  # copies: the kernel may write its inputs
             expected = model(*inputs)
             try:
                 output = kernel(*inputs)

@@ -35,6 +35,16 @@ def kept(problem, key, draw) -> list:
     return keeps(key, draw) if keeps is not None else draw()
 
 
+def on_device(device, x):
+    """x on the device as eval.py moves it (`.to(device)`); a copy where it is there already, so that a kernel that
+    writes its inputs does not change what the problem keeps."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        return x
+    return x.clone() if x.device == device else x.to(device)
+
+
 class BuiltProblem:
     """The substrate's Problem as a checker gets it, its official Model built once per worker: `build_model(device)`
     on the worker's device is the Model the worker built (as KernelBench builds it, seed 42), not a second one per

@@ -41,10 +41,10 @@ STEP_TIMEOUT_ALLOWANCE = 20.0
 # A --matrix cell's allowance in its place: every mutant runs every trial there, and one that spins on the largest
 # (a loop bound off by one) spent the whole allowance on each of them (16 such of 1538 held a worker 20 s each).
 MATRIX_CELL_ALLOWANCE = 5.0
-# A --matrix row whose trial 0 took longer runs its other trials one at a time. Queued, every trial makes both of its
-# runs; alone, a run that decides its cell (most cells of a matrix fail) is the only one, and a trial's wait for the
-# device, which queuing saves, is a few milliseconds against a run this long. The accumulations' swapped-index
-# mutants (every atomic on a few addresses) run slowly on every trial: rows of up to 46 s on an H100 (MEASUREMENTS.md).
+# A --matrix row whose trial 0 took longer runs its other trials one at a time: a trial's wait for the device, which
+# queuing saves, is a few milliseconds against a run this long, and a trial alone makes no run again to be described.
+# The accumulations' swapped-index mutants (every atomic on a few addresses) run slowly on every trial: rows of up to
+# 46 s on an H100 (MEASUREMENTS.md).
 SLOW_ROW_SECONDS = 0.25
 # Mutants compiled as one NVRTC program (measured in MEASUREMENTS.md: the per-mutant compile
 # time stops falling well before this size, and a worker restarted after a fault loses at most
@@ -405,10 +405,11 @@ class _QueuedRow:
         None)}); on `firsts` (trial: run one's KernelRun) where these are run twos. Stops at a fault: the row ends."""
         from harness.engine.row import trial_run
 
+        firsts = firsts or {}
         for i, (made, again) in queued.items():
             try:
                 if made is not None:
-                    self.runs[i] = trial_run(made, values, sums[i], (firsts or {}).get(i))
+                    self.runs[i] = trial_run(made, values, sums[i], firsts.get(i))
                 if again is not None:
                     self.unmutated[i] = trial_run(again, values, sums[i])
             except KernelFault as fault:
@@ -818,14 +819,14 @@ class _SubstrateRun:
         unmutated kernel's or None)}, (trial, KernelFault) where a launch was refused as it was made)."""
         from harness.engine.row import RUN_TWO, queue_trial
 
-        queued = {}
+        queued, firsts = {}, firsts or {}
         for i in trials:
             trial = self.trials[i]
             try:
                 made = (None if runs == RUN_TWO and i not in firsts else
                         queue_trial(self.entry, kernel, self.backend, trial.inputs, trial.expected,
                                     self.launches.get(i), self.buffers, lambda trial=trial: trial_checksum_parts(trial),
-                                    runs, (firsts or {}).get(i)))
+                                    runs, firsts.get(i)))
                 again = (queue_trial(self.entry, self.original(), self.backend, trial.inputs, trial.expected,
                                      self.launches.get(i), self.buffers)
                          if runs == RUN_TWO and self.entry.accumulates else None)

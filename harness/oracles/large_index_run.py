@@ -342,14 +342,7 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
     # has taken, by the time the memory is read, all it will take.
     with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
                                                                      waited=round(waited, 1), turn=True)):
-        wait = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch),
-                               float(plan.get("memory_wait", 0)),
-                               lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
-                                                           waited=round(waited, 1)))
-        if not wait.fits:
-            _write(events, event="skipped", trial=index, memory=True,
-                   why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
-                       f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
+        if not _room_for(need, plan, index, backend, torch, events):
             return None
         try:
             inputs = tiled(small, factor, device, torch, axis)
@@ -364,6 +357,20 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
             return None
         _reserve(need, backend, torch)
     return inputs, expected, length, factor
+
+
+def _room_for(need: int, plan: dict, index: int, backend, torch, events) -> bool:
+    """Whether the device has `need` bytes free for trial `index`, waited for up to plan["memory_wait"] s (saying
+    `waiting`); where it has not, a `skipped` event says why. Called in the process's turn."""
+    wait = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch),
+                           float(plan.get("memory_wait", 0)),
+                           lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
+                                                       waited=round(waited, 1)))
+    if not wait.fits:
+        _write(events, event="skipped", trial=index, memory=True,
+               why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
+                   f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
+    return wait.fits
 
 
 def _held_here(backend, torch) -> int:
