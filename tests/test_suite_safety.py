@@ -111,10 +111,12 @@ def test_the_float64_route_counts_widened_inputs_parameters_and_both_outputs():
 
 
 def _references_as_on_a_gpu(model):
-    """SecondReferences whose device is the CPU, told it is a GPU: the device route's choices, without a GPU."""
+    """SecondReferences whose device is the CPU, told it is a GPU: the device route's choices, without a GPU. Its
+    foresight runs the meta device whether or not an earlier test imported its shape rules (run alone, none has)."""
     from harness.gate.checks.suite_safety import SecondReferences
+    from harness.gate.foresight import OutputForesight
 
-    references = SecondReferences(model, "cpu", CLOSE)
+    references = SecondReferences(model, "cpu", CLOSE, foresight=OutputForesight(model, rules_ready=lambda: True))
     references.on_gpu = True
     return references
 

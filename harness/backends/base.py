@@ -102,6 +102,12 @@ class Backend:
         signals in one transfer; None where synchronize() must be called (here)."""
         return None
 
+    def close_figures(self, got, expected, atol: float, rtol: float, chunk: int):
+        """harness.gate.checks.compare's close-comparison figures of every `chunk` elements of two same-dtype tensors
+        on this device, computed in one pass (harness.backends.close_figures.one_pass's answer); None where the
+        backend has no quicker way than compare's own torch route (here)."""
+        return None
+
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes of device memory, or (0, 0) where the backend cannot tell."""
         return 0, 0

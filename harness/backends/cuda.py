@@ -16,11 +16,12 @@ import ctypes
 import gc
 import struct
 import sys
+import threading
 from pathlib import Path
 
 import torch
 
-from harness.backends import address_check
+from harness.backends import address_check, close_figures
 from harness.backends.base import Backend, BackendUnavailable, KernelFault, LoadedKernel, PendingFault
 from harness.compiler import cache, nvrtc, signature
 
@@ -94,6 +95,8 @@ class CudaBackend(Backend):
         self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
         self._module_of: dict[int, object] = {}  # a loaded function -> the module it runs from
         self._switch_of: dict[int, tuple[str, int]] = {}  # a schema's function -> its switch, as last set
+        self._figures_functions = {}  # dtype -> close_figures' kernel for it, loaded unchecked on first use
+        self._figures_lock = threading.Lock()  # the gate's second references compare in a thread of their own
         self.check_addresses = check_addresses
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
@@ -235,24 +238,49 @@ class CudaBackend(Backend):
         _check(driver.cuMemcpyHtoD(pointer, data, len(data)), "setting a schema's switch")
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
-        driver = _driver()
-        pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        stream = driver.CUstream(torch.cuda.current_stream(self._device).cuda_stream)
         handle = kernel.handle
         if self.check_addresses:
             if self._write_table(self._table_of[int(handle)]):
                 self._checked_since_sync = True
             else:
                 handle = self._unchecked_function(handle)
-        (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
+        status = self._start(handle, grid, block, args)
         if self.check_addresses and int(status) == _OUT_OF_RESOURCES and handle is kernel.handle:
             # The checked code needs registers the block cannot have: the kernel runs unchecked, as it would alone.
             threads = block[0] * block[1] * block[2]
             self._tell("registers", f"a checked kernel's block of {threads} threads does not fit its registers: "
                                     f"such launches run unchecked")
             handle = self._unchecked_function(handle)
-            (status,) = driver.cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
+            status = self._start(handle, grid, block, args)
         _check((status,), "cuLaunchKernel")
+
+    def _start(self, handle, grid, block, args: list):
+        """cuLaunchKernel of `handle` on torch's current stream; its status."""
+        pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
+        stream = _driver().CUstream(torch.cuda.current_stream(self._device).cuda_stream)
+        (status,) = _driver().cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
+        return status
+
+    def close_figures(self, got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
+                      chunk: int) -> torch.Tensor | None:
+        """compare_close's figures in one pass of a kernel of the harness's own (harness.backends.close_figures),
+        never address-checked: it reads exactly the two tensors it is given."""
+        return close_figures.one_pass(got, expected, atol, rtol, chunk, self._device, self._figures_launcher)
+
+    def _figures_launcher(self, dtype: torch.dtype):
+        with self._figures_lock:
+            function = self._figures_functions.get(dtype)
+            if function is None:
+                source, name = close_figures.program(dtype)
+                compiled, _ = cache.compile_cached(source, name, self.arch, self.cache_dir, f"{name}.cu")
+                function = _check(_driver().cuModuleGetFunction(self._module(compiled), compiled.lowered_name.encode()),
+                                  "cuModuleGetFunction")
+                self._figures_functions[dtype] = function
+
+        def launch(grid, block, args: list) -> None:
+            _check((self._start(function, grid, block, args),), "cuLaunchKernel (comparing outputs)")
+
+        return launch
 
     def memory_info(self) -> tuple[int, int]:
         free, total = torch.cuda.mem_get_info(self._device)

@@ -555,7 +555,7 @@ class _OutputRuns:
             if fault is None:
                 backend.synchronize()
         with clock.timing("kernel: output compared"):
-            comparison = compare(output, self.expected, self.entry.tolerance) if pending is None else None
+            comparison = self._compared() if pending is None else None
         with clock.timing("kernel: guards, unwritten output, inputs"):
             # The poison search is skipped where the output is known written (it matches an `expected` without
             # the pattern); a comparison still pending is not known yet, so its poison is searched for beside it.
@@ -566,10 +566,14 @@ class _OutputRuns:
                                         self.read_beside() if last and self.read_beside is not None else None)
         if pending is not None:
             with clock.timing("kernel: output compared"):
-                comparison = pending.finish(compared) or compare(output, self.expected, self.entry.tolerance)
+                comparison = pending.finish(compared) or self._compared()
             held = 0 if result.initialised_by_launch or self._written(comparison, run_number) else held
         result.comparisons.append(comparison)
         return held
+
+    def _compared(self) -> Comparison:
+        """The output compared on its own (a large one; a mismatch to describe), in one pass where the backend can."""
+        return compare(self.guarded_out.tensor, self.expected, self.entry.tolerance, self.backend.close_figures)
 
     def _written(self, comparison: Comparison | None, run_number: int) -> bool:
         return _written_everywhere(comparison, self.expected, self.entry, self.expected_poison, run_number)
@@ -852,7 +856,8 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
         return True
     try:
         with torch.no_grad():
-            own = compare(ctx.entry.ref(*state.views), state.expected, ctx.entry.tolerance)
+            own = compare(ctx.entry.ref(*state.views), state.expected, ctx.entry.tolerance,
+                          ctx.backend.close_figures)
     except Exception as error:
         state.fail(ctx, CheckName.REF_MATCHES_OFFICIAL, f"ref raised {type(error).__name__}: {error}")
         _restore_inputs(state)
@@ -1154,7 +1159,8 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     ctx.kernel = _compile(entry, backend, book, report)
     if ctx.official is not None:
         foresight = OutputForesight.from_discovery(ctx.official, official_inputs, official_output)
-        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock, foresight)
+        ctx.second = suite_safety.SecondReferences(ctx.official, device, entry.tolerance, ctx.clock, foresight,
+                                                   backend.close_figures)
         ctx.trivial = suite_safety.TrivialKernels(entry.tolerance)
     if entry.ref is None:
         book.skip(CheckName.REF_MATCHES_OFFICIAL, "not run: the entry has no valid ref")

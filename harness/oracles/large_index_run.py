@@ -465,7 +465,7 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
             return not ends, True
         parts["running"] = round(ran, 4)
         checking = time.perf_counter()
-        comparison = compare(out, expected, entry.tolerance)
+        comparison = compare(out, expected, entry.tolerance, backend.close_figures)
         del out
         # No guard bands here: a kernel that wrote outside its output may have changed what the next is judged
         # by. It is killed for that, and a fresh process takes the kernels after it.

@@ -189,7 +189,13 @@ def _floats(values: list[int]) -> tuple[float, ...]:
     return struct.unpack(f"<{len(values)}d", struct.pack(f"<{len(values)}q", *values))
 
 
-def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
+# A backend's one-pass route to every chunk's figures (Backend.close_figures): (flat got, flat expected, atol, rtol,
+# chunk) -> a (chunks, 4) float64 tensor, each row _finite_figures' figures of that chunk, or None where it has none.
+CloseFigures = Callable[[torch.Tensor, torch.Tensor, float, float, int], "torch.Tensor | None"]
+
+
+def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
+                  figures: CloseFigures | None = None) -> Comparison:
     """|got - expected| <= atol + rtol * |expected|, computed in float64; NaN matches only NaN, inf only itself.
 
     Works through the tensors COMPARE_CHUNK elements at a time, so the float64 temporaries of a
@@ -197,6 +203,8 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     and read in one transfer (on a GPU each read waits for the device: a 4 GiB output is 256 chunks);
     where one says a NaN, an infinity or a mismatch, a second transfer reads that chunk's figures by the
     general rules and its first mismatches, for every chunk that may hold one of the first few.
+    `figures`, where given, computes the queued figures of every chunk at once (the same figures, in
+    one pass over the tensors on a GPU: harness.backends.close_figures).
     """
     problem = _structure_problem(got, expected)
     if problem:
@@ -209,11 +217,13 @@ def compare_close(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
         return (flat_got[start:start + COMPARE_CHUNK].to(torch.float64),
                 flat_expected[start:start + COMPARE_CHUNK].to(torch.float64))
 
-    queued = [_finite_figures(*chunk(start), atol, rtol)[0] for start in starts]
-    figures = torch.stack(queued).tolist() if queued else []
+    queued = figures(flat_got, flat_expected, atol, rtol, COMPARE_CHUNK) if figures is not None else None
+    if queued is None and len(starts):
+        queued = torch.stack([_finite_figures(*chunk(start), atol, rtol)[0] for start in starts])
+    rows = queued.tolist() if queued is not None else []
     mismatches, max_abs, max_rel = 0, 0.0, 0.0
     general, shown, known = [], [], 0  # chunks under the general rules; chunks whose first mismatches are read
-    for start, (finite, chunk_abs, chunk_rel, chunk_mismatches) in zip(starts, figures):
+    for start, (finite, chunk_abs, chunk_rel, chunk_mismatches) in zip(starts, rows):
         regular = finite and chunk_abs != float("inf")  # every value finite: the figures are the general rules' too
         if regular:
             mismatches += int(chunk_mismatches)
@@ -297,15 +307,16 @@ def compared_bitwise(expected: torch.Tensor, tolerance: Tolerance) -> bool:
     return tolerance.exact or not expected.dtype.is_floating_point
 
 
-def compare(got, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
-    """Integer and bool outputs, and every output under an exact tolerance, compare bit for bit.
+def compare(got, expected: torch.Tensor, tolerance: Tolerance, figures: CloseFigures | None = None) -> Comparison:
+    """Integer and bool outputs, and every output under an exact tolerance, compare bit for bit; the others within
+    the tolerance (compare_close, its chunks' figures by `figures` where given: a backend's close_figures).
 
     A scalar compares as a scalar whether it is 0-dim or shape (1,).
     """
     got = _scalar_as_expected(got, expected)
     if compared_bitwise(expected, tolerance):
         return compare_bitwise(got, expected)
-    return compare_close(got, expected, tolerance.atol, tolerance.rtol)
+    return compare_close(got, expected, tolerance.atol, tolerance.rtol, figures)
 
 
 # Outputs this small are compared by compare_later: its temporaries (a mask, float64 copies) are a few of these.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.gate.checks.compare import Comparison, Tolerance, compare, compare_bitwise
+from harness.gate.checks.compare import CloseFigures, Comparison, Tolerance, compare, compare_bitwise
 from harness.gate.checks.suite_rules import portable_signature
 from harness.gate.foresight import OutputForesight
 from harness.gate.phases import PhaseClock
@@ -122,11 +122,14 @@ def cpu_reference(model_cpu: torch.nn.Module, inputs: list, buffers: HostBuffers
         return model_cpu(*copies)
 
 
-def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
+def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance,
+              figures: CloseFigures | None = None) -> Comparison:
     """Do two legitimate references agree as closely as a kernel must agree with one of them?
 
     Under a bitwise comparison NaN payloads are exempt: a float64 round trip may quiet a NaN,
-    which says nothing about whether the suite can reject a correct kernel.
+    which says nothing about whether the suite can reject a correct kernel. On a device whose
+    backend compares in one pass (`figures`, Backend.close_figures), that pass decides at once;
+    elsewhere a quick pass in the tensors' own dtype first.
     """
     alternative = alternative.to(expected.device)
     bitwise = tolerance.exact or not expected.dtype.is_floating_point
@@ -135,9 +138,10 @@ def agreement(alternative: torch.Tensor, expected: torch.Tensor, tolerance: Tole
         alternative = torch.where(nan, expected, alternative)
     if bitwise:
         return compare_bitwise(alternative, expected)
-    if _within_quickly(alternative, expected, tolerance):
+    if (figures is None or expected.device.type == "cpu") and _within_quickly(alternative, expected, tolerance):
         return Comparison(ok=True, total=expected.numel())
-    return compare(alternative, expected, tolerance)  # element by element, in float64, to say where and how much
+    # Element by element, in float64, to say where and how much.
+    return compare(alternative, expected, tolerance, figures)
 
 
 # 4M elements: a chunk's temporaries (16 MiB each) are reused from the allocator's free memory,
@@ -298,10 +302,11 @@ class SecondReferences:
     PENDING_HOST_SHARE = 0.1  # of the host's available memory
 
     def __init__(self, official: torch.nn.Module, device, tolerance: Tolerance, clock: PhaseClock | None = None,
-                 foresight: OutputForesight | None = None):
+                 foresight: OutputForesight | None = None, figures: CloseFigures | None = None):
         """`foresight` says the official output's shape ahead (harness.gate.foresight); by default from the meta
-        device alone."""
+        device alone. `figures`: the backend's one-pass comparison (Backend.close_figures), for the agreements."""
         self.tolerance = tolerance
+        self.figures = figures
         self.clock = clock or PhaseClock()
         self.routes = [(FLOAT64, widened_model(copy.deepcopy(official).cpu()), True)]
         self.on_gpu = torch.device(device).type != "cpu"
@@ -441,7 +446,7 @@ class SecondReferences:
             return False
         if other is not None:  # None: nothing floating-point, the float64 route is the official one
             with self.clock.timing("official Model in float64 on the device: agreement"):
-                comparison = agreement(other, expected, self.tolerance)
+                comparison = agreement(other, expected, self.tolerance, self.figures)
             with self._lock:
                 self._done.append((order, 0, SecondReference(where, FLOAT64, comparison)))
             result.output = None
@@ -467,7 +472,7 @@ class SecondReferences:
             if other is None:  # nothing floating-point: the float64 route is the official one
                 continue
             with self.clock.timing(f"[thread] official Model {label}: agreement"):
-                result = SecondReference(where, label, agreement(other, expected, self.tolerance))
+                result = SecondReference(where, label, agreement(other, expected, self.tolerance, self.figures))
             del other
             with self._lock:
                 self._done.append((order, position, result))
