@@ -776,3 +776,18 @@ def test_on_the_gpu_substrates_taking_turns_at_the_memory_store_what_they_store_
         assert judge_on_large_trial(unmutated, survivors, store, "cuda", replace(SMALL, at_once=at_once)) == {}
         stored[at_once] = [store.get(oracle_key("f" * 64, "cuda", s.mutant_id, LARGE_INDEX)) for s in survivors]
     assert stored[1] == stored[2] and all(record["killed_by"] == LARGE_INDEX for record in stored[1])
+
+
+def test_the_substrates_with_most_survivors_start_first_and_ties_keep_the_campaigns_order(tmp_path, monkeypatch):
+    from harness.engine import large_index
+    from harness.engine.large_index import SubstrateJudged
+
+    started = []
+    monkeypatch.setattr(large_index, "_judge_substrate",
+                        lambda u, mine, backend, settings: started.append(u.substrate) or SubstrateJudged())
+    unmutated = [Unmutated(name, "f.py", "k", 0, "") for name in ("one", "three", "two", "also_three")]
+    counts = {"one": 1, "three": 3, "two": 2, "also_three": 3}
+    survivors = [Survivor(name, "f.py", "k", 0, "f" * 64, f"{name}:{i}", "") for name in counts
+                 for i in range(counts[name])]
+    judge_on_large_trial(unmutated, survivors, ResultStore(tmp_path / "results.jsonl"), "cpu", SMALL)
+    assert started == ["three", "also_three", "two", "one"]

@@ -120,6 +120,8 @@ def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], 
     then the suites' lowest-rank trial tiled (one long axis: a coordinate past 2^31, which T0's shape spreads over
     axes that each stay short), then that trial cut to the largest legal count."""
     work = [(u, mine) for u in unmutated if (mine := [s for s in survivors if s.substrate == u.substrate])]
+    # The substrates with most survivors first: side by side, the last to start is not the longest to run.
+    work.sort(key=lambda item: -len(item[1]))
     notes: dict[str, str] = {}
 
     def conclude(u: Unmutated, mine: list[Survivor], outcome: SubstrateJudged) -> None:
