@@ -14,7 +14,7 @@ import torch
 from harness.backends import close_figures, create_backend
 from harness.backends.base import Backend
 from harness.gate.checks import compare as compare_module
-from harness.gate.checks.compare import Tolerance, _finite_figures, compare, compare_close
+from harness.gate.checks.compare import Tolerance, _finite_figures, compare, compare_close, compare_later
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
 CHUNK = 1000  # small chunks, so that a few thousand elements make several, the last one short
@@ -106,13 +106,35 @@ def test_compare_close_with_the_kernels_figures_says_what_it_says_without(cpu_ba
     assert described.startswith(f"{compare_close(got, expected, 1e-2, 1e-2).mismatches} of 4321 elements differ")
 
 
-def test_a_strided_output_is_read_as_its_elements_in_order(cpu_backend):
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_comparison_queued_for_later_reads_the_kernels_figures_as_it_reads_torchs(cpu_backend, dtype):
+    got, expected = hard_pair(dtype)  # one chunk, NaN and all: finish() leaves it to compare()
+    tolerance = Tolerance(atol=1e-2, rtol=1e-2)
+    figures = shim_figures(cpu_backend)
+    finished = []
+    for pair in ((got, expected), (expected[:1000] + 1e-3, expected[:1000]), (got[8:20], expected[8:20])):
+        queued, plain = compare_later(*pair, tolerance, figures=figures), compare_later(*pair, tolerance)
+        values, read = plain.signals.tolist(), queued.signals.tolist()
+        finite = values[0] != 0  # the figures of a chunk with a NaN or an infinity are not read: its flag says so
+        assert (read == values) if finite else (read[0] == values[0] == 0)
+        finished.append(queued.finish(read))
+        assert finished[-1] == plain.finish(values)
+    assert finished[0] is None and finished[1].ok  # NaN: to compare(); within the tolerance: passed
+
+
+def test_a_strided_output_is_left_to_torch_and_a_flattened_copy_is_read_in_order(cpu_backend, monkeypatch):
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", CHUNK)
     g = torch.Generator().manual_seed(3)
     expected = torch.randn(60, 70, generator=g)
     got = (expected + torch.randn(60, 70, generator=g) * 1e-2).t().contiguous().t()  # same values, other strides
-    assert not got.is_contiguous()
-    found = shim_figures(cpu_backend)(got, expected, 1e-2, 1e-2, CHUNK)
-    assert torch.equal(found, torch_figures(got.contiguous(), expected, 1e-2, 1e-2, CHUNK))
+    figures = shim_figures(cpu_backend)
+    assert not got.is_contiguous() and figures(got, expected, 1e-2, 1e-2, CHUNK) is None
+    assert figures(got[0], expected[0], 1e-2, 1e-2, CHUNK) is None  # a 1-d view with a stride
+    # compare_close flattens it (a copy), and the kernel reads that.
+    answers = []
+    said = compare_close(got, expected, 1e-2, 1e-2, lambda *args: answers.append(figures(*args)) or answers[-1])
+    assert said == compare_close(got, expected, 1e-2, 1e-2) and said.mismatches > 0
+    assert [a is not None for a in answers] == [True]
 
 
 def test_what_the_kernel_cannot_read_is_left_to_the_callers_route_without_a_launch():

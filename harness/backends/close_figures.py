@@ -97,14 +97,15 @@ def one_pass(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float
              launcher_for: Callable[[torch.dtype], Launcher]) -> torch.Tensor | None:
     """compare_close's figures of each `chunk` elements of the flat `got` against `expected`: a (chunks, 4) float64
     tensor where they are, each row [all finite (1.0 or 0.0), max abs error, max rel error, mismatches]. None where
-    the kernel cannot read them (another dtype, two dtypes, tensors not both on `device`, nothing to compare, more
-    chunks than a grid has rows): the caller's own route then. `launcher_for(dtype)` gives the start of the dtype's
-    kernel on `device`."""
+    the kernel cannot read them (another dtype, two dtypes, tensors not both on `device`, either not contiguous,
+    nothing to compare, more chunks than a grid has rows): the caller's own route then, which never copies more than
+    a chunk (a contiguous copy of a KernelBench-sized output may not fit beside it). `launcher_for(dtype)` gives the
+    start of the dtype's kernel on `device`."""
     n = expected.numel()
     if (got.dtype != expected.dtype or got.dtype not in ELEMENT_TYPES or got.device != device
-            or expected.device != device or got.numel() != n or n == 0 or chunk < 1 or -(-n // chunk) > MAX_CHUNKS):
+            or expected.device != device or got.numel() != n or n == 0 or chunk < 1 or -(-n // chunk) > MAX_CHUNKS
+            or not (got.is_contiguous() and expected.is_contiguous())):
         return None
-    got, expected = got.reshape(-1).contiguous(), expected.reshape(-1).contiguous()
     chunks = -(-n // chunk)
     blocks = max(1, min(BLOCKS_PER_CHUNK, -(-chunk // BLOCK)))
     threads = blocks * BLOCK

@@ -548,8 +548,8 @@ class _OutputRuns:
             # A small output's verdict is read with the guards' signals below, and so is whether the kernel failed
             # (Backend.pending_fault); only a mismatch (to be described) or a large output is compared on its own,
             # after the kernel is known to have run.
-            pending = (compare_later(output, self.expected, self.entry.tolerance, self.describe_ahead)
-                       if reads_wait(backend.device) else None)
+            pending = (compare_later(output, self.expected, self.entry.tolerance, self.describe_ahead,
+                                     figures=backend.close_figures) if reads_wait(backend.device) else None)
         with clock.timing("kernel: runs"):
             fault = backend.pending_fault() if pending is not None else None
             if fault is None:

@@ -335,12 +335,14 @@ class PendingComparison:
 
 
 def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: bool = False,
-                  max_elements: int = COMPARED_LATER_MAX_ELEMENTS) -> PendingComparison | None:
+                  max_elements: int = COMPARED_LATER_MAX_ELEMENTS,
+                  figures: CloseFigures | None = None) -> PendingComparison | None:
     """compare(got, expected, tolerance) queued on the device, for an output of at most `max_elements` elements; None
     where it cannot be (a structure problem, an empty or larger output, another device): call compare() then. With
     `describe`, a mismatch's figures and first elements are queued too, and finish() never returns None: for a caller
     that expects mismatches (a --matrix row), whose second read each would cost. A caller may set its own
-    `max_elements` (a queued --matrix row, whose temporaries are freed trial by trial)."""
+    `max_elements` (a queued --matrix row, whose temporaries are freed trial by trial). `figures` (a backend's
+    close_figures) computes a tolerance's figures in one kernel where it can, in place of a score of torch's."""
     got = _scalar_as_expected(got, expected)
     if (_structure_problem(got, expected) or got.device != expected.device
             or not 0 < expected.numel() <= max_elements):
@@ -351,9 +353,12 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: b
     if compared_bitwise(expected, tolerance):
         differ = (bits(got) != bits(expected)).any().to(torch.int64).reshape(1)
         return PendingComparison(differ, lambda values: None if values[0] else Comparison(ok=True, total=total))
-    g, e = got.detach().reshape(-1).to(torch.float64), expected.detach().reshape(-1).to(torch.float64)
-    figures, _wrong = _finite_figures(g, e, tolerance.atol, tolerance.rtol)
-    figures = figures.view(torch.int64)  # the figures as float64 bit patterns: read with int64 signals
+    flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
+    found = figures(flat_got, flat_expected, tolerance.atol, tolerance.rtol, total) if figures is not None else None
+    if found is None:
+        found, _wrong = _finite_figures(flat_got.to(torch.float64), flat_expected.to(torch.float64), tolerance.atol,
+                                        tolerance.rtol)
+    signals = found.reshape(-1).view(torch.int64)  # the figures as float64 bit patterns: read with int64 signals
 
     def finish(values: list[int]) -> Comparison | None:
         finite, max_abs, max_rel, mismatches = _floats(values)
@@ -363,7 +368,7 @@ def compare_later(got, expected: torch.Tensor, tolerance: Tolerance, describe: b
         return Comparison(ok=True, total=total, mismatches=0, max_abs_error=max(0.0, max_abs),
                           max_rel_error=max(0.0, max_rel))
 
-    return PendingComparison(figures, finish)
+    return PendingComparison(signals, finish)
 
 
 def _described_later(got: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> PendingComparison:
