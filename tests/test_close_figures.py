@@ -153,6 +153,8 @@ def test_what_the_kernel_cannot_read_is_left_to_the_callers_route_without_a_laun
         assert close_figures.one_pass(got, expected, 0.0, 0.0, chunk, device, launcher_for) is None
     many = torch.ones(close_figures.MAX_CHUNKS + 1)
     assert close_figures.one_pass(many, many, 0.0, 0.0, 1, cpu, launcher_for) is None  # more rows than a grid has
+    # A backend that could not load the kernel for the dtype says so with None: nothing is allocated or launched.
+    assert close_figures.one_pass(x, x, 0.0, 0.0, CHUNK, cpu, lambda dtype: None) is None
 
 
 def test_compare_close_decides_by_the_figures_it_is_given():
@@ -194,3 +196,18 @@ def test_the_cuda_backends_one_pass_gives_the_torch_routes_figures_and_compariso
     near = big + 1e-3
     near[123456] += 1.0
     assert compare_close(near, big, 1e-2, 1e-2, backend.close_figures) == compare_close(near, big, 1e-2, 1e-2)
+
+
+@pytest.mark.gpu
+def test_a_figures_kernel_that_does_not_compile_leaves_the_comparisons_to_torch_said_once(tmp_path, monkeypatch,
+                                                                                         capsys):
+    backend = create_backend("cuda", cache_dir=tmp_path)
+    real = close_figures.program
+    monkeypatch.setattr(close_figures, "program", lambda dtype: (real(dtype)[0] + "\nnot CUDA;\n", real(dtype)[1]))
+    got = torch.rand(1000, device=backend.device)
+    for _ in range(2):
+        assert backend.close_figures(got, got, 1e-2, 1e-2, CHUNK) is None
+        assert compare_close(got + 1.0, got, 1e-2, 1e-2, backend.close_figures).mismatches == 1000
+    said = capsys.readouterr().err
+    assert said.count("comparisons: the one-pass kernel for torch.float32 could not be loaded") == 1
+    assert "outputs of that dtype are compared by torch's route" in said

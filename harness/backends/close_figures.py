@@ -91,20 +91,24 @@ def program(dtype: torch.dtype) -> tuple[str, str] | None:
 
 # (grid, block, ctypes arguments) -> None: start the loaded kernel on the tensors' stream.
 Launcher = Callable[[tuple, tuple, list], None]
+LauncherFor = Callable[[torch.dtype], "Launcher | None"]
 
 
 def one_pass(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, chunk: int, device: torch.device,
-             launcher_for: Callable[[torch.dtype], Launcher]) -> torch.Tensor | None:
+             launcher_for: LauncherFor) -> torch.Tensor | None:
     """compare_close's figures of each `chunk` elements of the flat `got` against `expected`: a (chunks, 4) float64
     tensor where they are, each row [all finite (1.0 or 0.0), max abs error, max rel error, mismatches]. None where
     the kernel cannot read them (another dtype, two dtypes, tensors not both on `device`, either not contiguous,
     nothing to compare, more chunks than a grid has rows): the caller's own route then, which never copies more than
     a chunk (a contiguous copy of a KernelBench-sized output may not fit beside it). `launcher_for(dtype)` gives the
-    start of the dtype's kernel on `device`."""
+    start of the dtype's kernel on `device`, or None where the backend could not load it (also None here)."""
     n = expected.numel()
     if (got.dtype != expected.dtype or got.dtype not in ELEMENT_TYPES or got.device != device
             or expected.device != device or got.numel() != n or n == 0 or chunk < 1 or -(-n // chunk) > MAX_CHUNKS
             or not (got.is_contiguous() and expected.is_contiguous())):
+        return None
+    launch = launcher_for(got.dtype)
+    if launch is None:
         return None
     chunks = -(-n // chunk)
     blocks = max(1, min(BLOCKS_PER_CHUNK, -(-chunk // BLOCK)))
@@ -113,6 +117,6 @@ def one_pass(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float
     args = [ctypes.c_void_p(got.data_ptr()), ctypes.c_void_p(expected.data_ptr()), ctypes.c_longlong(n),
             ctypes.c_longlong(chunk), ctypes.c_double(atol), ctypes.c_double(rtol),
             ctypes.c_void_p(partial.data_ptr())]
-    launcher_for(got.dtype)((blocks, chunks, 1), (BLOCK, 1, 1), args)
+    launch((blocks, chunks, 1), (BLOCK, 1, 1), args)
     most = partial.amax(dim=1)
     return torch.stack([1.0 - most[:, 0], most[:, 1], most[:, 2], partial[:, :, 3].sum(dim=1)], dim=1)
