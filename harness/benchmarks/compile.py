@@ -42,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="*", type=Path, default=[Path("substrates"), Path("examples/substrates")])
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1, not {args.batch_size}")
+    for folder in args.folders:
+        if not folder.is_dir():
+            parser.error(f"{folder}: not a folder")
+        if not candidate_files(folder):
+            parser.error(f"{folder}: no candidate_*.py files there")
 
     print(f"NVRTC {compiler_version()}, arch {DEFAULT_ARCH}, batches of {args.batch_size}")
     print(f"{'substrate':28} {'mutants':>7} {'alone ms':>9} {'batched ms':>10} {'equivalent':>10} {'duplicate':>9}")

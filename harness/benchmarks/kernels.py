@@ -88,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=100, help="timed runs; the median is kept (default: 100)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the timings as JSON")
     args = parser.parse_args(argv)
+    if args.warmup < 0 or args.repeats < 1:
+        parser.error(f"--warmup must be at least 0 and --repeats at least 1, not {args.warmup} and {args.repeats}")
 
-    from harness.backends import create_backend
+    from harness.backends import BackendUnavailable, create_backend
     from harness.candidates import candidate_files, import_candidate, make_entry, register_candidate
 
     entries = {}
@@ -102,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"harness.benchmarks.kernels: error: unknown substrate(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
-    backend = create_backend("cuda")
+    try:
+        backend = create_backend("cuda")
+    except BackendUnavailable as error:
+        print(f"harness.benchmarks.kernels: error: it times kernels on a GPU: {error}", file=sys.stderr)
+        return 1
     timings = [time_entry(entries[n], backend, args.warmup, args.repeats) for n in (args.names or sorted(entries))]
     if args.json:
         args.json.write_text(json.dumps({
