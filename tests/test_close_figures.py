@@ -188,6 +188,12 @@ def test_the_cuda_backends_one_pass_gives_the_torch_routes_figures_and_compariso
         found = backend.close_figures(got, expected, atol, rtol, CHUNK)
         assert_same_figures(found, torch_figures(got, expected, atol, rtol, CHUNK))
     assert backend.close_figures(got.cpu(), expected.cpu(), 1e-2, 1e-2, CHUNK) is None  # not its device
+    # From a thread of its own, as the gate's second references compare: the same figures.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as thread:
+        found = thread.submit(lambda: backend.close_figures(got, expected, 1e-4, 1e-4, CHUNK).cpu()).result()
+    assert_same_figures(found, torch_figures(got, expected, 1e-4, 1e-4, CHUNK).cpu())
     monkeypatch.setattr(compare_module, "COMPARE_CHUNK", CHUNK)
     assert compare_close(got, expected, 1e-2, 1e-2, backend.close_figures) == compare_close(got, expected, 1e-2, 1e-2)
     # A whole KernelBench-sized output, several real chunks: the same Comparison, mismatches and all.

@@ -86,6 +86,7 @@ class CudaBackend(Backend):
         torch.empty(1, device=self._device)  # makes torch create and bind the primary context
         context = _check(driver.cuDevicePrimaryCtxRetain(cu_device), "cuDevicePrimaryCtxRetain")
         _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+        self._context = context
         major, minor = torch.cuda.get_device_capability(self._device)
         self.arch = f"sm_{major}{minor}"
         self.cache_dir = cache_dir
@@ -270,6 +271,9 @@ class CudaBackend(Backend):
     def _figures_launcher(self, dtype: torch.dtype):
         """The start of close_figures' kernel for `dtype`, loaded on first use; None, said once on stderr, where it
         cannot be compiled or loaded (compare then takes torch's route: the same verdicts, more slowly)."""
+        # The gate's second references compare in a thread of their own, which the driver API may not find bound to
+        # the context (torch's runtime calls bind it there; this makes sure).
+        _check(_driver().cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
         with self._figures_lock:
             function = self._figures_functions.get(dtype)
             if function is None:
