@@ -270,7 +270,9 @@ class CudaBackend(Backend):
 
     def _figures_launcher(self, dtype: torch.dtype):
         """The start of close_figures' kernel for `dtype`, loaded on first use; None, said once on stderr, where it
-        cannot be compiled or loaded (compare then takes torch's route: the same verdicts, more slowly)."""
+        cannot be compiled or loaded (compare then takes torch's route: the same verdicts, more slowly). It is the
+        harness's own kernel, kept in the user's compile cache (cache.default_cache_dir) whatever cache_dir the
+        backend has: a fresh one per process (the naive mode's, for each mutant) would compile it in each."""
         # The gate's second references compare in a thread of their own, which the driver API may not find bound to
         # the context (torch's runtime calls bind it there; this makes sure).
         _check(_driver().cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
@@ -279,7 +281,10 @@ class CudaBackend(Backend):
             if function is None:
                 source, name = close_figures.program(dtype)
                 try:
-                    compiled, _ = cache.compile_cached(source, name, self.arch, self.cache_dir, f"{name}.cu")
+                    try:
+                        compiled, _ = cache.compile_cached(source, name, self.arch, None, f"{name}.cu")
+                    except OSError:  # no cache to write: compiled here, for this process
+                        compiled = nvrtc.compile_cuda(source, name, self.arch, f"{name}.cu")
                     function = _check(_driver().cuModuleGetFunction(self._module(compiled),
                                                                     compiled.lowered_name.encode()),
                                       "cuModuleGetFunction")
