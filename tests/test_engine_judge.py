@@ -775,7 +775,13 @@ def test_on_the_gpu_substrates_taking_turns_at_the_memory_store_what_they_store_
         store = ResultStore(tmp_path / f"results-{at_once}.jsonl")
         assert judge_on_large_trial(unmutated, survivors, store, "cuda", replace(SMALL, at_once=at_once)) == {}
         stored[at_once] = [store.get(oracle_key("f" * 64, "cuda", s.mutant_id, LARGE_INDEX)) for s in survivors]
-    assert stored[1] == stored[2] and all(record["killed_by"] == LARGE_INDEX for record in stored[1])
+    # The row sum adds with atomics: on the GPU their order, and so the last bits of the first mismatches' values the
+    # detail quotes, differ from run to run. The verdicts, the trials and the mismatch counts do not.
+    def verdict(record: dict) -> dict:
+        return dict(record, detail=record["detail"].split(";")[0].split(" (max abs error")[0])
+
+    assert [verdict(r) for r in stored[1]] == [verdict(r) for r in stored[2]]
+    assert all(record["killed_by"] == LARGE_INDEX for record in stored[1])
 
 
 def test_the_substrates_with_most_survivors_start_first_and_ties_keep_the_campaigns_order(tmp_path, monkeypatch):

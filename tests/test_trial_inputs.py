@@ -26,12 +26,14 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
-def test_helpers_build_what_the_worker_would_build(fork):
-    # A T0 drawn from get_inputs()'s distribution (not identical), so the second build runs too.
+@pytest.mark.parametrize("fork, trials_ahead", [(True, None), (False, None), (True, 0)],
+                         ids=["forked", "spawned", "forked, none ahead"])
+def test_helpers_build_what_the_worker_would_build(fork, trials_ahead):
+    # A T0 drawn from get_inputs()'s distribution (not identical), so the second build runs too. None ahead: the
+    # helpers draw only the trial the worker waits for (a T0 too large for host memory to hold two trials).
     file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
     name, problem, builder = _t0(file)
-    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=2, from_bytes=0)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=2, ahead=trials_ahead, from_bytes=0)
     ahead.start(problem, builder, 5, fork=fork)
     assert ahead.helping and ahead.forked is fork
     try:
@@ -101,12 +103,15 @@ def test_helper_plan_draws_as_many_trials_ahead_as_host_memory_allows():
     from harness.gate.trial_inputs import MAX_TRIALS_AHEAD, helper_plan
 
     gib = 2**30
-    # The H200 host: 16 cores, 123 GiB available. A 6.4 GB softmax T0 gets 3 trials ahead (2 draws
-    # each: 38 GiB, within 35% of 123), an 8.6 GB argmax T0 two, and 8 helpers (half the cores).
+    # The H200 host: 16 cores, 123 GiB available. A 6.4 GB softmax T0: the trial waited for and 3 ahead (2 draws
+    # each: 48 GiB, within half of 123), with 8 helpers (half the cores); an 8.6 GB argmax T0 two ahead, 6 helpers.
     assert helper_plan(int(6.4e9), 16, 123 * gib) == (8, 3)
     assert helper_plan(int(8.6e9), 16, 123 * gib) == (6, 2)
-    # Never fewer than one trial ahead or one helper, however little the host has or says.
-    assert helper_plan(int(8.6e9), 2, 4 * gib) == (1, 1)
+    # A 17.2 GB avgpool2d T0 (two draws: 32 GiB a trial): the helpers draw the trial waited for, none ahead (the H100
+    # host, 120 GiB available, lost a helper to the system with one ahead).
+    assert helper_plan(int(17.2e9), 16, 120 * gib) == (3, 0)
+    # However little the host has, one helper draws the trial waited for.
+    assert helper_plan(int(8.6e9), 2, 4 * gib) == (1, 0)
     assert helper_plan(int(8.6e9), None, None) == (1, MAX_TRIALS_AHEAD)
     assert helper_plan(256 * 2**20, 64, 512 * gib) == (9, MAX_TRIALS_AHEAD)
 
@@ -195,4 +200,6 @@ def test_jobs_at_once_share_the_hosts_memory_for_trials_drawn_ahead(monkeypatch)
         ahead.start(problem, builder, 5, fork=True)
         planned[share] = ahead.ahead
         ahead.close()
-    assert planned == {1.0: 3, 1 / 3: 1}  # 35% of 123 GiB holds three trials of two 6.4 GB draws; of 41 GiB, one
+    # Half of 123 GiB holds the trial waited for and three ahead, of two 6.4 GB draws each; half of 41 GiB, the
+    # trial waited for alone.
+    assert planned == {1.0: 3, 1 / 3: 0}

@@ -42,8 +42,8 @@ DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
 SUMS_FROM_BYTES = 256 * 2**20  # a rebuilt trial this large is compared by byte sums, not element by element
 MAX_TRIALS_AHEAD = 3
-HOST_MEMORY_SHARE = 0.35  # of the host's available memory, for trials drawn ahead (the rest: the worker's
-#                           own trial, the CPU second references, other jobs)
+HOST_MEMORY_SHARE = 0.5  # of the host's available memory, for the trials the helpers hold (the rest: the worker's
+#                          own trial, the CPU second references, other jobs)
 
 
 def host_memory_available() -> int | None:
@@ -69,15 +69,18 @@ def _meminfo(field: str) -> int | None:
 def helper_plan(trial_bytes: int, cores: int | None, available: int | None) -> tuple[int, int]:
     """(helper processes, trials ahead) for a T0 whose trials are `trial_bytes` each.
 
-    A trial ahead holds two draws (the candidate's and get_inputs()'s) in shared memory; as many
-    trials are drawn ahead as fit in HOST_MEMORY_SHARE of the available memory (1 to
-    MAX_TRIALS_AHEAD), by up to three helpers per trial and at most half the cores (a helper is
-    one thread: the rest serve the CPU references and the worker).
+    While the worker waits for a trial, the helpers hold it and the trials ahead of it (TrialInputs.t0 hands out
+    the next before it waits), two draws each (the candidate's and get_inputs()'s) in shared memory. As many are
+    held as fit in HOST_MEMORY_SHARE of the available memory: up to MAX_TRIALS_AHEAD ahead, and none ahead where
+    the trial waited for fills it alone (a 16 GiB get_inputs() of 45_Average_Pooling_2D, two trials at once, took
+    a 128 GiB host's memory: the system killed a helper). Three helpers per trial held, at most half the cores (a
+    helper is one thread: the rest serve the CPU references and the worker).
     """
-    ahead = MAX_TRIALS_AHEAD
+    held = MAX_TRIALS_AHEAD + 1
     if available and trial_bytes:
-        ahead = max(1, min(MAX_TRIALS_AHEAD, int(HOST_MEMORY_SHARE * available) // (2 * trial_bytes)))
-    processes = max(1, min((cores or 2) // 2, 3 * ahead))
+        held = max(1, min(held, int(HOST_MEMORY_SHARE * available) // (2 * trial_bytes)))
+    ahead = held - 1
+    processes = max(1, min((cores or 2) // 2, 3 * max(1, ahead)))
     return processes, ahead
 
 
