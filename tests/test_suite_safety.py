@@ -481,17 +481,3 @@ def test_on_a_gpu_a_trial_over_a_gigabyte_runs_its_float64_route_ahead_within_th
     references.submit("T0_original trial 0", [x], x * 2, device_inputs=[x], float64=ahead)
     assert [(r.label, r.agreement.ok) for r in references.collect()] == [("in float64", True), ("on the CPU", True)]
     assert references.on_device == 1 and not references.off_device
-
-
-@pytest.mark.gpu
-def test_on_a_gpu_the_threads_agreement_runs_on_a_stream_of_its_own_after_the_trials_work():
-    from harness.gate.checks.suite_safety import _beside_the_trials, agreement
-
-    expected = torch.rand(1 << 20, device="cuda") * 2  # queued on the trials' stream
-    trials = torch.cuda.current_stream()
-    with _beside_the_trials(expected):
-        assert torch.cuda.current_stream() != trials
-        said = agreement(expected.cpu(), expected, CLOSE)  # the CPU route's result, moved there
-    assert torch.cuda.current_stream() == trials and said.ok
-    with _beside_the_trials(expected.cpu()):  # on the CPU, nothing changes
-        assert torch.cuda.current_stream() == trials

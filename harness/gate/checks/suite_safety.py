@@ -19,7 +19,6 @@ one writing a constant, must each be rejected by some trial of some suite.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import threading
 from collections import Counter
@@ -472,7 +471,7 @@ class SecondReferences:
                 continue
             if other is None:  # nothing floating-point: the float64 route is the official one
                 continue
-            with self.clock.timing(f"[thread] official Model {label}: agreement"), _beside_the_trials(expected):
+            with self.clock.timing(f"[thread] official Model {label}: agreement"):
                 result = SecondReference(where, label, agreement(other, expected, self.tolerance, self.figures))
             del other
             with self._lock:
@@ -485,21 +484,6 @@ class SecondReferences:
         self._pool.shutdown(wait=True)
         self._buffers.clear()
         return [result for _order, _position, result in sorted(self._done, key=lambda done: done[:2])]
-
-
-@contextlib.contextmanager
-def _beside_the_trials(expected: torch.Tensor):
-    """The thread's device work (its result moved to the device, compared there) on a stream of its own, after what
-    the trials queued before it. On the trials' stream, moving a 4 GiB CPU result there held kb_matmul_small_k's
-    next trial back 0.46 s (a pageable copy, on the H100): the stream waited for it."""
-    if expected.device.type != "cuda":
-        yield
-        return
-    side = torch.cuda.Stream(expected.device)
-    side.wait_stream(torch.cuda.current_stream(expected.device))
-    with torch.cuda.stream(side):
-        yield
-    side.synchronize()  # the comparison read its figures already; nothing of it is left to run
 
 
 # ---------------------------------------------------------------- kernels that compute nothing
