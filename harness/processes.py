@@ -67,8 +67,14 @@ def _run_watched(target, parent_pid: int, *args) -> None:
     """Run target(*args) in a worker that exits as soon as the process that started it is gone.
 
     That process is `parent_pid`; a worker forked by the fork server has the server as its parent,
-    and the server exits when that process does: either going ends the worker.
+    and the server exits when that process does: either going ends the worker. A Ctrl-C at the
+    terminal reaches every process of its group: the worker ends at once and says nothing, while
+    the parent reports the interruption. Its job's own code said so too, but a worker still waiting
+    for its job (one started ahead) printed a KeyboardInterrupt traceback under bench_gate's table.
     """
+    from harness.interrupt import die_quietly_on_interrupt
+
+    die_quietly_on_interrupt()
     watch_starter(parent_pid)
     target(*args)
 

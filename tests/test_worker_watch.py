@@ -53,3 +53,30 @@ def test_a_sanitized_program_whose_gate_is_gone_exits_within_seconds():
     alive.start()
     alive.join(30)
     assert alive.exitcode == 0
+
+
+def _sigint_caught(pid: int) -> bool:
+    """Whether the process handles SIGINT itself (Python's KeyboardInterrupt), as /proc says."""
+    import signal
+
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    return False
+
+
+def test_a_worker_waiting_for_its_job_ends_quietly_on_ctrl_c():
+    # Ctrl-C reaches the whole process group: a worker started ahead, still waiting for its job, ends at once (killed
+    # by the signal), not with a KeyboardInterrupt traceback (exit code 1) beside its parent's own report.
+    import signal
+
+    from harness.processes import start_worker
+
+    worker = start_worker()
+    deadline = time.monotonic() + 30
+    while _sigint_caught(worker.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(worker.process.pid, signal.SIGINT)
+    worker.process.join(10)
+    assert worker.process.exitcode == -signal.SIGINT
+    worker.stop()
