@@ -103,14 +103,14 @@ def one_pass(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float
     a chunk (a contiguous copy of a KernelBench-sized output may not fit beside it). `launcher_for(dtype)` gives the
     start of the dtype's kernel on `device`, or None where the backend could not load it (also None here)."""
     n = expected.numel()
+    chunks = -(-n // chunk) if chunk >= 1 else 0
     if (got.dtype != expected.dtype or got.dtype not in ELEMENT_TYPES or got.device != device
-            or expected.device != device or got.numel() != n or n == 0 or chunk < 1 or -(-n // chunk) > MAX_CHUNKS
+            or expected.device != device or got.numel() != n or n == 0 or not 1 <= chunks <= MAX_CHUNKS
             or not (got.is_contiguous() and expected.is_contiguous())):
         return None
     launch = launcher_for(got.dtype)
     if launch is None:
         return None
-    chunks = -(-n // chunk)
     blocks = max(1, min(BLOCKS_PER_CHUNK, -(-chunk // BLOCK)))
     threads = blocks * BLOCK
     partial = torch.empty((chunks, threads, FIGURES), dtype=torch.float64, device=got.device)

@@ -96,8 +96,9 @@ class CudaBackend(Backend):
         self._modules = {}  # PTX -> module; loaded modules stay alive as long as the backend
         self._module_of: dict[int, object] = {}  # a loaded function -> the module it runs from
         self._switch_of: dict[int, tuple[str, int]] = {}  # a schema's function -> its switch, as last set
-        self._figures_functions = {}  # dtype -> close_figures' kernel for it, loaded unchecked on first use
+        self._figures_launchers = {}  # dtype -> close_figures' kernel for it as a launcher (None: not loadable)
         self._figures_lock = threading.Lock()  # the gate's second references compare in a thread of their own
+        self._figures_bound = threading.local()  # the threads the driver API is bound to the context in
         self.check_addresses = check_addresses
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
@@ -269,31 +270,35 @@ class CudaBackend(Backend):
         return close_figures.one_pass(got, expected, atol, rtol, chunk, self._device, self._figures_launcher)
 
     def _figures_launcher(self, dtype: torch.dtype):
-        """The start of close_figures' kernel for `dtype`, loaded on first use; None, said once on stderr, where it
+        """The start of close_figures' kernel for `dtype`, loaded on its first use (_load_figures); None where it
+        cannot be. Called for every comparison: after the first, a lookup."""
+        if not getattr(self._figures_bound, "done", False):
+            # The gate's second references compare in a thread of their own, which the driver API may not find bound
+            # to the context (torch's runtime calls bind it there; this makes sure), once per thread.
+            _check(_driver().cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+            self._figures_bound.done = True
+        if dtype not in self._figures_launchers:
+            with self._figures_lock:
+                if dtype not in self._figures_launchers:
+                    self._figures_launchers[dtype] = self._load_figures(dtype)
+        return self._figures_launchers[dtype]
+
+    def _load_figures(self, dtype: torch.dtype):
+        """close_figures' kernel for `dtype`, loaded unchecked, as a launcher; None, said once on stderr, where it
         cannot be compiled or loaded (compare then takes torch's route: the same verdicts, more slowly). It is the
         harness's own kernel, kept in the user's compile cache (cache.default_cache_dir) whatever cache_dir the
         backend has: a fresh one per process (the naive mode's, for each mutant) would compile it in each."""
-        # The gate's second references compare in a thread of their own, which the driver API may not find bound to
-        # the context (torch's runtime calls bind it there; this makes sure).
-        _check(_driver().cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
-        with self._figures_lock:
-            function = self._figures_functions.get(dtype)
-            if function is None:
-                source, name = close_figures.program(dtype)
-                try:
-                    try:
-                        compiled, _ = cache.compile_cached(source, name, self.arch, None, f"{name}.cu")
-                    except OSError:  # no cache to write: compiled here, for this process
-                        compiled = nvrtc.compile_cuda(source, name, self.arch, f"{name}.cu")
-                    function = _check(_driver().cuModuleGetFunction(self._module(compiled),
-                                                                    compiled.lowered_name.encode()),
-                                      "cuModuleGetFunction")
-                except (nvrtc.CompileError, KernelFault) as error:
-                    function = False
-                    print(f"comparisons: the one-pass kernel for {dtype} could not be loaded ({error}); outputs of "
-                          f"that dtype are compared by torch's route", file=sys.stderr, flush=True)
-                self._figures_functions[dtype] = function
-        if function is False:
+        source, name = close_figures.program(dtype)
+        try:
+            try:
+                compiled, _ = cache.compile_cached(source, name, self.arch, None, f"{name}.cu")
+            except OSError:  # no cache to write: compiled here, for this process
+                compiled = nvrtc.compile_cuda(source, name, self.arch, f"{name}.cu")
+            function = _check(_driver().cuModuleGetFunction(self._module(compiled), compiled.lowered_name.encode()),
+                              "cuModuleGetFunction")
+        except (nvrtc.CompileError, KernelFault) as error:
+            print(f"comparisons: the one-pass kernel for {dtype} could not be loaded ({error}); outputs of that dtype "
+                  f"are compared by torch's route", file=sys.stderr, flush=True)
             return None
 
         def launch(grid, block, args: list) -> None:
