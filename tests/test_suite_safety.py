@@ -425,6 +425,35 @@ def test_a_large_float64_route_on_the_device_gives_its_blocks_back_to_the_driver
     assert [r.agreement.ok for r in references.collect()] == [True, True]
 
 
+class _OtherOnTheHost(torch.nn.Module):
+    """x * 2 on a GPU, x * 2 + 1 elsewhere: its second references disagree with its official output everywhere."""
+
+    def forward(self, x):
+        return x * 2.0 if x.is_cuda else x * 2.0 + 1.0
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_threads_results_reach_the_device_whole_on_a_stream_of_their_own_while_trials_run():
+    from harness.gate.checks.suite_safety import SecondReferences
+
+    references = SecondReferences(_OtherOnTheHost(), "cuda", CLOSE)
+    x = torch.rand(1 << 24, device="cuda")
+    expected = _OtherOnTheHost()(x)
+    references.submit("T0_original trial 0", [x], expected)  # no device route: both routes run in the thread
+    del expected
+    busy = torch.rand(4096, 4096, device="cuda")
+    for _ in range(50):  # the trials' stream keeps working, and freeing, while the thread copies its results
+        busy = (busy @ busy).clamp_(-1, 1)
+    results = references.collect()
+    torch.cuda.synchronize()
+    # Each comparison read the whole copy: every element is 1 off, none read before it arrived.
+    assert [(r.label, r.agreement.ok, r.agreement.mismatches) for r in results] == [
+        ("in float64", False, 1 << 24), ("on the CPU", False, 1 << 24)]
+    assert all(r.agreement.max_abs_error == pytest.approx(1.0, abs=1e-6) for r in results)
+    assert "[thread] official Model on the CPU: to the device" in references.clock.seconds()
+    assert references._copy_stream is not None and references._copy_stream != torch.cuda.default_stream()
+
+
 def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(monkeypatch):
     from harness.gate.checks import suite_safety
     from harness.gate.checks.suite_safety import HostBuffers
