@@ -26,11 +26,17 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("fork, trials_ahead", [(True, None), (False, None), (True, 0)],
-                         ids=["forked", "spawned", "forked, none ahead"])
-def test_helpers_build_what_the_worker_would_build(fork, trials_ahead):
+@pytest.mark.parametrize("fork, trials_ahead, shared_from", [(True, None, None), (False, None, None), (True, 0, None),
+                                                             (True, None, 0)],
+                         ids=["forked", "spawned", "forked, none ahead", "forked, every draw in shared memory"])
+def test_helpers_build_what_the_worker_would_build(fork, trials_ahead, shared_from, monkeypatch):
     # A T0 drawn from get_inputs()'s distribution (not identical), so the second build runs too. None ahead: the
-    # helpers draw only the trial the worker waits for (a T0 too large for host memory to hold two trials).
+    # helpers draw only the trial the worker waits for (a T0 too large for host memory to hold two trials). Every draw
+    # in shared memory: as a KernelBench-sized T0's are (the stand-in's are under SHARED_DRAWS_FROM_BYTES).
+    from harness.gate import trial_inputs
+
+    if shared_from is not None:
+        monkeypatch.setattr(trial_inputs, "SHARED_DRAWS_FROM_BYTES", shared_from)  # forked helpers inherit it
     file = REPO / "examples" / "kernelbench" / "candidate_kb_standard_matmul.py"
     name, problem, builder = _t0(file)
     ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=2, ahead=trials_ahead, from_bytes=0)

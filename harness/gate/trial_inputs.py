@@ -10,7 +10,8 @@ another (about 10 s for 6.4 GB), and each T0 trial needs two such draws: the can
 official one. Both use the process's one global generator, so they cannot share a process's
 threads; `TrialInputs` draws them in helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
-memory while the worker's GPU work and the CPU references go on. A helper that cannot start or
+memory while the worker's GPU work and the CPU references go on (their large draws are made in shared memory from
+the start, harness.gate.shared_draws: handing a trial back copies nothing). A helper that cannot start or
 hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
 report is the same either way.
 
@@ -25,6 +26,7 @@ is given device cpu in a helper (a helper holds no CUDA state): the trial is the
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -37,10 +39,12 @@ import torch
 from harness.candidates import builder_output
 from harness.gate.checks.guards import tensor_checksum
 from harness.gate.scheduling import FORKED_HELPERS_FROM_BYTES
+from harness.gate.shared_draws import draws_in_shared_memory
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
 SUMS_FROM_BYTES = 256 * 2**20  # a rebuilt trial this large is compared by byte sums, not element by element
+SHARED_DRAWS_FROM_BYTES = 16 * 2**20  # a helper's draws this large are made in shared memory (harness.gate.shared_draws)
 MAX_TRIALS_AHEAD = 3
 HOST_MEMORY_SHARE = 0.5  # of the host's available memory, for the trials the helpers hold (the rest: the worker's
 #                          own trial, the CPU second references, other jobs)
@@ -204,14 +208,16 @@ def _official_task(t: int):
     from harness.gate.checks.suite_rules import official_inputs
 
     try:
-        return official_inputs(_helper["problem"], t), None
+        with draws_in_shared_memory(SHARED_DRAWS_FROM_BYTES):  # handed back without a copy
+            return official_inputs(_helper["problem"], t), None
     except Exception as error:
         return None, _plain_error(error)
 
 
 def _builder_task(t: int, seed: int, sums_only: bool):
-    try:
-        inputs = _build(_helper["builder"], t, torch.device("cpu"), seed)
+    try:  # only what is handed back is drawn in shared memory
+        with draws_in_shared_memory(SHARED_DRAWS_FROM_BYTES) if not sums_only else contextlib.nullcontext():
+            inputs = _build(_helper["builder"], t, torch.device("cpu"), seed)
     except Exception as error:
         return None, _plain_error(error)
     return (_sums(inputs) if sums_only else inputs), None
