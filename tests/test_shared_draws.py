@@ -96,3 +96,73 @@ def test_without_shared_memory_the_draw_is_made_as_usual(monkeypatch):
     with draws_in_shared_memory(0) as mode:
         got, _ = _draw(lambda: torch.rand(5000), 3)
     assert mode.drawn == 0 and not got.is_shared() and torch.equal(got, want)
+
+
+def _official(seed: int, n: int = 5000, then=None):
+    """A get_inputs() that draws twice under its seed (then changes its first draw, where asked)."""
+    torch.manual_seed(seed)
+    x, y = torch.rand(n), torch.randn(n, 3)
+    if then is not None:
+        then(x)
+    return [x, y]
+
+
+def _builder(seed: int, own_generator: bool = False, n: int = 5000):
+    """A candidate's T0 builder: get_inputs()'s calls under the same seed, on the global or its own generator, with
+    the global state restored after it (as a builder's fork_rng does); and the global generator's next value."""
+    with torch.random.fork_rng(devices=[]):
+        if own_generator:
+            g = torch.Generator().manual_seed(seed)
+            made = [torch.rand(n, generator=g), torch.randn(n, 3, generator=g)]
+            after = torch.rand(2, generator=g)
+        else:
+            torch.manual_seed(seed)
+            made = [torch.rand(n), torch.randn(n, 3)]
+            after = torch.rand(2)
+    return made, after
+
+
+def _replayed(seed_official: int, builder, then=None):
+    from harness.gate.shared_draws import DrawLog
+
+    log = DrawLog()
+    with draws_in_shared_memory(0, record=log):
+        official = _official(seed_official, then=then)
+    with draws_in_shared_memory(0, replay=log):
+        built, after = builder()
+    return log, official, built, after
+
+
+@pytest.mark.parametrize("own_generator", [False, True], ids=["global generator", "its own generator"])
+def test_a_builder_making_get_inputs_calls_is_given_its_draws_and_its_generator_moves_past_them(own_generator):
+    want, want_after = _builder(1004, own_generator)
+    log, official, built, after = _replayed(1004, lambda: _builder(1004, own_generator))
+    assert log.given == 2 and log.intact()
+    assert built[0] is official[0] and built[1] is official[1]
+    assert all(torch.equal(b, w) for b, w in zip(built, want)) and torch.equal(after, want_after)
+
+
+def test_a_builder_drawing_otherwise_is_given_nothing_and_draws_its_own():
+    want, _ = _builder(2004, n=5000)
+    log, official, built, _ = _replayed(1004, lambda: _builder(2004))  # another seed
+    assert log.given == 0 and built[0] is not official[0] and torch.equal(built[0], want[0])
+    log, official, built, _ = _replayed(1004, lambda: _builder(1004, n=4999))  # another size on the same state
+    assert log.given == 0 and torch.equal(built[0], _builder(1004, n=4999)[0][0])
+
+
+def test_a_draw_get_inputs_changed_in_place_is_not_given():
+    want, _ = _builder(1004)
+    log, official, built, _ = _replayed(1004, lambda: _builder(1004), then=lambda x: x.mul_(2))
+    assert torch.equal(official[0], want[0] * 2)
+    assert log.given == 1 and built[0] is not official[0] and torch.equal(built[0], want[0])  # randn still given
+    assert built[1] is official[1]
+
+
+def test_a_builder_that_changes_a_given_draw_in_place_leaves_the_log_not_intact():
+    def builder():
+        made, after = _builder(1004)
+        made[0].add_(1.0)  # its own input, and get_inputs()'s too: the caller must draw get_inputs() again
+        return made, after
+
+    log, official, built, _ = _replayed(1004, builder)
+    assert log.given == 2 and not log.intact() and built[0] is official[0]

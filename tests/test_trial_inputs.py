@@ -209,3 +209,87 @@ def test_jobs_at_once_share_the_hosts_memory_for_trials_drawn_ahead(monkeypatch)
     # Half of 123 GiB holds the trial waited for and three ahead, of two 6.4 GB draws each; half of 41 GiB, the
     # trial waited for alone.
     assert planned == {1.0: 3, 1 / 3: 0}
+
+
+def _small_swish(tmp_path: Path, t0_body: str | None = None) -> Path:
+    """candidate_kb_swish.py at the stand-in's sizes, so that its T0 is get_inputs() under its seed (or `t0_body`)."""
+    source = (REPO / "examples" / "kernelbench" / "candidate_kb_swish.py").read_text()
+    source = source.replace("batch_size = 4096", "batch_size = 16").replace("dim = 393216", "dim = 4096")
+    if t0_body is not None:
+        start = source.index("def t0_original")
+        end = source.index("\ndef ", start + 1)
+        source = source[:start] + t0_body + source[end:]
+    file = tmp_path / "candidate_kb_swish.py"
+    file.write_text(source)
+    return file
+
+
+def _drawn_ahead(file: Path, monkeypatch, trials: int = 5):
+    """Every T0 trial from forked helpers whose draws are all made in shared memory, none ahead (each trial goes to
+    the helpers as the worker asks for it), beside the worker's own build."""
+    from harness.gate import trial_inputs
+
+    monkeypatch.setattr(trial_inputs, "SHARED_DRAWS_FROM_BYTES", 0)
+    name, problem, builder = _t0(file)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=3, ahead=0, from_bytes=0)
+    ahead.start(problem, builder, trials, fork=True)
+    got, combined = [], []
+    try:
+        for t in range(trials):
+            got.append((ahead.t0(t), build_here(builder, t, torch.device("cpu"), problem)))
+            combined.append(ahead._combined)
+    finally:
+        ahead.close()
+    assert ahead.fallback == ""
+    return ahead, got, combined
+
+
+def test_after_a_trial_identical_to_get_inputs_each_is_drawn_once_for_both(tmp_path, monkeypatch):
+    ahead, got, combined = _drawn_ahead(_small_swish(tmp_path), monkeypatch)
+    assert combined == [True] * 5 and ahead.draws_given == 4  # trial 0 by two helpers, then one draw a trial
+    for t, (mine, want) in enumerate(got):
+        assert mine.identical and want.identical and mine.error is None and mine.difference == ""
+        assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)
+        assert (mine.inputs[0] is mine.official[0]) is (t > 0)  # held once
+
+
+def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(tmp_path, monkeypatch):
+    # Identical to get_inputs() on trial 0 only; trials 1 on are drawn from its distribution with a generator of their
+    # own: trial 1 goes to a combined task (nothing given, not identical), and the rest to two helpers again.
+    body = '''def t0_original(t, device):
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1000 + t)
+        g = None if t == 0 else torch.Generator().manual_seed(7000 + t)
+        x = torch.rand(batch_size, dim, generator=g)
+    return [x.to(device)]
+
+'''
+    ahead, got, combined = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
+    assert combined == [True, False, False, False, False] and ahead.draws_given == 0
+    for t, (mine, want) in enumerate(got):
+        assert mine.identical is want.identical is (t == 0) and mine.difference == want.difference == ""
+        assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)
+        assert mine.inputs[0] is not mine.official[0] or t == 0
+
+
+def test_trials_drawn_once_are_drawn_as_far_ahead_as_one_draw_a_trial_allows(tmp_path, monkeypatch):
+    # A T0 whose two draws a trial leave room for none ahead: once drawn once a trial, two are drawn ahead.
+    from harness.gate import trial_inputs
+
+    real_plan = trial_inputs.helper_plan
+    monkeypatch.setattr(trial_inputs, "helper_plan", lambda size, cores, budget, draws=2: (3, 2 if draws == 1 else 0))
+    file = _small_swish(tmp_path)
+    name, problem, builder = _t0(file)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), from_bytes=0)
+    ahead.start(problem, builder, 5, fork=True)
+    try:
+        assert ahead.ahead == 0 and ahead.processes == 3 and not ahead._pending
+        assert ahead.t0(0).identical and ahead.ahead == 2
+        assert ahead.t0(1).identical
+        assert {key for key in ahead._pending if key[1] > 1} == {("combined", 2), ("combined", 3)}
+    finally:
+        ahead.close()
+    # kb_avgpool2d's 16 GiB draws on the H200's host: none ahead at two draws a trial, two ahead at one
+    assert real_plan(int(17.2e9), 16, 120 * 2**30) == (3, 0) and real_plan(int(17.2e9), 16, 120 * 2**30, draws=1)[1] == 2

@@ -11,7 +11,10 @@ official one. Both use the process's one global generator, so they cannot share 
 threads; `TrialInputs` draws them in helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
 memory while the worker's GPU work and the CPU references go on (their large draws are made in shared memory from
-the start, harness.gate.shared_draws: handing a trial back copies nothing). A helper that cannot start or
+the start, harness.gate.shared_draws: handing a trial back copies nothing). Once a trial came out identical to
+get_inputs()'s, each next one goes to one helper (`_combined_task`) that draws get_inputs() and gives the builder
+those draws where it makes the same calls: one draw a trial, held once, so that twice as many trials fit ahead;
+a trial that is not identical sends the next to two helpers again. A helper that cannot start or
 hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
 report is the same either way.
 
@@ -39,7 +42,7 @@ import torch
 from harness.candidates import builder_output
 from harness.gate.checks.guards import tensor_checksum
 from harness.gate.scheduling import FORKED_HELPERS_FROM_BYTES
-from harness.gate.shared_draws import draws_in_shared_memory
+from harness.gate.shared_draws import DrawLog, draws_in_shared_memory
 
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
@@ -70,11 +73,12 @@ def _meminfo(field: str) -> int | None:
     return None
 
 
-def helper_plan(trial_bytes: int, cores: int | None, available: int | None) -> tuple[int, int]:
+def helper_plan(trial_bytes: int, cores: int | None, available: int | None, draws: int = 2) -> tuple[int, int]:
     """(helper processes, trials ahead) for a T0 whose trials are `trial_bytes` each.
 
     While the worker waits for a trial, the helpers hold it and the trials ahead of it (TrialInputs.t0 hands out
-    the next before it waits), two draws each (the candidate's and get_inputs()'s) in shared memory. As many are
+    the next before it waits), `draws` each in shared memory: two (the candidate's and get_inputs()'s), or one where
+    the builder is given get_inputs()'s draws (_combined_task). As many are
     held as fit in HOST_MEMORY_SHARE of the available memory: up to MAX_TRIALS_AHEAD ahead, and none ahead where
     the trial waited for fills it alone (a 16 GiB get_inputs() of 45_Average_Pooling_2D, two trials at once, took
     a 128 GiB host's memory: the system killed a helper). Three helpers per trial held, at most half the cores (a
@@ -82,7 +86,7 @@ def helper_plan(trial_bytes: int, cores: int | None, available: int | None) -> t
     """
     held = MAX_TRIALS_AHEAD + 1
     if available and trial_bytes:
-        held = max(1, min(held, int(HOST_MEMORY_SHARE * available) // (2 * trial_bytes)))
+        held = max(1, min(held, int(HOST_MEMORY_SHARE * available) // (draws * trial_bytes)))
     ahead = held - 1
     processes = max(1, min((cores or 2) // 2, 3 * max(1, ahead)))
     return processes, ahead
@@ -204,11 +208,11 @@ def _plain_error(error: Exception) -> Exception:
     return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _official_task(t: int):
+def _official_task(t: int, record: DrawLog | None = None):
     from harness.gate.checks.suite_rules import official_inputs
 
     try:
-        with draws_in_shared_memory(SHARED_DRAWS_FROM_BYTES):  # handed back without a copy
+        with draws_in_shared_memory(SHARED_DRAWS_FROM_BYTES, record=record):  # handed back without a copy
             return official_inputs(_helper["problem"], t), None
     except Exception as error:
         return None, _plain_error(error)
@@ -221,6 +225,24 @@ def _builder_task(t: int, seed: int, sums_only: bool):
     except Exception as error:
         return None, _plain_error(error)
     return (_sums(inputs) if sums_only else inputs), None
+
+
+def _combined_task(t: int):
+    """T0 trial t's get_inputs() and the builder's trial in one helper, the builder given get_inputs()'s draws where it
+    makes the same ones (harness.gate.shared_draws.DrawLog): one draw serves both, held once. Where the builder
+    changed a draw it was given, get_inputs() is drawn again. ((inputs, error), (official, error), draws given)."""
+    log = DrawLog()
+    official = _official_task(t, record=log)
+    try:
+        with draws_in_shared_memory(SHARED_DRAWS_FROM_BYTES, replay=log if official[1] is None else None):
+            built = _build(_helper["builder"], t, torch.device("cpu"), DETERMINISM_SEEDS[0]), None
+    except Exception as error:
+        built = None, _plain_error(error)
+    if not log.intact():
+        official = _official_task(t)
+    elif built[1] is None and official[1] is None and _same_values(built[0], official[0]):
+        official = built  # drawn alike by other calls: held once all the same (the worker sees the same objects)
+    return built, official, log.given if log.intact() else 0
 
 
 # ---------------------------------------------------------------- in the worker
@@ -249,6 +271,12 @@ class TrialInputs:
         self._pool: ProcessPoolExecutor | None = None
         self._pending: dict[tuple, Future] = {}
         self._rebuild_eagerly = False
+        self._submitted = 0  # trials handed to the helpers: 0 .. _submitted - 1
+        # After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task), and ahead as far as
+        # a trial of one draw allows (_ahead_by_draws[1]) where `ahead` was planned here.
+        self._combined = False
+        self._ahead_by_draws: dict[int, int] | None = None
+        self.draws_given = 0  # T0 draws the builder was given from get_inputs()'s, not drawn again
         self.fallback = ""  # why the helpers stopped, when they did
 
     def start_early(self, entry, search) -> None:
@@ -286,8 +314,11 @@ class TrialInputs:
         if (self.processes is not None and self.processes < 1) or size < from_bytes:
             return
         available = host_memory_available()
-        processes, ahead = helper_plan(size, os.cpu_count(),
-                                       int(available * self.memory_share) if available is not None else None)
+        budget = int(available * self.memory_share) if available is not None else None
+        processes, ahead = helper_plan(size, os.cpu_count(), budget)
+        if self.ahead is None:  # a combined task is one process a trial: as many in flight as there are processes
+            one_draw = min(helper_plan(size, os.cpu_count(), budget, draws=1)[1], (self.processes or processes) - 1)
+            self._ahead_by_draws = {2: ahead, 1: max(ahead, one_draw)}
         self.processes = processes if self.processes is None else self.processes
         self.ahead = ahead if self.ahead is None else self.ahead
         # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers
@@ -303,8 +334,7 @@ class TrialInputs:
         except Exception as error:
             self._stop(f"the helper processes could not start ({type(error).__name__}: {error})")
             return
-        for t in range(min(self.ahead, n_trials)):
-            self._submit(t)
+        self._submit_through(self.ahead - 1)
 
     @property
     def helping(self) -> bool:
@@ -313,7 +343,8 @@ class TrialInputs:
 
     _TASKS = {"official": lambda t: (_official_task, t),
               "built": lambda t: (_builder_task, t, DETERMINISM_SEEDS[0], False),
-              "again": lambda t: (_builder_task, t, DETERMINISM_SEEDS[1], True)}  # sums only
+              "again": lambda t: (_builder_task, t, DETERMINISM_SEEDS[1], True),  # sums only
+              "combined": lambda t: (_combined_task, t)}
 
     def _hand_over(self, t: int, kinds: tuple[str, ...]) -> None:
         """Give the helpers trial t's tasks of these kinds; a pool that refuses ends the helping."""
@@ -325,12 +356,38 @@ class TrialInputs:
         except Exception as error:
             self._stop(f"a helper could not take trial {t} ({type(error).__name__}: {error})")
 
-    def _submit(self, t: int) -> None:
-        self._hand_over(t, ("official", "built", "again") if self._rebuild_eagerly else ("official", "built"))
+    def _submit_through(self, last: int) -> None:
+        """Hand the helpers every trial up to `last` not handed over yet."""
+        for t in range(self._submitted, min(last, self.n_trials - 1) + 1):
+            if self._combined:
+                kinds = ("combined",)
+            else:
+                kinds = ("official", "built", "again") if self._rebuild_eagerly else ("official", "built")
+            self._hand_over(t, kinds)
+            self._submitted = t + 1
 
     def _submit_rebuilds(self) -> None:
-        for t in [t for kind, t in self._pending if kind == "built" and ("again", t) not in self._pending]:
+        for t in [t for kind, t in self._pending if kind in ("built", "combined") and ("again", t) not in self._pending]:
             self._hand_over(t, ("again",))
+
+    def _draw_once(self, identical: bool) -> None:
+        """After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task) and held once;
+        after one that is not, both draws apart again, in two helpers at once. (A T0 identical on one trial and not on
+        the next, none of the corpus's, holds two draws a trial for those already handed over one-draw ahead.)"""
+        if identical != self._combined and self._ahead_by_draws is not None:
+            self.ahead = self._ahead_by_draws[1 if identical else 2]
+        self._combined = identical
+
+    def _drawn(self, t: int) -> BuiltTrial:
+        """Trial t as the helpers drew it: by one combined task where it went to one, else by two."""
+        if ("combined", t) in self._pending:
+            built, official, given = self._pending.pop(("combined", t)).result()
+            self.draws_given += given
+            return BuiltTrial(*built, *official)
+        inputs, error = self._result(("built", t), lambda: self._pool.submit(
+            _builder_task, t, DETERMINISM_SEEDS[0], False))
+        official, official_error = self._result(("official", t), lambda: self._pool.submit(_official_task, t))
+        return BuiltTrial(inputs, error, official, official_error)
 
     def _result(self, key: tuple, submit):
         future = self._pending.pop(key, None)
@@ -342,13 +399,12 @@ class TrialInputs:
         """T0 trial t with get_inputs() beside it, as build_here would give it."""
         if self._pool is None:
             return build_here(self.builder, t, self.device, self.problem)
-        self._submit(t + self.ahead)
+        self._submit_through(t + self.ahead)
         try:
-            inputs, error = self._result(("built", t), lambda: self._pool.submit(
-                _builder_task, t, DETERMINISM_SEEDS[0], False))
-            official, official_error = self._result(("official", t), lambda: self._pool.submit(_official_task, t))
-            built = BuiltTrial(inputs, error, official, official_error)
+            built = self._drawn(t)
+            inputs, error, official = built.inputs, built.error, built.official
             built.identical = error is None and official is not None and _same_values(inputs, official)
+            self._draw_once(built.identical)
             if error is None and not built.identical:
                 if not self._rebuild_eagerly:
                     self._rebuild_eagerly = True
