@@ -405,6 +405,7 @@ class TrialInputs:
             inputs, error, official = built.inputs, built.error, built.official
             built.identical = error is None and official is not None and _same_values(inputs, official)
             self._draw_once(built.identical)
+            self._submit_through(t + self.ahead)  # where drawing once let more trials ahead, they start now
             if error is None and not built.identical:
                 if not self._rebuild_eagerly:
                     self._rebuild_eagerly = True
