@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from harness.candidates import import_candidate, make_entry, register_candidate
+from harness.gate.pipeline import _inputs_phase
 from harness.gate.trial_inputs import TrialInputs, build_here
 from harness.problems import ProblemSearch, load_problem
 
@@ -233,20 +234,23 @@ def _drawn_ahead(file: Path, monkeypatch, trials: int = 5):
     name, problem, builder = _t0(file)
     ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=3, ahead=0, from_bytes=0)
     ahead.start(problem, builder, trials, fork=True)
-    got, combined = [], []
+    got, combined, phases = [], [], []
     try:
         for t in range(trials):
             got.append((ahead.t0(t), build_here(builder, t, torch.device("cpu"), problem)))
             combined.append(ahead._combined)
+            phases.append(_inputs_phase(ahead))
     finally:
         ahead.close()
     assert ahead.fallback == ""
-    return ahead, got, combined
+    return ahead, got, combined, phases
 
 
 def test_after_a_trial_identical_to_get_inputs_each_is_drawn_once_for_both(tmp_path, monkeypatch):
-    ahead, got, combined = _drawn_ahead(_small_swish(tmp_path), monkeypatch)
+    ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path), monkeypatch)
     assert combined == [True] * 5 and ahead.draws_given == 4  # trial 0 by two helpers, then one draw a trial
+    # The gate's phases say which trials were drawn once
+    assert phases == ["inputs from helpers (waiting)"] + ["inputs from helpers (waiting, drawn once)"] * 4
     for t, (mine, want) in enumerate(got):
         assert mine.identical and want.identical and mine.error is None and mine.difference == ""
         assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)
@@ -266,7 +270,7 @@ def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(
     return [x.to(device)]
 
 '''
-    ahead, got, combined = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
+    ahead, got, combined, _phases = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
     assert combined == [True, False, False, False, False] and ahead.draws_given == 0
     for t, (mine, want) in enumerate(got):
         assert mine.identical is want.identical is (t == 0) and mine.difference == want.difference == ""

@@ -715,9 +715,9 @@ def _suite_cases(suite: tuple, device, book: CheckBook, problem, progress, trial
     for t in range(n_trials):
         case = Case(suite_name, t, n_trials)
         progress(case.where)
-        with clock.timing("inputs from helpers (waiting)" if ahead and trial_inputs.helping else "inputs built"):
-            built = (trial_inputs.t0(t) if ahead
-                     else build_here(builder, t, device, problem if is_t0 else None))
+        started = time.perf_counter()
+        built = trial_inputs.t0(t) if ahead else build_here(builder, t, device, problem if is_t0 else None)
+        clock.add(_inputs_phase(trial_inputs if ahead else None), time.perf_counter() - started, started)
         if built.error is not None:
             case.error = built.error
             yield case
@@ -744,6 +744,14 @@ def _suite_cases(suite: tuple, device, book: CheckBook, problem, progress, trial
         for text in problems:
             book.fail(CheckName.SUITE_RULES, f"{where}: {text}")
         t0_notes += notes
+
+
+def _inputs_phase(trial_inputs: TrialInputs | None) -> str:
+    """The phase a trial's inputs took: built here, or waited for from T0's helpers (drawn once for both builds, where
+    the builder was given get_inputs()'s draws: harness.gate.trial_inputs)."""
+    if trial_inputs is None or not trial_inputs.helping:
+        return "inputs built"
+    return "inputs from helpers (waiting, drawn once)" if trial_inputs.last_drawn_once else "inputs from helpers (waiting)"
 
 
 def count_cases(entry: Entry) -> int:

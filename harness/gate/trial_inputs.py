@@ -277,6 +277,7 @@ class TrialInputs:
         self._combined = False
         self._ahead_by_draws: dict[int, int] | None = None
         self.draws_given = 0  # T0 draws the builder was given from get_inputs()'s, not drawn again
+        self.last_drawn_once = False  # whether the last trial handed out came from one combined task
         self.fallback = ""  # why the helpers stopped, when they did
 
     def start_early(self, entry, search) -> None:
@@ -380,7 +381,8 @@ class TrialInputs:
 
     def _drawn(self, t: int) -> BuiltTrial:
         """Trial t as the helpers drew it: by one combined task where it went to one, else by two."""
-        if ("combined", t) in self._pending:
+        self.last_drawn_once = ("combined", t) in self._pending
+        if self.last_drawn_once:
             built, official, given = self._pending.pop(("combined", t)).result()
             self.draws_given += given
             return BuiltTrial(*built, *official)
