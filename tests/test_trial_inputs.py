@@ -246,20 +246,19 @@ def _drawn_ahead(file: Path, monkeypatch, trials: int = 5):
     return ahead, got, combined, phases
 
 
-def test_after_a_trial_identical_to_get_inputs_each_is_drawn_once_for_both(tmp_path, monkeypatch):
+def test_a_t0_identical_to_get_inputs_is_drawn_once_for_both_builds(tmp_path, monkeypatch):
     ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path), monkeypatch)
-    assert combined == [True] * 5 and ahead.draws_given == 4  # trial 0 by two helpers, then one draw a trial
-    # The gate's phases say which trials were drawn once
-    assert phases == ["inputs from helpers (waiting)"] + ["inputs from helpers (waiting, drawn once)"] * 4
-    for t, (mine, want) in enumerate(got):
+    assert combined == [True] * 5 and ahead.draws_given == 5  # one draw a trial
+    assert phases == ["inputs from helpers (waiting, drawn once)"] * 5  # the gate's phases say so
+    for mine, want in got:
         assert mine.identical and want.identical and mine.error is None and mine.difference == ""
         assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)
-        assert (mine.inputs[0] is mine.official[0]) is (t > 0)  # held once
+        assert mine.inputs[0] is mine.official[0]  # held once
 
 
 def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(tmp_path, monkeypatch):
     # Identical to get_inputs() on trial 0 only; trials 1 on are drawn from its distribution with a generator of their
-    # own: trial 1 goes to a combined task (nothing given, not identical), and the rest to two helpers again.
+    # own: trial 1 goes to a combined task too (nothing given, not identical), and the rest to two helpers.
     body = '''def t0_original(t, device):
     import torch
 
@@ -270,8 +269,9 @@ def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(
     return [x.to(device)]
 
 '''
-    ahead, got, combined, _phases = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
-    assert combined == [True, False, False, False, False] and ahead.draws_given == 0
+    ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
+    assert combined == [True, False, False, False, False] and ahead.draws_given == 1  # trial 0's
+    assert phases == ["inputs from helpers (waiting, drawn once)"] * 2 + ["inputs from helpers (waiting)"] * 3
     for t, (mine, want) in enumerate(got):
         assert mine.identical is want.identical is (t == 0) and mine.difference == want.difference == ""
         assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)

@@ -11,10 +11,10 @@ official one. Both use the process's one global generator, so they cannot share 
 threads; `TrialInputs` draws them in helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
 memory while the worker's GPU work and the CPU references go on (their large draws are made in shared memory from
-the start, harness.gate.shared_draws: handing a trial back copies nothing). Once a trial came out identical to
-get_inputs()'s, each next one goes to one helper (`_combined_task`) that draws get_inputs() and gives the builder
-those draws where it makes the same calls: one draw a trial, held once, so that twice as many trials fit ahead;
-a trial that is not identical sends the next to two helpers again. A helper that cannot start or
+the start, harness.gate.shared_draws: handing a trial back copies nothing). A trial goes to one helper
+(`_combined_task`) that draws get_inputs() and gives the builder those draws where it makes the same calls: one draw
+a trial, held once, and once a trial came out identical, twice as many trials fit ahead. A trial that is not
+identical (a T0 drawn from get_inputs()'s distribution) sends the next to two helpers, which draw them at once. A helper that cannot start or
 hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
 report is the same either way.
 
@@ -272,9 +272,9 @@ class TrialInputs:
         self._pending: dict[tuple, Future] = {}
         self._rebuild_eagerly = False
         self._submitted = 0  # trials handed to the helpers: 0 .. _submitted - 1
-        # After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task), and ahead as far as
-        # a trial of one draw allows (_ahead_by_draws[1]) where `ahead` was planned here.
-        self._combined = False
+        # Trials go to one combined task each (_combined_task) until one is not identical to get_inputs()'s; after an
+        # identical one, as far ahead as a trial of one draw allows (_ahead_by_draws[1]) where `ahead` was planned here.
+        self._combined = True
         self._ahead_by_draws: dict[int, int] | None = None
         self.draws_given = 0  # T0 draws the builder was given from get_inputs()'s, not drawn again
         self.last_drawn_once = False  # whether the last trial handed out came from one combined task
@@ -372,10 +372,10 @@ class TrialInputs:
             self._hand_over(t, ("again",))
 
     def _draw_once(self, identical: bool) -> None:
-        """After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task) and held once;
-        after one that is not, both draws apart again, in two helpers at once. (A T0 identical on one trial and not on
+        """After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task), held once, and
+        planned ahead so; after one that is not, both draws apart again, in two helpers at once. (A T0 identical on one trial and not on
         the next, none of the corpus's, holds two draws a trial for those already handed over one-draw ahead.)"""
-        if identical != self._combined and self._ahead_by_draws is not None:
+        if self._ahead_by_draws is not None:
             self.ahead = self._ahead_by_draws[1 if identical else 2]
         self._combined = identical
 
