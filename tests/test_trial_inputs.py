@@ -297,4 +297,5 @@ def test_trials_drawn_once_are_drawn_as_far_ahead_as_one_draw_a_trial_allows(tmp
     finally:
         ahead.close()
     # kb_avgpool2d's 16 GiB draws on the H200's host: none ahead at two draws a trial, two ahead at one
-    assert real_plan(int(17.2e9), 16, 120 * 2**30) == (3, 0) and real_plan(int(17.2e9), 16, 120 * 2**30, draws=1)[1] == 2
+    host = 120 * 2**30
+    assert real_plan(int(17.2e9), 16, host) == (3, 0) and real_plan(int(17.2e9), 16, host, draws=1)[1] == 2

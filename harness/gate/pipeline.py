@@ -751,7 +751,9 @@ def _inputs_phase(trial_inputs: TrialInputs | None) -> str:
     the builder was given get_inputs()'s draws: harness.gate.trial_inputs)."""
     if trial_inputs is None or not trial_inputs.helping:
         return "inputs built"
-    return "inputs from helpers (waiting, drawn once)" if trial_inputs.last_drawn_once else "inputs from helpers (waiting)"
+    if trial_inputs.last_drawn_once:
+        return "inputs from helpers (waiting, drawn once)"
+    return "inputs from helpers (waiting)"
 
 
 def count_cases(entry: Entry) -> int:

@@ -14,9 +14,9 @@ memory while the worker's GPU work and the CPU references go on (their large dra
 the start, harness.gate.shared_draws: handing a trial back copies nothing). A trial goes to one helper
 (`_combined_task`) that draws get_inputs() and gives the builder those draws where it makes the same calls: one draw
 a trial, held once, and once a trial came out identical, twice as many trials fit ahead. A trial that is not
-identical (a T0 drawn from get_inputs()'s distribution) sends the next to two helpers, which draw them at once. A helper that cannot start or
-hand a trial back (no shared memory, a crash) makes the worker build that trial itself, and the
-report is the same either way.
+identical (a T0 drawn from get_inputs()'s distribution) sends the next to two helpers, which draw them at once.
+A helper that cannot start or hand a trial back (no shared memory, a crash) makes the worker build that trial
+itself, and the report is the same either way.
 
 How the helpers start decides when they pay. A gate worker forks them (`start_early`) before it
 creates its backend: it has no CUDA state to hand on, and a forked helper has torch and the
@@ -47,7 +47,7 @@ from harness.gate.shared_draws import DrawLog, draws_in_shared_memory
 DETERMINISM_SEEDS = (0x5EED, 0xD1CE)
 HELPERS_FROM_BYTES = 256 * 2**20  # spawned helpers
 SUMS_FROM_BYTES = 256 * 2**20  # a rebuilt trial this large is compared by byte sums, not element by element
-SHARED_DRAWS_FROM_BYTES = 16 * 2**20  # a helper's draws this large are made in shared memory (harness.gate.shared_draws)
+SHARED_DRAWS_FROM_BYTES = 16 * 2**20  # a helper's draws this large are made in shared memory (gate.shared_draws)
 MAX_TRIALS_AHEAD = 3
 HOST_MEMORY_SHARE = 0.5  # of the host's available memory, for the trials the helpers hold (the rest: the worker's
 #                          own trial, the CPU second references, other jobs)
@@ -368,13 +368,15 @@ class TrialInputs:
             self._submitted = t + 1
 
     def _submit_rebuilds(self) -> None:
-        for t in [t for kind, t in self._pending if kind in ("built", "combined") and ("again", t) not in self._pending]:
+        built = [t for kind, t in self._pending if kind in ("built", "combined")]
+        for t in [t for t in built if ("again", t) not in self._pending]:
             self._hand_over(t, ("again",))
 
     def _draw_once(self, identical: bool) -> None:
         """After a trial identical to get_inputs()'s, the next are drawn once each (_combined_task), held once, and
-        planned ahead so; after one that is not, both draws apart again, in two helpers at once. (A T0 identical on one trial and not on
-        the next, none of the corpus's, holds two draws a trial for those already handed over one-draw ahead.)"""
+        planned ahead so; after one that is not, both draws apart again, in two helpers at once. (A T0 identical on
+        one trial and not on the next, none of the corpus's, holds two draws a trial for those already handed over
+        one-draw ahead.)"""
         if self._ahead_by_draws is not None:
             self.ahead = self._ahead_by_draws[1 if identical else 2]
         self._combined = identical
