@@ -92,6 +92,18 @@ def helper_plan(trial_bytes: int, cores: int | None, available: int | None, draw
     return processes, ahead
 
 
+def ahead_by_draws(trial_bytes: int, cores: int | None, available: int | None, processes: int) -> dict[int, int]:
+    """Trials ahead for a T0 drawn twice a trial (helper_plan's) and once ({draws: ahead}).
+
+    Drawn once, twice as many trials fit in the bytes the two-draw plan gives the helpers, and no more: the rest of the
+    host holds the worker's trial and the CPU's second references, which for the largest T0s outgrow the plan's other
+    half (kb_avgpool2d's float64 route on the CPU, about 64 GiB beside its 16 GiB draws, ran on a 128 GiB host with
+    the two-draw plan). A trial drawn once is one helper's task: no more in flight than `processes`."""
+    two = helper_plan(trial_bytes, cores, available)[1]
+    one = min(helper_plan(trial_bytes, cores, available, draws=1)[1], 2 * (two + 1) - 1, processes - 1)
+    return {2: two, 1: max(two, one)}
+
+
 @dataclass
 class BuiltTrial:
     """One trial's inputs (on whatever device the builder chose), or the error building them raised."""
@@ -317,9 +329,8 @@ class TrialInputs:
         available = host_memory_available()
         budget = int(available * self.memory_share) if available is not None else None
         processes, ahead = helper_plan(size, os.cpu_count(), budget)
-        if self.ahead is None:  # a combined task is one process a trial: as many in flight as there are processes
-            one_draw = min(helper_plan(size, os.cpu_count(), budget, draws=1)[1], (self.processes or processes) - 1)
-            self._ahead_by_draws = {2: ahead, 1: max(ahead, one_draw)}
+        if self.ahead is None:
+            self._ahead_by_draws = ahead_by_draws(size, os.cpu_count(), budget, self.processes or processes)
         self.processes = processes if self.processes is None else self.processes
         self.ahead = ahead if self.ahead is None else self.ahead
         # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers
