@@ -225,14 +225,14 @@ def _small_swish(tmp_path: Path, t0_body: str | None = None) -> Path:
     return file
 
 
-def _drawn_ahead(file: Path, monkeypatch, trials: int = 5):
+def _drawn_ahead(file: Path, monkeypatch, trials: int = 5, processes: int = 3):
     """Every T0 trial from forked helpers whose draws are all made in shared memory, none ahead (each trial goes to
     the helpers as the worker asks for it), beside the worker's own build."""
     from harness.gate import trial_inputs
 
     monkeypatch.setattr(trial_inputs, "SHARED_DRAWS_FROM_BYTES", 0)
     name, problem, builder = _t0(file)
-    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=3, ahead=0, from_bytes=0)
+    ahead = TrialInputs(str(file), name, torch.device("cpu"), processes=processes, ahead=0, from_bytes=0)
     ahead.start(problem, builder, trials, fork=True)
     got, combined, phases = [], [], []
     try:
@@ -246,19 +246,28 @@ def _drawn_ahead(file: Path, monkeypatch, trials: int = 5):
     return ahead, got, combined, phases
 
 
-def test_a_t0_identical_to_get_inputs_is_drawn_once_for_both_builds(tmp_path, monkeypatch):
+def test_after_a_trial_identical_to_get_inputs_each_is_drawn_once_for_both(tmp_path, monkeypatch):
     ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path), monkeypatch)
-    assert combined == [True] * 5 and ahead.draws_given == 5  # one draw a trial
-    assert phases == ["inputs from helpers (waiting, drawn once)"] * 5  # the gate's phases say so
-    for mine, want in got:
+    assert combined == [True] * 5 and ahead.draws_given == 4  # trial 0 by two helpers, then one draw a trial
+    # The gate's phases say which trials were drawn once
+    assert phases == ["inputs from helpers (waiting)"] + ["inputs from helpers (waiting, drawn once)"] * 4
+    for t, (mine, want) in enumerate(got):
         assert mine.identical and want.identical and mine.error is None and mine.difference == ""
         assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)
-        assert mine.inputs[0] is mine.official[0]  # held once
+        assert (mine.inputs[0] is mine.official[0]) is (t > 0)  # held once
+
+
+def test_with_one_helper_process_every_trial_is_drawn_once_from_the_first(tmp_path, monkeypatch):
+    # Two helpers at once need two processes: one process draws trial 0's two builds in turn anyway.
+    ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path), monkeypatch, processes=1)
+    assert ahead.draws_given == 5 and phases == ["inputs from helpers (waiting, drawn once)"] * 5
+    assert all(mine.identical and mine.inputs[0] is mine.official[0] for mine, _want in got)
+    assert all(_same(mine.inputs, want.inputs) for mine, want in got)
 
 
 def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(tmp_path, monkeypatch):
     # Identical to get_inputs() on trial 0 only; trials 1 on are drawn from its distribution with a generator of their
-    # own: trial 1 goes to a combined task too (nothing given, not identical), and the rest to two helpers.
+    # own: trial 1 goes to a combined task (nothing given, not identical), and the rest to two helpers again.
     body = '''def t0_original(t, device):
     import torch
 
@@ -270,8 +279,9 @@ def test_a_trial_drawn_once_that_is_not_identical_sends_the_next_to_two_helpers(
 
 '''
     ahead, got, combined, phases = _drawn_ahead(_small_swish(tmp_path, body), monkeypatch)
-    assert combined == [True, False, False, False, False] and ahead.draws_given == 1  # trial 0's
-    assert phases == ["inputs from helpers (waiting, drawn once)"] * 2 + ["inputs from helpers (waiting)"] * 3
+    assert combined == [True, False, False, False, False] and ahead.draws_given == 0
+    assert phases == ["inputs from helpers (waiting)", "inputs from helpers (waiting, drawn once)"] + [
+        "inputs from helpers (waiting)"] * 3
     for t, (mine, want) in enumerate(got):
         assert mine.identical is want.identical is (t == 0) and mine.difference == want.difference == ""
         assert _same(mine.inputs, want.inputs) and _same(mine.official, want.official)

@@ -11,10 +11,11 @@ official one. Both use the process's one global generator, so they cannot share 
 threads; `TrialInputs` draws them in helper processes, trials ahead of the one the worker
 runs (as many as `helper_plan` finds room for in host memory), and hands them back through shared
 memory while the worker's GPU work and the CPU references go on (their large draws are made in shared memory from
-the start, harness.gate.shared_draws: handing a trial back copies nothing). A trial goes to one helper
-(`_combined_task`) that draws get_inputs() and gives the builder those draws where it makes the same calls: one draw
-a trial, held once, and once a trial came out identical, twice as many trials fit ahead. A trial that is not
-identical (a T0 drawn from get_inputs()'s distribution) sends the next to two helpers, which draw them at once.
+the start, harness.gate.shared_draws: handing a trial back copies nothing). Once a trial came out identical to
+get_inputs()'s, each next one goes to one helper (`_combined_task`) that draws get_inputs() and gives the builder
+those draws where it makes the same calls: one draw a trial, held once, so that twice as many trials fit ahead. A
+trial that is not identical (a T0 drawn from get_inputs()'s distribution) sends the next to two helpers again,
+which draw them at once.
 A helper that cannot start or hand a trial back (no shared memory, a crash) makes the worker build that trial
 itself, and the report is the same either way.
 
@@ -284,9 +285,11 @@ class TrialInputs:
         self._pending: dict[tuple, Future] = {}
         self._rebuild_eagerly = False
         self._submitted = 0  # trials handed to the helpers: 0 .. _submitted - 1
-        # Trials go to one combined task each (_combined_task) until one is not identical to get_inputs()'s; after an
-        # identical one, as far ahead as a trial of one draw allows (_ahead_by_draws[1]) where `ahead` was planned here.
-        self._combined = True
+        # After a trial identical to get_inputs()'s, the next go to one combined task each (_combined_task), as far
+        # ahead as a trial of one draw allows (_ahead_by_draws[1]) where `ahead` was planned here. Trial 0 is drawn by
+        # two helpers at once where there are two: a T0 drawn from get_inputs()'s distribution (kb_sum_dim's, 8 GiB)
+        # would draw its two one after the other in a combined task (start).
+        self._combined = False
         self._ahead_by_draws: dict[int, int] | None = None
         self.draws_given = 0  # T0 draws the builder was given from get_inputs()'s, not drawn again
         self.last_drawn_once = False  # whether the last trial handed out came from one combined task
@@ -333,6 +336,7 @@ class TrialInputs:
             self._ahead_by_draws = ahead_by_draws(size, os.cpu_count(), budget, self.processes or processes)
         self.processes = processes if self.processes is None else self.processes
         self.ahead = ahead if self.ahead is None else self.ahead
+        self._combined = self.processes < 2  # one helper draws both builds in turn anyway: one task gives one draw
         # A gate worker is a daemonic process, to which multiprocessing refuses children; its helpers
         # watch it instead (_helper_start) and exit when it is gone, as it does for its own parent.
         multiprocessing.current_process().daemon = False
