@@ -166,3 +166,9 @@ def test_a_builder_that_changes_a_given_draw_in_place_leaves_the_log_not_intact(
 
     log, official, built, _ = _replayed(1004, builder)
     assert log.given == 2 and not log.intact() and built[0] is official[0]
+
+
+def test_a_draw_get_inputs_made_require_grad_is_not_given():
+    log, official, built, _ = _replayed(1004, lambda: _builder(1004), then=lambda x: x.requires_grad_())
+    assert official[0].requires_grad and not built[0].requires_grad and built[0] is not official[0]
+    assert torch.equal(built[0], official[0].detach()) and built[1] is official[1]
