@@ -13,8 +13,8 @@ very same calls. With a `DrawLog`, get_inputs()'s large draws are recorded (the 
 each), and the builder's draw that is the same call on a generator in the same state is given the recorded tensor
 itself, its generator moved to the recorded state after: torch's CPU draws are a function of the call and the
 generator's state alone, so the values are those a second draw would make. A recorded tensor changed in place before
-the builder asks for it (or made to require grad) is not given; one the builder changes in place afterwards (it is get_inputs()'s too) makes
-`DrawLog.intact` false, and the caller draws get_inputs() again.
+the builder asks for it (or made to require grad) is not given; one the builder changes in place afterwards (it is
+get_inputs()'s too) makes `DrawLog.intact` false, and the caller draws get_inputs() again.
 """
 
 from __future__ import annotations
