@@ -403,15 +403,15 @@ class TrialInputs:
             built, official, given = self._pending.pop(("combined", t)).result()
             self.draws_given += given
             return BuiltTrial(*built, *official)
-        inputs, error = self._result(("built", t), lambda: self._pool.submit(
-            _builder_task, t, DETERMINISM_SEEDS[0], False))
-        official, official_error = self._result(("official", t), lambda: self._pool.submit(_official_task, t))
+        inputs, error = self._result("built", t)
+        official, official_error = self._result("official", t)
         return BuiltTrial(inputs, error, official, official_error)
 
-    def _result(self, key: tuple, submit):
-        future = self._pending.pop(key, None)
+    def _result(self, kind: str, t: int):
+        """Trial t's task of this kind: the one handed over ahead, else handed over now."""
+        future = self._pending.pop((kind, t), None)
         if future is None and self._pool is not None:
-            future = submit()
+            future = self._pool.submit(*self._TASKS[kind](t))
         return future.result()
 
     def t0(self, t: int) -> BuiltTrial:
@@ -429,8 +429,7 @@ class TrialInputs:
                 if not self._rebuild_eagerly:
                     self._rebuild_eagerly = True
                     self._submit_rebuilds()  # the trials already handed out need their second builds too
-                again, error = self._result(("again", t), lambda: self._pool.submit(
-                    _builder_task, t, DETERMINISM_SEEDS[1], True))
+                again, error = self._result("again", t)
                 if error is not None:
                     return BuiltTrial(error=error)
                 built.difference = _sum_difference(_sums(inputs), again)
