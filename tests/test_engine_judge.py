@@ -2,6 +2,7 @@
 the CPU through tests/fake_sanitizer.py; the tools' own runs are tested on the GPU) and on the large trials."""
 
 import re
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -101,10 +102,13 @@ def _guarded_survivor(condition: str, number: int) -> Survivor:
                     f"forms_row_sum:L6C5:guard:{number}", source)
 
 
-def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp_path):
+def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp_path, monkeypatch):
     # On the CPU, "large" is scaled down: T0 trial 0 (64 x 256) tiled until its output has more than 4096 rows
     # (65 times: the least factor), then along the last axis until its input has more than 4096 elements.
     # The first survivor drops every element past 300000 (T0's 16384 never reach it); the second past 2^40.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()
     dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
@@ -137,6 +141,8 @@ def test_a_survivor_wrong_only_on_a_large_input_is_killed_by_the_large_trial(tmp
     status, detail, oracle = decided({"status": "survived"}, [killed])
     assert (status, oracle) == ("killed", LARGE_INDEX)
     assert detail.startswith("killed by the large-index trial (T0 trial 0 tiled 65x along axis 0: 4160x256, out 4160): ")
+    # The processes' plans and events are gone with the oracle: a campaign leaves no directory of its own behind.
+    assert list(temporary.glob("large-index-*")) == []
 
 
 def test_the_tile_factor_is_the_least_that_takes_both_the_input_and_the_output_past_the_bound():

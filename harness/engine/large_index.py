@@ -252,6 +252,7 @@ def _drive_processes(u: Unmutated, mine: list[Survivor], backend: str, settings:
             _run_process(worker, work / str(progress.processes), u, backend, settings, progress, programs)
     finally:
         spare[0].stop()
+        shutil.rmtree(work, ignore_errors=True)  # the processes' plans and events: read into `progress` already
     return progress
 
 
