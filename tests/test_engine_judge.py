@@ -506,14 +506,36 @@ def test_a_large_trial_beside_others_that_no_room_comes_for_is_skipped_with_how_
                                                                                                  monkeypatch):
     events = _large_index_events_with_memory(tmp_path, monkeypatch, [0], 2**40, 0.05)
     skipped = events[-1]
-    assert skipped["event"] == "skipped" and skipped["memory"] is True
+    assert skipped["event"] == "skipped" and skipped["memory"] is True and skipped["beyond_device"] is False
     assert re.fullmatch(r"the large trial needs about 0\.0 GiB of device memory; 0\.0 GiB of 1024\.0 GiB are free "
                         r"\(no room came within 0\.05 s\)", skipped["why"]), skipped["why"]
     # One no process's memory could make room for is refused at once: the device is smaller than the trial.
     (tmp_path / "tiny").mkdir()
     tiny = _large_index_events_with_memory(tmp_path / "tiny", monkeypatch, [0], 1, 60.0)
-    assert [e["event"] for e in tiny] == ["skipped"]
+    assert [e["event"] for e in tiny] == ["skipped"] and tiny[0]["beyond_device"] is True
     assert tiny[0]["why"].endswith("(the device holds too little even with every other process's memory given back)")
+
+
+def test_only_a_trial_the_memory_fell_short_of_beside_others_has_the_substrate_judged_again_alone(tmp_path):
+    import json
+
+    from harness.engine.large_index import LARGE_TRIALS, TrialRun, _Progress, _read_events
+
+    def short_of_memory(*skips: dict) -> list[bool]:
+        events = tmp_path / "events.jsonl"
+        events.write_text("".join(json.dumps({"event": "skipped", "memory": True, "why": "short", **skip}) + "\n"
+                                  for skip in skips))
+        progress = _Progress([TrialRun({}, "", "") for _ in LARGE_TRIALS], [])
+        _read_events(events, progress, "forms_row_sum")
+        return [run.short_of_memory for run in progress.runs]
+
+    # The others held the room (no room came in time): alone, it may fit.
+    assert short_of_memory({"trial": 0, "beyond_device": False}) == [True, False, False, False]
+    # The device is smaller than the trial whatever the others give back: alone, it is skipped the same.
+    assert short_of_memory({"trial": 0, "beyond_device": True}) == [False] * 4
+    # One of each: the one the others held room for still has the substrate judged again alone.
+    assert short_of_memory({"trial": 0, "beyond_device": True},
+                           {"trial": 3, "beyond_device": False}) == [False, False, False, True]
 
 
 def test_substrates_side_by_side_take_turns_at_the_memory_and_one_judged_again_alone_takes_none(tmp_path,

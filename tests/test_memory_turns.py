@@ -56,12 +56,14 @@ def test_a_trial_no_amount_of_given_back_memory_would_fit_is_refused_at_once():
     wait = wait_for_memory(60 * GIB, _readings(30 * GIB), lambda: 45 * GIB, 300, clock=clock, sleep=clock.sleep)
     assert not wait.fits and wait.seconds == 0.0
     assert wait.gave_up == "the device holds too little even with every other process's memory given back"
+    assert wait.beyond_device  # alone on the device it would not fit either: no use trying it again alone
 
 
 def test_a_wait_ends_at_its_deadline_and_a_process_alone_does_not_wait():
     clock = _Clock()
     wait = wait_for_memory(60 * GIB, _readings(30 * GIB), lambda: 0, 2.0, clock=clock, sleep=clock.sleep)
     assert not wait.fits and wait.seconds == pytest.approx(2.0, abs=0.25) and wait.gave_up == "no room came within 2 s"
+    assert not wait.beyond_device  # the others held what it needed: alone, it may fit
     alone = wait_for_memory(60 * GIB, _readings(30 * GIB), lambda: 0, 0, clock=clock, sleep=clock.sleep)
     assert not alone.fits and alone.gave_up == "not waited for: no other large-index process runs beside it"
 

@@ -6,7 +6,8 @@ large-index program (harness.oracles.large_index_run), one process taking the su
 and a fresh one taking over where a kernel ended the last (a fault, a hang, a death); a substrate's survivors are
 judged only on trials its unmutated kernel passes. Several substrates run side by side, their processes taking
 turns at the device's memory (harness.oracles.memory_turns): one whose trial does not fit waits for the others to
-give memory back. One the memory still fell short of beside the others is judged again alone.
+give memory back. One the memory still fell short of beside the others is judged again alone (not one whose trial
+the device is too small for whatever the others give back: alone, it would not fit either).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ class LargeSettings:
 class TrialRun:
     """One large trial over some kernels, in one or more processes: {key: (killed, detail)}, the trial's
     description, why none ran ("" when they did; None for a trial along an axis already run), and whether the
-    device's memory fell short of it (a trial skipped or a launch refused for it). The processes and their time are
-    the substrate's (_Progress)."""
+    device's memory fell short of it beside other processes (a trial skipped or a launch refused for it; not one the
+    device is too small for alone). The processes and their time are the substrate's (_Progress)."""
 
     results: dict
     trial: str
@@ -342,7 +343,8 @@ def _read_events(events: Path, progress: _Progress, unmutated: str) -> tuple[boo
         run = progress.runs[index]
         if record["event"] == "skipped":  # redundant: nothing new to judge (the trial along another axis was it)
             run.why = None if record.get("redundant") else record["why"]
-            run.short_of_memory |= bool(record.get("memory"))
+            # A trial the device is too small for, whatever the others give back, is no fuller alone: not judged again.
+            run.short_of_memory |= bool(record.get("memory")) and not record.get("beyond_device")
             progress.move_to(index + 1)
         elif record["event"] == "compiled":
             _add(progress.parts, "compiling kernels", record.get("seconds", 0.0))

@@ -366,8 +366,8 @@ def _room_for(need: int, plan: dict, index: int, backend, torch, events) -> bool
                            float(plan.get("memory_wait", 0)),
                            lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
                                                        waited=round(waited, 1)))
-    if not wait.fits:
-        _write(events, event="skipped", trial=index, memory=True,
+    if not wait.fits:  # beyond_device: alone on the device it would be skipped the same
+        _write(events, event="skipped", trial=index, memory=True, beyond_device=wait.beyond_device,
                why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
                    f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
     return wait.fits

@@ -49,13 +49,15 @@ def memory_turn(lock_path: str | None, heartbeat: Callable[[float], None] = lamb
 
 @dataclass(frozen=True)
 class MemoryWait:
-    """How a wait for device memory ended: the free and total bytes last read, the seconds waited, and why it gave
-    up ('' where the memory came)."""
+    """How a wait for device memory ended: the free and total bytes last read, the seconds waited, why it gave up
+    ('' where the memory came), and whether the device is too small for the need whatever the others give back
+    (the same process alone on the device would give up too)."""
 
     free: int
     total: int
     seconds: float = 0.0
     gave_up: str = ""
+    beyond_device: bool = False
 
     @property
     def fits(self) -> bool:
@@ -83,7 +85,7 @@ def wait_for_memory(need: int, memory_info: Callable[[], tuple[int, int]], held_
         waited = clock() - started
         if need > free + held_by_others:
             return MemoryWait(free, total, waited, "the device holds too little even with every other process's "
-                                                   "memory given back")
+                                                   "memory given back", beyond_device=True)
         if waited >= deadline_seconds:
             return MemoryWait(free, total, waited, f"no room came within {deadline_seconds:g} s" if deadline_seconds
                               else "not waited for: no other large-index process runs beside it")
