@@ -435,9 +435,14 @@ class _OtherOnTheHost(torch.nn.Module):
 @pytest.mark.gpu
 def test_on_a_gpu_the_threads_results_reach_the_device_whole_on_a_stream_of_their_own_while_trials_run():
     from harness.gate.checks.suite_safety import SecondReferences
+    from harness.gate.staged_copy import CHUNK_BYTES
 
     references = SecondReferences(_OtherOnTheHost(), "cuda", CLOSE)
-    x = torch.rand(1 << 24, device="cuda")
+    staged, copy_staged = [], references._staging.copy
+    references._staging.copy = lambda host, *rest: staged.append(host.numel()) or copy_staged(host, *rest)
+    # Past two chunks, the last a short one: the results go through the pinned buffers, which take turns.
+    n = 2 * CHUNK_BYTES // 4 + 12345
+    x = torch.rand(n, device="cuda")
     expected = _OtherOnTheHost()(x)
     references.submit("T0_original trial 0", [x], expected)  # no device route: both routes run in the thread
     del expected
@@ -448,10 +453,11 @@ def test_on_a_gpu_the_threads_results_reach_the_device_whole_on_a_stream_of_thei
     torch.cuda.synchronize()
     # Each comparison read the whole copy: every element is 1 off, none read before it arrived.
     assert [(r.label, r.agreement.ok, r.agreement.mismatches) for r in results] == [
-        ("in float64", False, 1 << 24), ("on the CPU", False, 1 << 24)]
+        ("in float64", False, n), ("on the CPU", False, n)]
     assert all(r.agreement.max_abs_error == pytest.approx(1.0, abs=1e-6) for r in results)
     assert "[thread] official Model on the CPU: to the device" in references.clock.seconds()
     assert references._copy_stream is not None and references._copy_stream != torch.cuda.default_stream()
+    assert staged == [n, n] and references._staging._buffers == []  # both staged; the buffers given back at collect
 
 
 def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(monkeypatch):

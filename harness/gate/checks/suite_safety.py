@@ -31,6 +31,7 @@ from harness.gate.checks.compare import CloseFigures, Comparison, Tolerance, com
 from harness.gate.checks.suite_rules import portable_signature
 from harness.gate.foresight import OutputForesight
 from harness.gate.phases import PhaseClock
+from harness.gate.staged_copy import PinnedStaging
 from harness.gate.trial_inputs import host_memory_available, inputs_bytes
 
 
@@ -324,6 +325,7 @@ class SecondReferences:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
         self._copy_stream = None  # the thread's CUDA stream for its results' copies to the device (made at first use)
+        self._staging = PinnedStaging()  # and its pinned buffers for a large result (made at first use)
         self._futures: list[tuple[Future, bool, int]] = []  # (the trial's work, on the host only, its bytes)
         self._done: list[tuple[int, int, SecondReference]] = []  # (trial order, route order, result)
         # The thread's alone: it runs one route of one trial at a time.
@@ -482,20 +484,24 @@ class SecondReferences:
                 self._done.append((order, position, result))
 
     def _to_device_beside(self, host: torch.Tensor, device: torch.device) -> torch.Tensor:
-        """`host` copied to `device` on the thread's own stream, which the trials' stream does not wait for.
+        """`host` copied to `device` on the thread's own stream, which the trials' stream does not wait for, a
+        result past one chunk through pinned buffers (harness.gate.staged_copy).
 
-        Made on the trials' stream, the copy of a CPU route's 4 GiB result from pageable memory held their kernels
-        back 0.46 s of kb_matmul_small_k's 1.9 s gate (H100). The copy's memory is allocated before the switch, from
-        the trials' stream's pool: a stream's own pool would keep a second output's worth cached for that stream
-        alone. That block may have been freed by a trial whose kernels are still queued, so the copy first waits
-        for what the trials' stream holds now (not for what it is given later), and it is complete before the
-        agreement reads it on the trials' stream."""
+        The copy of a CPU route's 4 GiB result from pageable memory held the trials back 0.45 s of kb_matmul_small_k's
+        2.0 s gate (H100), on the trials' stream and on a stream of its own alike. The copy's memory is allocated
+        before the switch, from the trials' stream's pool: a stream's own pool would keep a second output's worth
+        cached for that stream alone. That block may have been freed by a trial whose kernels are still queued, so
+        the copy first waits for what the trials' stream holds now (not for what it is given later), and it is
+        complete before the agreement reads it on the trials' stream."""
         copied = torch.empty(host.shape, dtype=host.dtype, device=device)
         if self._copy_stream is None:
             self._copy_stream = torch.cuda.Stream(device)
         self._copy_stream.wait_stream(torch.cuda.default_stream(device))  # the trials run there
-        with torch.cuda.stream(self._copy_stream):
-            copied.copy_(host)
+        if host.numel() * host.element_size() > self._staging.chunk_bytes:
+            self._staging.copy(host, copied, self._copy_stream)
+        else:
+            with torch.cuda.stream(self._copy_stream):
+                copied.copy_(host)
         self._copy_stream.synchronize()
         return copied
 
@@ -505,6 +511,7 @@ class SecondReferences:
             future.result()
         self._pool.shutdown(wait=True)
         self._buffers.clear()
+        self._staging.release()
         return [result for _order, _position, result in sorted(self._done, key=lambda done: done[:2])]
 
 
