@@ -46,8 +46,12 @@ class PinnedStaging:
         self._sent: list[torch.cuda.Event | None] = []
 
     def copy(self, host: torch.Tensor, target: torch.Tensor, stream: torch.cuda.Stream) -> None:
-        """`host` into `target` (on the device) through the buffers, queued on `stream`; the caller synchronizes
-        `stream` before it reads `target`."""
+        """`host` into `target` (on the device) on `stream`: through the buffers past one chunk, in one copy within
+        it; the caller synchronizes `stream` before it reads `target`."""
+        if host.numel() * host.element_size() <= self.chunk_bytes:
+            with torch.cuda.stream(stream):
+                target.copy_(host)
+            return
         if not self._buffers:
             self._buffers = [torch.empty(self.chunk_bytes, dtype=torch.uint8, pin_memory=True) for _ in range(2)]
             self._sent = [None, None]

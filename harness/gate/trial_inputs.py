@@ -79,11 +79,11 @@ def helper_plan(trial_bytes: int, cores: int | None, available: int | None, draw
 
     While the worker waits for a trial, the helpers hold it and the trials ahead of it (TrialInputs.t0 hands out
     the next before it waits), `draws` each in shared memory: two (the candidate's and get_inputs()'s), or one where
-    the builder is given get_inputs()'s draws (_combined_task). As many are
-    held as fit in HOST_MEMORY_SHARE of the available memory: up to MAX_TRIALS_AHEAD ahead, and none ahead where
-    the trial waited for fills it alone (a 16 GiB get_inputs() of 45_Average_Pooling_2D, two trials at once, took
-    a 128 GiB host's memory: the system killed a helper). Three helpers per trial held, at most half the cores (a
-    helper is one thread: the rest serve the CPU references and the worker).
+    the builder is given get_inputs()'s draws (_combined_task). As many are held as fit in HOST_MEMORY_SHARE of the
+    available memory: up to MAX_TRIALS_AHEAD ahead, and none ahead where the trial waited for fills it alone (a
+    16 GiB get_inputs() of 45_Average_Pooling_2D, two trials at once, took a 128 GiB host's memory: the system killed
+    a helper). Three helpers per trial held, at most half the cores (a helper is one thread: the rest serve the CPU
+    references and the worker).
     """
     held = MAX_TRIALS_AHEAD + 1
     if available and trial_bytes:

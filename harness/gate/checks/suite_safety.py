@@ -497,11 +497,7 @@ class SecondReferences:
         if self._copy_stream is None:
             self._copy_stream = torch.cuda.Stream(device)
         self._copy_stream.wait_stream(torch.cuda.default_stream(device))  # the trials run there
-        if host.numel() * host.element_size() > self._staging.chunk_bytes:
-            self._staging.copy(host, copied, self._copy_stream)
-        else:
-            with torch.cuda.stream(self._copy_stream):
-                copied.copy_(host)
+        self._staging.copy(host, copied, self._copy_stream)
         self._copy_stream.synchronize()
         return copied
 
