@@ -500,6 +500,31 @@ def test_a_large_trial_beside_others_waits_in_its_turn_for_the_memory_they_give_
     assert events[0]["free"] == 0 and events[0]["need"] > 0  # what it waits for, said as it waits
     assert [(e["key"], e["killed"]) for e in events if e["event"] == "result"] == [("forms_row_sum", False),
                                                                                    ("same", False)]
+    # Where the build's time went: every step said, the three polls with no room among them.
+    from harness.oracles.large_index_run import BUILD_PARTS, ROOM
+
+    trial = events[3]
+    assert list(trial["parts"]) == list(BUILD_PARTS) and trial["parts"][ROOM] >= 0.03
+    assert sum(trial["parts"].values()) <= trial["seconds"] + 0.01
+
+
+def test_a_substrates_line_says_apart_the_time_its_trials_waited_for_the_memory(tmp_path):
+    import json
+
+    from harness.engine.large_index import LARGE_TRIALS, SubstrateJudged, TrialRun, _Progress, _read_events
+    from harness.oracles.large_index_run import MODEL_LARGE, ROOM, TURN
+
+    events = tmp_path / "events.jsonl"
+    trial = {"event": "trial", "source": "T0 trial 0", "factor": 2, "axis": 0, "out": [4], "shapes": [[4]]}
+    events.write_text("\n".join(json.dumps(record) for record in (
+        {**trial, "trial": 0, "seconds": 5.0, "parts": {TURN: 2.0, ROOM: 1.5, MODEL_LARGE: 1.0}},
+        {"event": "done", "trial": 0},
+        {**trial, "trial": 1, "seconds": 0.5, "parts": {TURN: 0.001, ROOM: 0.0, MODEL_LARGE: 0.3}})) + "\n")
+    progress = _Progress([TrialRun({}, "", "") for _ in LARGE_TRIALS], [])
+    _read_events(events, progress, "forms_row_sum")
+    assert progress.parts == pytest.approx({"building the trials": 1.5 + 0.499, "waiting for the device's memory": 3.5})
+    said = SubstrateJudged(seconds=6.0, processes=1, parts=progress.parts).describe()
+    assert said.endswith("(building the trials 2.0 s, waiting for the device's memory 3.5 s)"), said
 
 
 def test_a_large_trial_beside_others_that_no_room_comes_for_is_skipped_with_how_long_it_waited(tmp_path,

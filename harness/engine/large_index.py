@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.engine.store import ResultStore
 from harness.engine.survivors import LARGE_INDEX, Survivor, Unmutated, oracle_key, program_label
 from harness.oracles import last_line, program_env
+from harness.oracles.large_index_run import ROOM, TURN
 
 MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
 MAX_LARGE_ELEMENTS = 2**32 - 1  # the contract's counts are u32
@@ -351,7 +352,10 @@ def _read_events(events: Path, progress: _Progress, unmutated: str) -> tuple[boo
         elif record["event"] == "trial":
             progress.move_to(index)
             built.add(index)
-            _add(progress.parts, "building the trials", record.get("seconds", 0.0))
+            waited = sum((record.get("parts") or {}).get(name, 0.0) for name in (TURN, ROOM))
+            _add(progress.parts, "building the trials", record.get("seconds", 0.0) - waited)
+            if waited >= 0.05:  # a turn taken at once, or room there at once, is not worth a word
+                _add(progress.parts, "waiting for the device's memory", waited)
             run.trial = (f"{record['source']} tiled {record['factor']}x along axis {record['axis']}"
                          + (f" and cut to {record['cut']}" if record.get("cut") else "") + ": "
                          f"{'x'.join(map(str, record['shapes'][0]))}, out {'x'.join(map(str, record['out']))}")

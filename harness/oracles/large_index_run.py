@@ -37,6 +37,14 @@ LARGEST = "largest"  # plan["size"]: axis 0 as long as the u32 counts allow (els
 
 
 MAX_ELEMENTS = 2**32 - 1  # the contract's counts are u32
+# Where a trial's build time goes (its `trial` event's parts): the official Model untiled and on a 64th of the
+# trial (its memory foreseen), the wait for this process's turn at the device's memory and then for room, the
+# tiling, the official output (with the tiling's device time: both are waited for after the turn); the rest of the
+# event's seconds is the process's start or the last trial's end.
+MODEL_SMALL, MODEL_PROBE = "the Model untiled", "the Model's memory probe"
+TURN, ROOM = "waiting for a turn at the memory", "waiting for room"
+TILING, MODEL_LARGE = "tiling", "the official output"
+BUILD_PARTS = (MODEL_SMALL, MODEL_PROBE, TURN, ROOM, TILING, MODEL_LARGE)
 
 
 def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[int, int]:
@@ -296,22 +304,37 @@ def _built(plan: dict, spec: list, index: int, model, t0: list, entry, backend, 
     elif axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
         _write(events, event="skipped", trial=index, redundant=True, why="rank 1: the last axis is axis 0")
         return None
-    built = _build(plan, index, model, small, largest, axis, source, backend, torch, events)
+    parts: dict = {}
+    built = _build(plan, index, model, small, largest, axis, source, backend, torch, events, parts)
     if built is None:
         return None
     inputs, expected, length, factor = built
     _write(events, event="trial", trial=index, source=source, factor=factor, axis=axis, cut=length or None,
            out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
+           parts={name: round(seconds, 3) for name, seconds in parts.items()},
            shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
     return inputs, expected
 
 
+class _Timed:
+    """Adds the seconds its block takes to parts[name] (BUILD_PARTS: where a trial's build time goes)."""
+
+    def __init__(self, parts: dict, name: str):
+        self.parts, self.name = parts, name
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.parts[self.name] = self.parts.get(self.name, 0.0) + time.perf_counter() - self.started
+
+
 def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int, source: str, backend, torch,
-           events):
+           events, parts: dict):
     """The tiled (or cut) trial and its official output, and the factor and length it took; None, with a `skipped`
-    event, where the device lacks the memory."""
+    event, where the device lacks the memory. `parts` gets the seconds of each step (BUILD_PARTS)."""
     device = backend.device
-    with torch.no_grad():
+    with torch.no_grad(), _Timed(parts, MODEL_SMALL):
         small_out, model_peak = _model_peak(model, [x.to(device) if isinstance(x, torch.Tensor) else x
                                                     for x in small], torch)
     most = plan.get("max_elements", MAX_ELEMENTS)
@@ -329,8 +352,9 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                    f"axis {axis} past {plan['min_elements']} elements within the contract's u32 counts")
         return None
     try:
-        model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
-                                   device, axis, torch, model_peak)
+        with _Timed(parts, MODEL_PROBE):
+            model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
+                                       device, axis, torch, model_peak)
     except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
         _write(events, event="skipped", trial=index, memory=True,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
@@ -340,15 +364,20 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
         torch.cuda.empty_cache()
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
     # has taken, by the time the memory is read, all it will take.
+    turn_asked = time.perf_counter()
     with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
                                                                      waited=round(waited, 1), turn=True)):
-        if not _room_for(need, plan, index, backend, torch, events):
+        parts[TURN] = time.perf_counter() - turn_asked
+        with _Timed(parts, ROOM):
+            room = _room_for(need, plan, index, backend, torch, events)
+        if not room:
             return None
         try:
-            inputs = tiled(small, factor, device, torch, axis)
-            if largest:
-                inputs = cut(inputs, length, torch)
-            with torch.no_grad():
+            with _Timed(parts, TILING):
+                inputs = tiled(small, factor, device, torch, axis)
+                if largest:
+                    inputs = cut(inputs, length, torch)
+            with torch.no_grad(), _Timed(parts, MODEL_LARGE):
                 expected = model(*inputs)
         except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
             _write(events, event="skipped", trial=index, memory=True,
@@ -356,6 +385,9 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                        f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
             return None
         _reserve(need, backend, torch)
+    if device.type == "cuda":  # outside the turn: the next process reads the memory while the output is made
+        with _Timed(parts, MODEL_LARGE):
+            torch.cuda.synchronize(device)
     return inputs, expected, length, factor
 
 
