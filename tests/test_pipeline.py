@@ -626,6 +626,75 @@ def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monk
     assert report.suites[0].failures == ["trial 0: out of device memory"]
 
 
+OOM_WORDS = "CUDA out of memory. Tried to allocate 2.00 GiB."
+
+
+def _raises_out_of_memory_once(function):
+    """`function`, raising torch.OutOfMemoryError on its first call (beside other jobs, the memory was held)."""
+    calls = []
+
+    def once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError(OOM_WORDS + "\nmore words")
+        return function(*args, **kwargs)
+
+    return once
+
+
+@pytest.mark.parametrize("where", ["the official Model", "ref", "launch"])
+def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_fault(entry, tmp_path, where):
+    """Beside other jobs the device's memory can run out anywhere in a trial: the official Model, the candidate's
+    ref and launch's out included. Each is the machine's limit (the command then gates the candidate again alone),
+    never a verdict on the Model, the ref or launch (kb_conv1d, gated with 18 others on an H100, was rejected by
+    `official_reference: ... the official Model raised OutOfMemoryError`)."""
+    search = None
+    if where == "the official Model":
+        (tmp_path / "pad_const_b4.py").write_text(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "CALLS = []\n"
+            "class Model(torch.nn.Module):\n"
+            "    def forward(self, x, pads, value):\n"
+            "        CALLS.append(1)\n"
+            "        if len(CALLS) == 1:\n"
+            f"            raise torch.OutOfMemoryError({OOM_WORDS!r})\n"
+            "        return F.pad(x, [int(p) for p in pads.flip(0).flatten()], value=float(value))\n"
+            "def get_inputs():\n"
+            "    return [torch.zeros(2, 8, 32, 32), torch.zeros(4, 2, dtype=torch.int64), torch.tensor(0.0)]\n"
+            "def get_init_inputs():\n    return []\n")
+        search = ProblemSearch((tmp_path,))
+        changed = entry
+    elif where == "ref":
+        changed = dataclasses.replace(entry, ref=_raises_out_of_memory_once(entry.ref))
+    else:
+        changed = dataclasses.replace(entry, launch=_raises_out_of_memory_once(entry.launch))
+
+    report, _backend = gate(changed, search=search)
+
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"probe trial 0: {OOM_WORDS} (a limit of this machine, not a "
+                                                    f"fault of the kernel)"}
+    assert report.suites[0].failures == ["trial 0: out of device memory"]
+    assert suite_table(report) == {"probe": (2, 1), "misaligned": (8, 8)}  # the other trials still ran
+
+
+def test_an_official_model_whose_weights_do_not_fit_is_the_machines_limit(entry, tmp_path):
+    (tmp_path / "pad_const_b4.py").write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        raise torch.OutOfMemoryError({OOM_WORDS!r} + '\\nmore words')\n"
+        "def get_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return []\n")
+
+    report, _backend = gate(entry, search=ProblemSearch((tmp_path,)))
+
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"building the official Model: {OOM_WORDS} (a limit of this "
+                                                    f"machine, not a fault of the kernel)"}
+    assert checks(report)[C.OFFICIAL_REFERENCE].status is CheckStatus.NOT_RUN
+
+
 def test_one_run_launches_the_kernel_once_and_skips_only_the_unwritten_check(entry):
     """run_kernel(runs=1), a campaign's run of its admitted unmutated source: one launch, no unwritten check."""
     from harness.gate.pipeline import run_kernel

@@ -125,6 +125,7 @@ class KernelRun:
     uninitialised_accumulator: bool = False
     launch: "LaunchRecord | None" = None  # launch's return, where run_kernel was asked to record it
     beside: list | None = None  # the values of run_kernel's read_beside signals, read with the last run's
+    out_of_memory: Exception | None = None  # launch ran out of device memory (also one of argument_problems)
 
 
 def _geometry_problems(label: str, dims, limits) -> list[str]:
@@ -489,6 +490,8 @@ def _call_launch(entry: Entry, kernel: LoadedKernel, device, views: list, initia
         result.initialised_by_launch = initialised
         return out, grid, block, args, tuple(out.shape), out.dtype
     except Exception as error:
+        if isinstance(error, torch.OutOfMemoryError):  # the gate says it as the machine's limit (_kernel_runs)
+            result.out_of_memory = error
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return None
 
@@ -847,6 +850,8 @@ def _official_output(ctx: GateContext, state: TrialState) -> bool:
     try:
         with torch.no_grad():
             expected = ctx.official(*state.model_views)
+    except torch.OutOfMemoryError:
+        raise  # the machine's limit (FITS_DEVICE_MEMORY, run again alone beside other jobs), not the Model's
     except Exception as error:
         ctx.book.fail(CheckName.OFFICIAL_REFERENCE, f"{state.case.where}: the official Model raised "
                                                     f"{type(error).__name__}: {error}")
@@ -868,6 +873,8 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
         with torch.no_grad():
             own = compare(ctx.entry.ref(*state.views), state.expected, ctx.entry.tolerance,
                           ctx.backend.close_figures)
+    except torch.OutOfMemoryError:
+        raise  # as in _official_output
     except Exception as error:
         state.fail(ctx, CheckName.REF_MATCHES_OFFICIAL, f"ref raised {type(error).__name__}: {error}")
         _restore_inputs(state)
@@ -902,6 +909,8 @@ def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
     try:
         state.run = run_kernel(ctx.entry, ctx.kernel, ctx.backend, state.inputs, state.expected, state.guarded,
                                input_sums=state.sums, clock=ctx.clock)
+        if state.run.out_of_memory is not None:  # not launch's fault: _run_trial says it as the machine's limit
+            raise state.run.out_of_memory
     except KernelFault as error:
         if not error.poisons_context:
             ctx.book.fail(CheckName.RUNS_TO_COMPLETION, f"{where}: {error}")
@@ -1056,6 +1065,11 @@ def _load_official(entry: Entry, search: ProblemSearch, device, book: CheckBook)
         official = problem.build_model(device)
     except ProblemError as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
+        return None, None
+    except torch.OutOfMemoryError as error:  # its weights did not fit beside other jobs: run again alone
+        book.fail(CheckName.FITS_DEVICE_MEMORY, f"building the official Model: {str(error).splitlines()[0]} (a limit "
+                                                f"of this machine, not a fault of the kernel)")
+        book.skip(CheckName.OFFICIAL_REFERENCE, "not run: the official Model did not fit the device's memory")
         return None, None
     except Exception as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
