@@ -717,7 +717,8 @@ def _suite_cases(suite: tuple, device, book: CheckBook, problem, progress, trial
     t0_matches = []
     for t in range(n_trials):
         case = Case(suite_name, t, n_trials)
-        progress(case.where)
+        with clock.timing("progress, to the parent"):
+            progress(case.where)
         started = time.perf_counter()
         built = trial_inputs.t0(t) if ahead else build_here(builder, t, device, problem if is_t0 else None)
         clock.add(_inputs_phase(trial_inputs if ahead else None), time.perf_counter() - started, started)
@@ -741,6 +742,8 @@ def _suite_cases(suite: tuple, device, book: CheckBook, problem, progress, trial
             t0_matches.append(match)
         del built
         yield case
+        with clock.timing("the trial's inputs freed"):  # the pipeline has let go of the case: the last reference
+            del case
     if is_t0 and t0_matches:
         with clock.timing("T0 against get_inputs()"):
             problems, notes = suite_rules.settle_t0(t0_matches)
@@ -1212,7 +1215,8 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
             if ctx.official is not None:
                 _run_trial(ctx, case, suite)
             del case
-            publish(snapshot())
+            with ctx.clock.timing("the report so far, to the parent"):
+                publish(snapshot())
             if ctx.fault:
                 break
     finally:
