@@ -527,6 +527,23 @@ def test_a_substrates_line_says_apart_the_time_its_trials_waited_for_the_memory(
     assert said.endswith("(building the trials 2.0 s, waiting for the device's memory 3.5 s)"), said
 
 
+def test_a_large_trial_asks_room_for_the_models_peak_and_then_holds_only_what_judging_takes(tmp_path, monkeypatch):
+    """A backward pad's official Model peaks at several times its trial (pad_backward_reflect_bf16: 39.9 GiB asked
+    for a trial judged in about 16 on the H100). The room is asked for the peak; once the output is made, the
+    process keeps for the turns after it only the inputs and three outputs' worth."""
+    from harness.oracles import large_index_run
+
+    asked, held = [], []
+    real_room = large_index_run._room_for
+    monkeypatch.setattr(large_index_run, "_model_bytes", lambda *args: 2**40)  # the Model's peak, foreseen
+    monkeypatch.setattr(large_index_run, "_room_for", lambda need, *args: asked.append(need) or real_room(need, *args))
+    monkeypatch.setattr(large_index_run, "_reserve", lambda hold, backend, torch: held.append(hold))
+    events = _large_index_events_with_memory(tmp_path, monkeypatch, [2**41], 2**41, 0.0)
+
+    assert [e["event"] for e in events][:2] == ["trial", "compiled"]
+    assert len(asked) == len(held) == 1 and asked[0] >= 2**40 > 2**30 > held[0] > 0
+
+
 def test_a_large_trial_beside_others_that_no_room_comes_for_is_skipped_with_how_long_it_waited(tmp_path,
                                                                                                  monkeypatch):
     events = _large_index_events_with_memory(tmp_path, monkeypatch, [0], 2**40, 0.05)

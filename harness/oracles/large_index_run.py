@@ -360,6 +360,9 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
+    # What the trial holds once its official output is made: the Model's temporaries (a backward pad's index maps:
+    # 35 of the 39.9 GiB pad_backward_reflect_bf16's trial asked for on the H100) are given back to the others.
+    hold = needed_bytes(small, output_shape, output_dtype, factor, axis)
     if device.type == "cuda":  # the Model's measured runs' blocks given back: the free memory read next is all of it
         torch.cuda.empty_cache()
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
@@ -384,7 +387,11 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                    why=f"the large trial did not fit in the device's memory while it was built (about "
                        f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
             return None
-        _reserve(need, backend, torch)
+        if hold < need and device.type == "cuda":  # the temporaries' blocks back to the device before the next reads
+            with _Timed(parts, MODEL_LARGE):
+                torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+        _reserve(hold, backend, torch)
     if device.type == "cuda":  # outside the turn: the next process reads the memory while the output is made
         with _Timed(parts, MODEL_LARGE):
             torch.cuda.synchronize(device)
@@ -410,13 +417,14 @@ def _held_here(backend, torch) -> int:
     return int(torch.cuda.memory_reserved(backend.device)) if backend.device.type == "cuda" else 0
 
 
-def _reserve(need: int, backend, torch) -> None:
-    """What the trial will take beyond what it holds now (the kernels' outputs, the comparisons' chunks), taken
-    from the device and left in this process's allocator cache, so that a process after it in the turns reads the
-    memory without it. Where the device will not give it, the trial goes on as it did before the turns."""
+def _reserve(hold: int, backend, torch) -> None:
+    """What the trial will take beyond what it holds now, up to `hold` bytes in all (the kernels' outputs, the
+    comparisons' chunks), taken from the device and left in this process's allocator cache, so that a process after
+    it in the turns reads the memory without it. Where the device will not give it, the trial goes on as it did
+    before the turns."""
     if backend.device.type != "cuda":
         return
-    rest = need - int(torch.cuda.memory_allocated(backend.device))
+    rest = hold - int(torch.cuda.memory_allocated(backend.device))
     if rest <= 0:
         return
     try:
