@@ -37,7 +37,10 @@ def test_a_traced_clock_keeps_every_call_with_its_thread_and_start_and_an_untrac
     assert second == {"phase": "[thread] official Model on the CPU", "thread": "second-references_0",
                       "start": second["start"], "seconds": 0.5}
     assert second["start"] == round(second["start"], 6) and second["start"] < first["start"]
-    assert plain.trace() == [] and plain.calls() == traced.calls()
+    # The same calls untraced (their longest are two sleeps' own lengths: equal only to a millisecond or so).
+    assert plain.trace() == [] and {name: calls["calls"] for name, calls in plain.calls().items()} == {
+        name: calls["calls"] for name, calls in traced.calls().items()}
+    assert plain.calls()["the official output"]["longest"] >= 0.02
     # In the report only where traced: an untraced gate's JSON is as it was.
     report = SubstrateReport(name="x", file="f.py", phase_trace=traced.trace())
     assert SubstrateReport.from_json(report.to_json()).phase_trace == traced.trace()
