@@ -143,7 +143,12 @@ def start_worker(env: dict[str, str] | None = None, prepare=None, method: str | 
     environment = {**os.environ, **(env or {})}
     process = context.Process(target=_run_watched, daemon=True,
                               args=(_serve, os.getpid(), environment, os.getcwd(), prepare, child_end))
-    process.start()
+    try:
+        process.start()
+    except (EOFError, OSError) as error:  # the fork server ended (Ctrl-C kills it with every other descendant)
+        parent_end.close()
+        child_end.close()
+        raise WorkerLost(f"the worker could not be started: {type(error).__name__}: {error or 'the fork server ended'}")
     child_end.close()  # else the parent would never see the pipe close when the worker dies
     return StartedWorker(process, parent_end)
 

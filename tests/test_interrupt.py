@@ -210,3 +210,73 @@ def test_an_interrupted_bench_gate_prints_and_keeps_the_rows_that_finished_and_l
     while _processes_in_group(bench.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_in_group(bench.pid) == []
+
+
+def _fork_server_gone(monkeypatch, interruption=None):
+    """start_worker's process start failing as it does when Ctrl-C (delivered to `interruption` meanwhile, where
+    given) has just killed the fork server."""
+    import multiprocessing.process
+
+    def start(self):
+        if interruption is not None:
+            interruption.handle(signal.SIGINT)
+        raise EOFError("unexpected EOF")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+
+
+def test_a_worker_that_cannot_start_is_a_lost_worker_not_an_eof_traceback(monkeypatch):
+    from harness.processes import WorkerLost, start_worker
+
+    _fork_server_gone(monkeypatch)
+    with pytest.raises(WorkerLost, match=r"^the worker could not be started: EOFError: unexpected EOF$"):
+        start_worker()
+
+
+def test_a_bench_gate_baseline_whose_worker_cannot_start_is_no_traceback_and_ctrl_c_ends_it_as_interrupted(
+        monkeypatch, tmp_path):
+    """Ctrl-C reaching the fork server while bench_gate started the next baseline's worker gave `EOFError:
+    unexpected EOF` and exit 1 (the CPU suite, once); it is an interrupted run, exit 130, the rows kept."""
+    from harness.benchmarks import gate as bench_gate
+
+    real_run = bench_gate._Bench.substrate
+    calls = []
+
+    def substrate(self, index, job, total):
+        calls.append(job.name)
+        if len(calls) == 2:  # Ctrl-C as the second substrate's baseline worker starts
+            _fork_server_gone(monkeypatch, self.interruption)
+        return real_run(self, index, job, total)
+
+    monkeypatch.setattr(bench_gate._Bench, "substrate", substrate)
+    report = tmp_path / "bench.json"
+    code = bench_gate.main(["--backend", "cpu", "--no-gate", "--json", str(report), "--name", "pad_const_b1",
+                            "--name", "pad_const_b2", "substrates/candidate_pad_const.py"])
+
+    assert code == EXIT_INTERRUPTED
+    run = json.loads(report.read_text())
+    assert [row["substrate"] for row in run["rows"]] == ["pad_const_b1"]
+    assert run["incomplete"] == {"interrupted_by": "SIGINT", "not_measured": ["pad_const_b2"]}
+
+
+def test_a_gate_job_whose_worker_cannot_start_is_no_verdict_after_ctrl_c_and_an_error_before_it(monkeypatch):
+    import argparse
+
+    from harness.gate import command
+    from harness.gate.scheduling import MemoryBudget
+    from harness.gate.worker import FileWorker
+    from harness.processes import WorkerLost
+
+    def cannot_start(*args, **kwargs):
+        raise WorkerLost("the worker could not be started: EOFError: unexpected EOF")
+
+    interruption = Interruption()
+    run = command._GateRun(args=argparse.Namespace(cache_dir=None, kb_root=None, timeout=5.0, interruption=interruption),
+                           backend="cpu", entries={}, errors={}, cluster=None, ahead=None, at_once=2, sanitizing=None,
+                           report=None, progress=None, budget=MemoryBudget(None))
+    job = ("substrates/candidate_pad_const.py", "pad_const_b1")
+    monkeypatch.setattr(command, "run_gate_job", cannot_start)
+    with pytest.raises(WorkerLost):  # no interrupt: the machine's failure, said, not a rejection
+        run.gate_one(job, FileWorker(None))
+    interruption.event.set()
+    assert run.gate_one(job, FileWorker(None)) is None  # after Ctrl-C: nothing decided, nothing recorded

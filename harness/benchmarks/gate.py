@@ -259,7 +259,11 @@ def run_baseline(job: BaselineJob, step_timeout: float, on_message=lambda messag
     from harness.processes import WorkerLost, converse, start_worker
 
     started = time.perf_counter()
-    worker = start_worker()
+    try:
+        worker = start_worker()
+    except WorkerLost as lost:  # Ctrl-C as it started: the caller's stop_if_interrupted says so, not this result
+        return BaselineResult(trials=job.trials, first_failure=f"the baseline process: {lost}",
+                              wall_seconds=time.perf_counter() - started)
     said = {}
 
     def heard(message) -> bool:
@@ -682,6 +686,7 @@ class _Bench:
     def gate_phase(self, row: Row, count: str) -> None:
         from harness.backends import BackendUnavailable
         from harness.gate.worker import GateJob, run_gate_job
+        from harness.processes import WorkerLost
 
         bar = _progress_bar(f"{row.substrate}: gate")
 
@@ -705,6 +710,9 @@ class _Bench:
                                   self.args.timeout, on_message)
         except BackendUnavailable as error:
             raise UsageError(f"backend {self.backend}: {error}")
+        except WorkerLost:  # its worker could not start: Ctrl-C's doing, else the machine's, never a verdict
+            self.stop_if_interrupted()
+            raise
         finally:
             bar.close()
         self.stop_if_interrupted()  # a gate the signal cut is no rejection: nothing recorded, no row

@@ -33,7 +33,7 @@ from harness.gate.worker import FileWorker, GateJob, WorkersAhead, discover, run
 from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, kill_descendants
 from harness.oracles import sanitizer
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
-from harness.processes import DEFAULT_STEP_TIMEOUT
+from harness.processes import DEFAULT_STEP_TIMEOUT, WorkerLost
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -662,8 +662,13 @@ class _GateRun:
         if not self.reuses_worker(job):
             keeper.release()
         with self.budget.reserve(estimate_bytes(self._t0_bytes(job))) as shared:
-            result = run_gate_job(work, args.timeout, self.on_message(name),
-                                  keeper if self.reuses_worker(job) else None, stop=self.stopped)
+            try:
+                result = run_gate_job(work, args.timeout, self.on_message(name),
+                                      keeper if self.reuses_worker(job) else None, stop=self.stopped)
+            except WorkerLost:  # no worker could start: Ctrl-C killed the fork server, else the machine's fault
+                if self.stopped():
+                    return None
+                raise
             beside_others = shared()
         if self.stopped():
             return None  # the interrupt may have killed its worker
