@@ -429,7 +429,10 @@ class WorkersAhead:
         self._workers: dict[str, StartedWorker] = {}
         self.used = 0
         for file in files:
-            worker = start_worker()
+            try:
+                worker = start_worker()
+            except WorkerLost:  # the fork server gone (Ctrl-C): its file's first job, if any comes, starts one
+                continue
             try:
                 worker.connection.send((_gate_ahead_in_worker, (file, backend, cache_dir)))
             except OSError:  # died at once: its file's first job starts one
