@@ -166,6 +166,11 @@ def test_the_timeline_says_how_many_workers_started_beside_discovery_a_job_took(
     assert timeline.describe(8).startswith(
         "timeline: discovery 3.4 s (its worker ready after 2.1 s, 7 worker(s) started beside it, 6 of them used), "
         "then the jobs 6.5 s (30.8 s of substrate work after 5.4 s of 6 workers' start, 8 at once)")
+    timeline = Timeline(discovery=6.0, worker_ready=5.9, jobs=161.4, work=262.3, worker_starts=45.3, workers=20,
+                        ahead=8, ahead_used=0, ahead_unneeded=8)
+    assert timeline.describe(8).startswith(
+        "timeline: discovery 6.0 s (its worker ready after 5.9 s, 8 worker(s) started beside it, 0 of them used, 8 "
+        "stopped after it (their files' T0s are drawn by helpers)), then the jobs 161.4 s")
 
 
 def test_discovery_foresees_the_official_outputs_only_for_a_gate_on_cuda(monkeypatch):

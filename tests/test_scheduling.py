@@ -207,3 +207,20 @@ def test_a_substrate_whose_t0_needs_helpers_gets_a_fresh_worker():
 
     assert may_reuse_worker(0) and may_reuse_worker(FORKED_HELPERS_FROM_BYTES - 1)
     assert not may_reuse_worker(FORKED_HELPERS_FROM_BYTES)
+
+
+def test_only_files_with_a_job_a_kept_worker_may_gate_keep_the_worker_started_ahead_for_them(tmp_path):
+    from pathlib import Path
+
+    from harness.gate.command import files_taking_workers
+    from harness.gate.scheduling import FORKED_HELPERS_FROM_BYTES
+    from harness.gate.worker import EntrySummary
+
+    small, large, both = (str(tmp_path / f"candidate_{n}.py") for n in ("small", "large", "both"))
+    entries = {small: [EntrySummary("s", small, t0_bytes=1 << 20)],
+               large: [EntrySummary("l", large, t0_bytes=FORKED_HELPERS_FROM_BYTES)],
+               both: [EntrySummary("b1", both, t0_bytes=FORKED_HELPERS_FROM_BYTES), EntrySummary("b2", both)]}
+    jobs = [(small, "s"), (large, "l"), (both, "b1"), (both, "b2")]
+    assert files_taking_workers(jobs, entries) == {str(Path(small).resolve()), str(Path(both).resolve())}
+    # A file whose only small substrate is not gated this run keeps none.
+    assert files_taking_workers([(both, "b1")], entries) == set()

@@ -524,3 +524,19 @@ def test_after_a_fault_the_cpu_shim_caught_the_next_substrate_still_gets_a_fresh
     runs = {c.check: c for c in faulted.checks}[CheckName.RUNS_TO_COMPLETION]
     assert runs.status is CheckStatus.FAILED and "SIGSEGV" in runs.detail, runs.detail
     assert fresh == [True, True] and fine.admitted, [(c.check.value, c.detail) for c in fine.checks]
+
+
+def test_workers_started_ahead_for_files_no_job_will_take_are_stopped_once_discovery_says_so(tmp_path):
+    from harness.gate.worker import WorkersAhead
+
+    other = _candidate(tmp_path, "candidate_other.py", "import no_such_module\n")
+    ahead = WorkersAhead([FORMS, str(other)], "cpu", None)
+    try:
+        kept, unneeded = ahead._workers[FORMS], ahead._workers[str(other)]
+        ahead.keep_only({str(Path(FORMS).resolve())})  # the other file's jobs draw T0 with helpers: none takes it
+        assert not unneeded.process.is_alive() and kept.process.is_alive()
+        assert (ahead.started, ahead.unneeded) == (2, 1) and ahead.take(str(other)) is None
+        assert ahead.take(FORMS) is kept
+    finally:
+        kept.stop()
+        ahead.close()

@@ -311,6 +311,7 @@ class Timeline:
     sanitizer_wait: float = 0.0  # after the last job, waiting for the sanitizer stage
     ahead: int = 0  # workers started beside discovery (WorkersAhead), not counted in `workers`
     ahead_used: int = 0  # of which a job took
+    ahead_unneeded: int = 0  # of which stopped after discovery: no job of their files would take them
 
     def describe(self, at_once: int) -> str:
         whose = "worker's" if self.workers == 1 else "workers'"
@@ -320,6 +321,8 @@ class Timeline:
             parts = " (" + ", ".join(f"{name} {seconds:.1f}" for name, seconds in
                                      [*self.start_parts.items(), ("the rest", rest)]) + ")"
         ahead = (f", {self.ahead} worker(s) started beside it, {self.ahead_used} of them used" if self.ahead else "")
+        if self.ahead_unneeded:
+            ahead += f", {self.ahead_unneeded} stopped after it (their files' T0s are drawn by helpers)"
         return (f"timeline: discovery {self.discovery:.1f} s (its worker ready after {self.worker_ready:.1f} s{ahead}), "
                 f"then the jobs {self.jobs:.1f} s ({self.work:.1f} s of substrate work after "
                 f"{self.worker_starts:.1f} s of {self.workers} {whose} start{parts}, {at_once} at once), "
@@ -535,6 +538,12 @@ def _workers_ahead(args, files: list[Path]) -> WorkersAhead | None:
     return WorkersAhead(list(dict.fromkeys(gated))[:slots], backend, str(args.cache_dir) if args.cache_dir else None)
 
 
+def files_taking_workers(jobs: list[tuple[str, str]], entries: dict) -> set[str]:
+    """The files (resolved) with a job that a worker started ahead may gate: one whose T0 the worker builds itself."""
+    t0_bytes = {(file, summary.name): summary.t0_bytes for file, found in entries.items() for summary in found}
+    return {str(Path(file).resolve()) for file, name in jobs if may_reuse_worker(t0_bytes.get((file, name), 0))}
+
+
 def _gate_discovered(args, started: float, files: list[Path], tools: tuple[str, ...], records, timeline,
                      early_sanitizers: dict, ahead: WorkersAhead | None, entries: dict, errors: dict) -> int:
     timeline.discovery = time.perf_counter() - started
@@ -548,6 +557,8 @@ def _gate_discovered(args, started: float, files: list[Path], tools: tuple[str, 
     targets = [str(Path(t).resolve()) if t.endswith(".py") else t for t in args.targets]
     jobs = _resolve_targets(targets, entries, errors)
 
+    if ahead is not None:
+        ahead.keep_only(files_taking_workers(jobs, entries))
     backend = resolve_backend_name(args.backend)
     if args.jobs == "auto":
         args.jobs = auto_jobs(backend, os.cpu_count() or 1)
@@ -734,6 +745,7 @@ class _GateRun:
         timeline.worker_starts, timeline.workers = sum(s for s, _ in self.worker_starts), len(self.worker_starts)
         if self.ahead is not None:
             timeline.ahead, timeline.ahead_used = self.ahead.started, self.ahead.used
+            timeline.ahead_unneeded = self.ahead.unneeded
         for _seconds, parts in self.worker_starts:
             for part, seconds in parts.items():
                 timeline.start_parts[part] = timeline.start_parts.get(part, 0.0) + seconds

@@ -428,6 +428,7 @@ class WorkersAhead:
         self._lock = threading.Lock()
         self._workers: dict[str, StartedWorker] = {}
         self.used = 0
+        self.unneeded = 0  # stopped once discovery showed no job of their files would take them (keep_only)
         for file in files:
             try:
                 worker = start_worker()
@@ -450,6 +451,17 @@ class WorkersAhead:
         if worker is not None and not alive:
             worker.stop()
         return worker if alive else None
+
+    def keep_only(self, files: set[str]) -> None:
+        """Stop, at once, the workers started for files none of whose jobs will take one (each T0 drawn by helpers,
+        forked before a backend exists): idle, each holds a CUDA context's memory that the jobs' budget does not
+        count (eight of 520 MiB beside a real-size batch that ran out of memory on an H100)."""
+        with self._lock:
+            unneeded = [file for file in self._workers if str(Path(file).resolve()) not in files]
+            stopped = [self._workers.pop(file) for file in unneeded]
+            self.unneeded += len(stopped)
+        for worker in stopped:
+            worker.stop()
 
     def close(self) -> None:
         with self._lock:
