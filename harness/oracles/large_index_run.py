@@ -360,8 +360,8 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                why=f"the official Model ran out of device memory on a 64th of the large trial: {_device_words(error)}")
         return None
     need = needed_bytes(small, output_shape, output_dtype, factor, axis, model_bytes)
-    # What the trial holds once its official output is made: the Model's temporaries (a backward pad's index maps:
-    # 35 of the 39.9 GiB pad_backward_reflect_bf16's trial asked for on the H100) are given back to the others.
+    # What the trial holds once its official output is made, the Model's temporaries given back to the others (a
+    # backward pad's: pad_backward_reflect_bf16's first trial asked 39.9 GiB on the H100; judging it takes 16.5).
     hold = needed_bytes(small, output_shape, output_dtype, factor, axis)
     if device.type == "cuda":  # the Model's measured runs' blocks given back: the free memory read next is all of it
         torch.cuda.empty_cache()
