@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.gate.phases import PhaseClock
 from harness.oracles.memory_turns import memory_turn, wait_for_memory
 
 LOST_EXIT = 3
@@ -304,37 +305,25 @@ def _built(plan: dict, spec: list, index: int, model, t0: list, entry, backend, 
     elif axis % max(1, small[0].dim()) == 0 and axis != 0:  # rank 1: the trial along axis 0 was this one
         _write(events, event="skipped", trial=index, redundant=True, why="rank 1: the last axis is axis 0")
         return None
-    parts: dict = {}
-    built = _build(plan, index, model, small, largest, axis, source, backend, torch, events, parts)
+    clock = PhaseClock()
+    built = _build(plan, index, model, small, largest, axis, source, backend, torch, events, clock)
     if built is None:
         return None
     inputs, expected, length, factor = built
+    took = clock.seconds()
     _write(events, event="trial", trial=index, source=source, factor=factor, axis=axis, cut=length or None,
            out=list(expected.shape), seconds=round(time.perf_counter() - began, 3),
-           parts={name: round(seconds, 3) for name, seconds in parts.items()},
+           parts={name: took[name] for name in BUILD_PARTS if name in took},
            shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)])
     return inputs, expected
 
 
-class _Timed:
-    """Adds the seconds its block takes to parts[name] (BUILD_PARTS: where a trial's build time goes)."""
-
-    def __init__(self, parts: dict, name: str):
-        self.parts, self.name = parts, name
-
-    def __enter__(self):
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc):
-        self.parts[self.name] = self.parts.get(self.name, 0.0) + time.perf_counter() - self.started
-
-
 def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int, source: str, backend, torch,
-           events, parts: dict):
+           events, clock: PhaseClock):
     """The tiled (or cut) trial and its official output, and the factor and length it took; None, with a `skipped`
-    event, where the device lacks the memory. `parts` gets the seconds of each step (BUILD_PARTS)."""
+    event, where the device lacks the memory. `clock` gets the seconds of each step (BUILD_PARTS)."""
     device = backend.device
-    with torch.no_grad(), _Timed(parts, MODEL_SMALL):
+    with torch.no_grad(), clock.timing(MODEL_SMALL):
         small_out, model_peak = _model_peak(model, [x.to(device) if isinstance(x, torch.Tensor) else x
                                                     for x in small], torch)
     most = plan.get("max_elements", MAX_ELEMENTS)
@@ -352,7 +341,7 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                    f"axis {axis} past {plan['min_elements']} elements within the contract's u32 counts")
         return None
     try:
-        with _Timed(parts, MODEL_PROBE):
+        with clock.timing(MODEL_PROBE):
             model_bytes = _model_bytes(model, small, length / int(small[0].shape[0]) if largest else factor,
                                        device, axis, torch, model_peak)
     except torch.OutOfMemoryError as error:  # a 64th of the trial does not fit: the whole cannot
@@ -370,17 +359,17 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
     turn_asked = time.perf_counter()
     with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
                                                                      waited=round(waited, 1), turn=True)):
-        parts[TURN] = time.perf_counter() - turn_asked
-        with _Timed(parts, ROOM):
+        clock.add(TURN, time.perf_counter() - turn_asked, turn_asked)
+        with clock.timing(ROOM):
             room = _room_for(need, plan, index, backend, torch, events)
         if not room:
             return None
         try:
-            with _Timed(parts, TILING):
+            with clock.timing(TILING):
                 inputs = tiled(small, factor, device, torch, axis)
                 if largest:
                     inputs = cut(inputs, length, torch)
-            with torch.no_grad(), _Timed(parts, MODEL_LARGE):
+            with torch.no_grad(), clock.timing(MODEL_LARGE):
                 expected = model(*inputs)
         except torch.OutOfMemoryError as error:  # the estimate fell short: the device lacks the memory all the same
             _write(events, event="skipped", trial=index, memory=True,
@@ -388,12 +377,12 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
                        f"{need / 2**30:.1f} GiB estimated): {_device_words(error)}")
             return None
         if hold < need and device.type == "cuda":  # the temporaries' blocks back to the device before the next reads
-            with _Timed(parts, MODEL_LARGE):
+            with clock.timing(MODEL_LARGE):
                 torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
         _reserve(hold, backend, torch)
     if device.type == "cuda":  # outside the turn: the next process reads the memory while the output is made
-        with _Timed(parts, MODEL_LARGE):
+        with clock.timing(MODEL_LARGE):
             torch.cuda.synchronize(device)
     return inputs, expected, length, factor
 
