@@ -460,6 +460,25 @@ def test_on_a_gpu_the_threads_results_reach_the_device_whole_on_a_stream_of_thei
     assert staged == [n, n] and references._staging._buffers == []  # both staged; the buffers given back at collect
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_a_threads_result_the_full_device_cannot_take_is_compared_on_the_host_instead():
+    from harness.gate.checks.suite_safety import SecondReferences
+
+    references = SecondReferences(_OtherOnTheHost(), "cuda", CLOSE)
+
+    def device_full(host, device):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB.")
+
+    references._to_device_beside = device_full  # other jobs hold the device's memory, as beside seven others
+    x = torch.rand(1 << 20, device="cuda")
+    references.submit("long_k trial 2", [x], _OtherOnTheHost()(x))
+    results = references.collect()
+    assert [(r.label, r.agreement.ok, r.agreement.mismatches) for r in results] == [
+        ("in float64", False, 1 << 20), ("on the CPU", False, 1 << 20)]  # compared all the same, not raised
+    assert references.compared_on_host == 2
+    assert "[thread] official Model on the CPU: official output to the host" in references.clock.seconds()
+
+
 def test_host_buffers_are_reused_for_the_same_shape_and_let_go_past_their_limit(monkeypatch):
     from harness.gate.checks import suite_safety
     from harness.gate.checks.suite_safety import HostBuffers

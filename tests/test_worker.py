@@ -293,8 +293,49 @@ def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
         "    g = torch.Generator().manual_seed(3000 + t)\n    raise SystemExit(3)\n")]))
     report = run_gate_job(GateJob(file=str(path), name="dies", backend="cpu"))
     checks = {c.check: c for c in report.checks}
+    line = path.read_text().splitlines().index("    raise SystemExit(3)") + 1
     assert checks[CheckName.RUNS_TO_COMPLETION].detail == (
-        "the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3")
+        f"the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3 (raised at {path}:{line}, in "
+        f"misaligned)")
+
+
+def test_a_worker_that_died_of_an_uncaught_device_out_of_memory_met_the_machines_limit_not_a_fault():
+    import torch
+
+    from harness.gate.worker import classify_death, crash_description
+
+    def allocate():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB.\nGPU 0 has ...")
+
+    try:
+        allocate()
+    except torch.OutOfMemoryError as error:
+        said = crash_description(error)
+    line = allocate.__code__.co_firstlineno + 1
+    assert said == (f"OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. (raised at {__file__}:{line}, "
+                    f"in allocate)")
+    died = WorkerLost("the worker process died during long_k trial 2 (exit code 1)", exitcode=1)
+    assert classify_death(died, 0, 0, out_of_device_memory=True) == (
+        CheckName.FITS_DEVICE_MEMORY, " (a limit of this machine, not a fault of the kernel)")
+    assert classify_death(died, 0, 0) == (CheckName.RUNS_TO_COMPLETION, "")
+    hung = WorkerLost("step 'long_k trial 2' timed out after 60 s", timed_out=True)
+    assert classify_death(hung, 0, 0, out_of_device_memory=True) == (CheckName.RUNS_TO_COMPLETION, "")
+
+
+def test_a_worker_lost_to_the_devices_memory_mid_suite_fails_that_check_and_leaves_completion_undecided():
+    from harness.gate.pipeline import PENDING
+    from harness.gate.records import CheckResult, SubstrateReport
+    from harness.gate.worker import lost_mid_suite
+
+    partial = SubstrateReport(name="kb_batched_matmul", file="f.py", checks=[
+        CheckResult(CheckName.RUNS_TO_COMPLETION, CheckStatus.PASSED, "ran so far"),
+        CheckResult(CheckName.FITS_DEVICE_MEMORY, CheckStatus.NOT_RUN, PENDING),
+        CheckResult(CheckName.NO_FALSE_KILL, CheckStatus.NOT_RUN, PENDING)])
+    why = "the worker process died during long_k trial 2 (exit code 1): OutOfMemoryError: CUDA out of memory."
+    checks = {c.check: (c.status, c.detail) for c in lost_mid_suite(partial, why, CheckName.FITS_DEVICE_MEMORY).checks}
+    assert checks == {CheckName.RUNS_TO_COMPLETION: (CheckStatus.NOT_RUN, f"not run: {why}"),
+                      CheckName.FITS_DEVICE_MEMORY: (CheckStatus.FAILED, why),
+                      CheckName.NO_FALSE_KILL: (CheckStatus.NOT_RUN, f"not run: {why}")}
 
 
 def test_a_worker_runs_in_the_environment_and_folder_of_its_start_not_the_fork_servers(tmp_path, monkeypatch):

@@ -1144,6 +1144,9 @@ def _conclude_suites(ctx: GateContext, entry: Entry, suites: dict) -> None:
                          f"trials of {suite_safety.CPU_ROUTE_SAMPLE_FROM_BYTES // 2**20} MiB or more after its "
                          f"first, and of {suite_safety.CPU_ROUTE_SAMPLE_SAME_SHAPES_FROM_BYTES // 2**20} MiB or more "
                          f"after its first of the same shapes: further draws of it, each checked in float64)")
+            if ctx.second.compared_on_host:
+                note += (f"; compared on the host in {ctx.second.compared_on_host} (the device's memory too full for "
+                         f"the result)")
             if ctx.second.device_float64_error:
                 note += f"; in float64 on the CPU only (on the device: {ctx.second.device_float64_error})"
             book.ran(CheckName.NO_FALSE_KILL, note)

@@ -246,8 +246,8 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
                             trial_inputs=trial_inputs, official_inputs=job.official_inputs,
                             official_output=job.official_output, trace=job.trace)
     except BaseException as error:
-        # Say why before dying (out of memory, say), so the rejection names the cause, not only an exit code.
-        conn.send(("crash", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+        # Say why, and where, before dying, so the rejection names the cause, not only an exit code.
+        conn.send(("crash", crash_description(error), isinstance(error, torch.OutOfMemoryError)))
         raise
     conn.send(("report", report.to_json()))
     # Not kept after a failed import proof, or after any fault: a kernel that faulted (even one the CPU backend's
@@ -327,14 +327,28 @@ def _add_signatures(summary: EntrySummary, search, cache_dir: Path | None, fores
             pass  # the worker runs the Model on the meta device itself
 
 
-def classify_death(lost: WorkerLost, oom_kills_before: int | None,
-                   oom_kills_after: int | None) -> tuple[CheckName, str]:
+def crash_description(error: BaseException) -> str:
+    """What a worker's pipeline raised, and the line that raised it (the innermost frame)."""
+    import traceback
+
+    first = str(error).splitlines()[0] if str(error) else ""
+    frames = traceback.extract_tb(error.__traceback__)
+    at = f" (raised at {frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name})" if frames else ""
+    return f"{type(error).__name__}: {first}{at}"
+
+
+def classify_death(lost: WorkerLost, oom_kills_before: int | None, oom_kills_after: int | None,
+                   out_of_device_memory: bool = False) -> tuple[CheckName, str]:
     """The check a lost worker fails, and what to say of the death beyond `lost` itself.
 
     A worker SIGKILLed (nothing of ours or of a kernel sends that; a timeout's kill is reported as a
-    timeout) while the out-of-memory killer's count rose is the host's doing: fits_host_memory. Any
-    other death is runs_to_completion's, and a SIGKILL's says what the count showed.
+    timeout) while the out-of-memory killer's count rose is the host's doing: fits_host_memory. A worker whose
+    pipeline raised torch.OutOfMemoryError where no check caught it (`out_of_device_memory`, said before it died)
+    met the device's limit, as one the checks catch does: fits_device_memory. Any other death is
+    runs_to_completion's, and a SIGKILL's says what the count showed.
     """
+    if out_of_device_memory and not lost.timed_out:
+        return CheckName.FITS_DEVICE_MEMORY, " (a limit of this machine, not a fault of the kernel)"
     if lost.timed_out or lost.exitcode != -signal.SIGKILL:
         return CheckName.RUNS_TO_COMPLETION, ""
     if oom_kills_before is None or oom_kills_after is None:
@@ -497,7 +511,7 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
         elif kind == "unavailable":
             outcome["unavailable"] = message[1]
         elif kind == "crash":
-            outcome["crash"] = message[1]
+            outcome["crash"], outcome["out of device memory"] = message[1], message[2]
         elif kind == "partial":
             outcome["partial"] = message[1]
         elif kind == "ready":
@@ -515,8 +529,8 @@ def run_gate_job(job: GateJob, step_timeout: float = DEFAULT_STEP_TIMEOUT, on_me
             # The kept worker was gone before it took this substrate (killed while it waited): nothing of the
             # substrate's ran, so a fresh worker gates it, and the death is no verdict on it.
             return run_gate_job(job, step_timeout, on_message, keeper, stop)
-        death, said = classify_death(lost, kills_before, oom_kills())
-        crash = f": {outcome['crash']}" if "crash" in outcome and death is CheckName.RUNS_TO_COMPLETION else ""
+        death, said = classify_death(lost, kills_before, oom_kills(), outcome.get("out of device memory", False))
+        crash = f": {outcome['crash']}" if "crash" in outcome and death is not CheckName.FITS_HOST_MEMORY else ""
         why = f"{lost}{crash}{said}"
         if "partial" in outcome:
             return lost_mid_suite(SubstrateReport.from_json(outcome["partial"]), why, death)

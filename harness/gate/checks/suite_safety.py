@@ -321,6 +321,7 @@ class SecondReferences:
         self.off_device: Counter = Counter()  # why the others' did not, trials per reason
         self._cpu_route_samples: set = set()  # the suites (and suites' shapes) whose first trial the CPU route took
         self.cpu_route_sampled_out = 0  # large trials left to their float64 route alone
+        self.compared_on_host = 0  # thread results compared on the host, the device too full to take them
         self.unavailable: dict[str, str] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-references")
@@ -474,14 +475,28 @@ class SecondReferences:
                 continue
             if other is None:  # nothing floating-point: the float64 route is the official one
                 continue
-            if expected.is_cuda and other.device.type == "cpu":
-                with self.clock.timing(f"[thread] official Model {label}: to the device"):
-                    other = self._to_device_beside(other, expected.device)
+            other, beside = self._beside(label, other, expected)
             with self.clock.timing(f"[thread] official Model {label}: agreement"):
-                result = SecondReference(where, label, agreement(other, expected, self.tolerance, self.figures))
-            del other
+                result = SecondReference(where, label, agreement(other, beside, self.tolerance, self.figures))
+            del other, beside
             with self._lock:
                 self._done.append((order, position, result))
+
+    def _beside(self, label: str, other: torch.Tensor, expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The route's result and the official output on one device: the result copied to the official output's,
+        else (the device's memory full, other jobs holding it) the official output copied to the host, where the
+        comparison then runs. Counted in compared_on_host."""
+        if not (expected.is_cuda and other.device.type == "cpu"):
+            return other, expected
+        try:
+            with self.clock.timing(f"[thread] official Model {label}: to the device"):
+                return self._to_device_beside(other, expected.device), expected
+        except torch.OutOfMemoryError:
+            with self.clock.timing(f"[thread] official Model {label}: official output to the host"):
+                on_host = host_copy(expected)
+            with self._lock:
+                self.compared_on_host += 1
+            return other, on_host
 
     def _to_device_beside(self, host: torch.Tensor, device: torch.device) -> torch.Tensor:
         """`host` copied to `device` on the thread's own stream, which the trials' stream does not wait for, a
