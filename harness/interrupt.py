@@ -13,11 +13,15 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command Ctrl-C ended
+# A second signal sooner than this after the first is the same stop, not a second Ctrl-C (no one presses twice in
+# half a second; timeout -s INT sends the command one signal and its process group, the command included, another).
+SAME_STOP_SECONDS = 0.5
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -80,15 +84,19 @@ class Interruption:
 
     signal_name: str = ""
     event: threading.Event = field(default_factory=threading.Event)
+    first_at: float = 0.0  # time.monotonic() of the first signal
 
     def stopped(self) -> bool:
         return self.event.is_set()
 
     def handle(self, signum: int, _frame=None) -> None:
-        if self.event.is_set():  # a second Ctrl-C: the user will not wait for the report
-            kill_descendants()
+        now = time.monotonic()
+        if self.event.is_set():
+            if now - self.first_at < SAME_STOP_SECONDS:  # the same stop sent twice: timeout(1) signals the command,
+                return                                    # then its whole process group
+            kill_descendants()  # a second Ctrl-C: the user will not wait for the report
             os._exit(EXIT_INTERRUPTED)
-        self.signal_name = signal.Signals(signum).name
+        self.signal_name, self.first_at = signal.Signals(signum).name, now
         self.event.set()
         kill_descendants()
 

@@ -86,7 +86,13 @@ def _gate_until_one_substrate_is_done(tmp_path: Path, backend: str) -> tuple[sub
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and gate.poll() is None:
         # The JSON is written after each substrate: the first one is done once it holds one.
-        if report.is_file() and report.stat().st_size and json.loads(report.read_text() or "{}").get("substrates"):
+        if report.is_file() and report.stat().st_size and (data := json.loads(report.read_text() or "{}")).get(
+                "substrates"):
+            # Written as the gate runs, it says so and names what has not finished.
+            done = [s["name"] for s in data["substrates"]]
+            assert data["incomplete"]["still_running"] is True
+            assert len(done) + len(data["incomplete"]["not_gated"]) == 28 and not set(done) & set(
+                data["incomplete"]["not_gated"])
             return gate, report, record
         time.sleep(0.2)
     gate.kill()
@@ -94,20 +100,24 @@ def _gate_until_one_substrate_is_done(tmp_path: Path, backend: str) -> tuple[sub
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
-@pytest.mark.parametrize("to_group", [True, False], ids=["SIGINT to the process group", "SIGTERM to the gate alone"])
+@pytest.mark.parametrize("sent_to", ["group", "gate", "gate and group"],
+                         ids=["SIGINT to the process group", "SIGTERM to the gate alone",
+                              "SIGINT to the gate, then its group (timeout -s INT)"])
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leaves_no_process(tmp_path, to_group,
+def test_an_interrupted_gate_stops_within_seconds_reports_what_finished_and_leaves_no_process(tmp_path, sent_to,
                                                                                               backend):
     # On cuda, the workers started beside discovery, the fork server's and the sanitizers' processes are there too.
     gate, report, record = _gate_until_one_substrate_is_done(tmp_path, backend)
     sent = time.monotonic()
-    if to_group:  # Ctrl-C at a terminal: every process of the foreground group gets SIGINT
+    if sent_to != "group":  # a batch system's stop, or timeout(1)'s first signal, sent to the gate's own process
+        os.kill(gate.pid, signal.SIGTERM if sent_to == "gate" else signal.SIGINT)
+    if sent_to == "gate and group":
+        time.sleep(0.1)  # the first handled by now: the second is no second Ctrl-C, only the same stop again
+    if sent_to != "gate":  # Ctrl-C at a terminal (every process of the foreground group), or timeout(1)'s second
         os.killpg(gate.pid, signal.SIGINT)
-    else:  # a batch system's stop, sent to the gate's own process
-        os.kill(gate.pid, signal.SIGTERM)
     out, err = gate.communicate(timeout=30)
     took = time.monotonic() - sent
-    name = "SIGINT" if to_group else "SIGTERM"
+    name = "SIGTERM" if sent_to == "gate" else "SIGINT"
 
     assert gate.returncode == EXIT_INTERRUPTED, out + err
     assert took < 10

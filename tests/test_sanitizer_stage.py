@@ -65,3 +65,15 @@ def test_verdicts_left_after_the_tools_run_ended_and_took_their_folder_are_dropp
     stage.decided(SubstrateReport(name="new", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.PASSED)]))
     stage.undecided_left()
     assert not stage.verdicts.exists()
+
+
+def test_while_the_gate_runs_its_json_holds_no_substrate_admitted_before_the_tools_judged_it(tmp_path):
+    stage = _stage(tmp_path, {})
+    stage._future = object()  # the tools are running
+    gated = SubstrateReport(name="new", file="f", checks=[CheckResult(CheckName.COMPILE, CheckStatus.PASSED)])
+    pending = stage.pending(gated)
+    assert not pending.admitted and pending.reasons() == [
+        "memcheck: pending: the sanitizers judge it before the gate ends"]
+    assert gated.admitted and [c.check for c in gated.checks] == [CheckName.COMPILE]  # the kept report unchanged
+    stage._future = None  # no tool runs (none found, or --no-sanitize): nothing to wait for
+    assert stage.pending(gated) is gated

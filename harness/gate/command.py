@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,6 +277,16 @@ class SanitizerStage:
         if found is None:  # the candidate did not import: nothing could run under the tools
             return report
         return report.with_checks(found)
+
+    def pending(self, report: SubstrateReport) -> SubstrateReport:
+        """A copy of `report` as the --json written while the gate runs holds it: the tools' checks not run yet, where
+        the tools will judge it at the end (so no substrate reads as admitted before they have)."""
+        if self.why_not or self._future is None or report.name not in {t.name for t in self.targets}:
+            return report
+        pending = [CheckResult(sanitizer.CHECK_OF_TOOL[t], CheckStatus.NOT_RUN, "pending: the sanitizers judge it "
+                                                                                 "before the gate ends")
+                   for t in self.tools]
+        return dataclasses.replace(report, checks=list(report.checks)).with_checks(pending)
 
     def cut_short(self, report: SubstrateReport, why: str) -> SubstrateReport:
         """`report` with the sanitizer checks an interrupt kept from finishing skipped, saying so."""
@@ -624,6 +635,7 @@ class _GateRun:
     progress: object  # tqdm
     budget: MemoryBudget
     results: dict = field(default_factory=dict)  # position in the run -> SubstrateReport
+    jobs: list = field(default_factory=list)  # (file, name) by position in the run, once gate() is given them
     worker_starts: list = field(default_factory=list)  # each worker's start: its seconds, and by part
     written: threading.Lock = field(default_factory=threading.Lock)
 
@@ -712,12 +724,16 @@ class _GateRun:
         with self.written:
             self.results[position] = result
             self.report.substrates = [self.results[i] for i in sorted(self.results)]
-            if self.args.json:
-                self.args.json.write_text(json.dumps(self.report.to_json(), indent=2) + "\n")
+            if self.args.json:  # what finished so far, marked as such: a run killed outright leaves no other
+                running = dataclasses.replace(
+                    self.report, substrates=[self.sanitizing.pending(r) for r in self.report.substrates],
+                    running=True, not_gated=[name for i, (_file, name) in enumerate(self.jobs) if i not in self.results])
+                self.args.json.write_text(json.dumps(running.to_json(), indent=2) + "\n")
 
     def gate(self, jobs: list, timeline: Timeline) -> int | None:
         """Every job through the slots, beside the sanitizer stage, the reports judged with its checks; the exit
         status of an interrupted run, or None."""
+        self.jobs = jobs
         with ThreadPoolExecutor(max_workers=max(1, self.at_once)) as pool:
             jobs_started = time.perf_counter()
             self.sanitizing.start()

@@ -182,7 +182,8 @@ class GateReport:
     device: str
     substrates: list[SubstrateReport] = field(default_factory=list)
     interrupted: str = ""  # the signal that stopped the run ("SIGINT"); the report then holds what finished before it
-    not_gated: list[str] = field(default_factory=list)  # with `interrupted`: the substrates that did not finish
+    not_gated: list[str] = field(default_factory=list)  # with `interrupted` or `running`: those not finished
+    running: bool = False  # written while the gate runs: what finished so far, its sanitizer checks pending
 
     def to_json(self) -> dict:
         data = {
@@ -194,4 +195,6 @@ class GateReport:
         }
         if self.interrupted:
             data["incomplete"] = {"interrupted_by": self.interrupted, "not_gated": self.not_gated}
+        elif self.running:
+            data["incomplete"] = {"still_running": True, "not_gated": self.not_gated}
         return data
