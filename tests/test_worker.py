@@ -281,22 +281,33 @@ def test_a_worker_naming_an_unwritten_element_imports_neither_sympy_nor_torch_dy
     assert "never written (first at (0,))" in done.stderr, done.stderr[-2000:]
 
 
-def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
+def _dying_in_its_first_trial(tmp_path: Path, name: str, dying: str) -> tuple[Path, str]:
+    """A rule candidate whose misaligned builder runs `dying` (lines ending in a raise) in the worker at its first
+    trial; the file, and the runs_to_completion detail its gate job reports."""
     from tests import rule_candidates
 
     (tmp_path / "substrates").mkdir()
     (tmp_path / "problems").mkdir()
     (tmp_path / "problems" / "abs_plus_half.py").write_text(rule_candidates.PROBLEM)
-    path = tmp_path / "substrates" / "candidate_dies.py"
-    path.write_text(rule_candidates.variant_text("dies", [(
-        "    g = torch.Generator().manual_seed(3000 + t)\n",
-        "    g = torch.Generator().manual_seed(3000 + t)\n    raise SystemExit(3)\n")]))
-    report = run_gate_job(GateJob(file=str(path), name="dies", backend="cpu"))
-    checks = {c.check: c for c in report.checks}
+    path = tmp_path / "substrates" / f"candidate_{name}.py"
+    seeded = "    g = torch.Generator().manual_seed(3000 + t)\n"
+    path.write_text(rule_candidates.variant_text(name, [(seeded, seeded + dying)]))
+    report = run_gate_job(GateJob(file=str(path), name=name, backend="cpu"))
+    return path, {c.check: c for c in report.checks}[CheckName.RUNS_TO_COMPLETION].detail
+
+
+def test_a_worker_that_dies_inside_the_pipeline_says_why(tmp_path):
+    path, detail = _dying_in_its_first_trial(tmp_path, "dies", "    raise SystemExit(3)\n")
     line = path.read_text().splitlines().index("    raise SystemExit(3)") + 1
-    assert checks[CheckName.RUNS_TO_COMPLETION].detail == (
-        f"the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3 (raised at {path}:{line}, in "
-        f"misaligned)")
+    assert detail == (f"the worker process died during misaligned trial 0 (exit code 3): SystemExit: 3 (raised at "
+                      f"{path}:{line}, in misaligned)")
+
+
+def test_a_gate_worker_keeps_what_its_imports_made_out_of_the_collectors_walks(tmp_path):
+    # The builder, run in the worker during the job, says how many objects the collector no longer walks.
+    _path, detail = _dying_in_its_first_trial(tmp_path, "frozen", "    import gc\n    raise SystemExit(0 if "
+                                                                    "gc.get_freeze_count() > 100000 else 5)\n")
+    assert detail.startswith("the worker process died during misaligned trial 0 (exit code 0)"), detail
 
 
 def test_a_worker_that_died_of_an_uncaught_device_out_of_memory_met_the_machines_limit_not_a_fault():
