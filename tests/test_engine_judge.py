@@ -867,3 +867,33 @@ def test_the_substrates_with_most_survivors_start_first_and_ties_keep_the_campai
                  for i in range(counts[name])]
     judge_on_large_trial(unmutated, survivors, ResultStore(tmp_path / "results.jsonl"), "cpu", SMALL)
     assert started == ["three", "also_three", "two", "one"]
+
+
+def test_the_suites_lowest_rank_trial_is_found_once_a_process_for_every_trial_tiled_from_it():
+    import types
+
+    import torch
+
+    from harness.oracles.large_index_run import lowest_rank_trial
+
+    built = []
+
+    def rows(t):
+        built.append(("rows", t))
+        return [torch.ones(4, 8 + t), torch.ones(1)]
+
+    def vector(t):
+        built.append(("vector", t))
+        return [torch.ones(100 * (t + 1)), torch.ones(1)]
+
+    entry = types.SimpleNamespace(suites=lambda: [("rows", 2, rows), ("vectors", 3, vector)])
+    t0 = [torch.ones(2, 3, 4)]
+    memo = {}
+    below, where = lowest_rank_trial(entry, t0, torch, below_t0=True, found=memo)
+    assert where == "vectors trial 2" and below[0].shape == (300,)  # rank 1, the most elements of that rank
+    assert len(built) == 5
+    again, where_again = lowest_rank_trial(entry, t0, torch, below_t0=False, found=memo)
+    assert where_again == where and again is below and len(built) == 5  # the second trial built nothing again
+    # Without a rank below T0's, the trial below it is refused, from the memo too.
+    assert lowest_rank_trial(entry, [torch.ones(7)], torch, found=memo) == (
+        None, "no suite's trial has a rank below T0's (1)")
