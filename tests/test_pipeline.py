@@ -678,6 +678,20 @@ def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_f
     assert suite_table(report) == {"probe": (2, 1), "misaligned": (8, 8)}  # the other trials still ran
 
 
+def test_a_builder_out_of_device_memory_is_the_machines_limit_not_a_suite_that_cannot_be_built(entry):
+    import functools
+
+    ((name, n_trials, builder),) = entry.suites()
+    raising = _raises_out_of_memory_once(builder)
+    report, _backend = gate(dataclasses.replace(entry, suites=lambda: [
+        (name, n_trials, functools.wraps(builder)(lambda *args: raising(*args)))]))
+
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"misaligned trial 0 (building its inputs): {OOM_WORDS} (a "
+                                                    f"limit of this machine, not a fault of the kernel)"}
+    assert checks(report)[C.SUITES_BUILD].status is CheckStatus.PASSED
+    assert suite_table(report) == {"probe": (2, 2), "misaligned": (8, 7)}  # the other trials still ran
+
+
 def test_an_official_model_whose_weights_do_not_fit_is_the_machines_limit(entry, tmp_path):
     (tmp_path / "pad_const_b4.py").write_text(
         "import torch\n"

@@ -1209,6 +1209,10 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     try:
         for case in _cases(entry, device, book, problem, progress, trial_inputs, ctx.clock, official_inputs):
             suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
+            if isinstance(case.error, torch.OutOfMemoryError):  # a builder that draws on the device, beside others
+                _device_memory_failure(ctx, f"{case.where} (building its inputs)", case.error)
+                suite.failures.append(f"trial {case.t}: out of device memory")
+                continue
             if case.error is not None:
                 book.fail(CheckName.SUITES_BUILD, f"{case.where}: building inputs raised "
                                                   f"{type(case.error).__name__}: {case.error}")
