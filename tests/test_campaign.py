@@ -85,6 +85,21 @@ def test_a_substrate_not_admitted_is_refused_with_the_reason(admitted, capsys):
     assert f"refused: never_gated: not admitted on cpu at its current source hash (never gated); {hint}\n" in out
 
 
+def test_a_substrate_gated_against_another_copy_of_its_problem_is_refused_naming_the_copy_found(admitted, tmp_path,
+                                                                                                 capsys):
+    root = tmp_path / "copy"
+    shutil.copytree(admitted, root, ignore=shutil.ignore_patterns("*.jsonl", "*.json.tmp"))
+    problem = root / "problems" / "abs_plus_half.py"
+    problem.write_text(problem.read_text() + "# another copy of the same problem\n")  # as a stand-in is
+    assert main(["--backend", "cpu", "--substrates-dir", str(root / "substrates"), "--store",
+                 str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "rule_compliant"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("refused: rule_compliant: not admitted on cpu at its current source hash (source changed "
+                          "since it was admitted (cpu, ")
+    assert (f"); the hash covers its problem file too, here {problem}: if it was gated against another copy of "
+            f"abs_plus_half.py, pass that copy's --kb-root; run python gate.py --backend cpu ") in out
+
+
 def test_a_named_substrate_refused_fails_the_campaign_and_its_hint_admits_it(admitted, tmp_path, capsys):
     root = tmp_path / "copy"  # the candidates with their problems, and the admissions of rule_compliant
     shutil.copytree(admitted, root, ignore=shutil.ignore_patterns("*.jsonl", "*.json.tmp"))

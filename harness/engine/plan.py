@@ -77,7 +77,8 @@ def plans(args, backend: str) -> tuple[list[Plan], list[Refusal]]:
         record = admissions.load_record(admissions.record_path_for(Path(file)))
         if not admissions.is_admitted(record, name, summary.source_sha256, backend):
             refused.append(Refusal(name, Refused.NOT_ADMITTED, f"not admitted on {backend} at its current source hash "
-                                         f"({admissions.admission_status(record, name, summary.source_sha256)})",
+                                         f"({admissions.admission_status(record, name, summary.source_sha256)})"
+                                         f"{_problem_file_note(file, summary, record, args.kb_root)}",
                                    gate_hint(file, backend, args.kb_root), named=name in args.names))
             continue
         mutants = [m for m in generate(summary.cuda, name) if not args.operator or m.operator.value in args.operator]
@@ -99,6 +100,23 @@ def shards(plan: Plan, batch_size: int) -> list[Plan]:
     cut = batches([m.id for m in plan.mutants], batch_size)
     return [replace(plan, to_run=[m for m in plan.to_run if m in batch], learn_batches=tuple(cut[:k]))
             for k, batch in enumerate(cut) if to_run & set(batch)]
+
+
+def _problem_file_note(file: str, summary, record: dict, kb_root: Path | None) -> str:
+    """Where a record holds the substrate at another source hash: that the hash covers its problem file too, and
+    which copy of it this run found (a corpus gated against a KernelBench checkout, run here without --kb-root,
+    finds the stand-in: its candidate is unchanged)."""
+    entries = record["substrates"].get(summary.name, {}).values()
+    if not summary.kb_file or not any(e["source_sha256"] != summary.source_sha256 for e in entries):
+        return ""
+    from harness.problems import ProblemError, ProblemSearch
+
+    try:
+        found = ProblemSearch.for_candidate(Path(file), kb_root).resolve(summary.kb_file)
+    except ProblemError:
+        return ""
+    return (f"; the hash covers its problem file too, here {found}: if it was gated against another copy of "
+            f"{summary.kb_file}, pass that copy's --kb-root")
 
 
 def gate_hint(file: str | Path, backend: str, kb_root: Path | None) -> str:
