@@ -16,8 +16,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import preflight
@@ -207,6 +206,7 @@ class SanitizerStage:
                                                                    target.name, source, backend)
             self.targets.sort(key=lambda target: target.awaits_verdict)  # stable: the jobs' order within each
         self._undecided = {t.key for t in self.targets if t.awaits_verdict}
+        self._target_names = {t.name for t in self.targets}
         self.cache_dir = str(args.cache_dir) if args.cache_dir else None
         self.timeout = max(args.timeout, sanitizer.PROCESS_TIMEOUT)
         self.stall = max(args.timeout, sanitizer.MIN_STALL)  # no case done for so long: a hung kernel
@@ -281,12 +281,12 @@ class SanitizerStage:
     def pending(self, report: SubstrateReport) -> SubstrateReport:
         """A copy of `report` as the --json written while the gate runs holds it: the tools' checks not run yet, where
         the tools will judge it at the end (so no substrate reads as admitted before they have)."""
-        if self.why_not or self._future is None or report.name not in {t.name for t in self.targets}:
+        if self.why_not or self._future is None or report.name not in self._target_names:
             return report
         pending = [CheckResult(sanitizer.CHECK_OF_TOOL[t], CheckStatus.NOT_RUN, "pending: the sanitizers judge it "
                                                                                  "before the gate ends")
                    for t in self.tools]
-        return dataclasses.replace(report, checks=list(report.checks)).with_checks(pending)
+        return replace(report, checks=list(report.checks)).with_checks(pending)
 
     def cut_short(self, report: SubstrateReport, why: str) -> SubstrateReport:
         """`report` with the sanitizer checks an interrupt kept from finishing skipped, saying so."""
@@ -725,7 +725,7 @@ class _GateRun:
             self.results[position] = result
             self.report.substrates = [self.results[i] for i in sorted(self.results)]
             if self.args.json:  # what finished so far, marked as such: a run killed outright leaves no other
-                running = dataclasses.replace(
+                running = replace(
                     self.report, substrates=[self.sanitizing.pending(r) for r in self.report.substrates],
                     running=True, not_gated=[name for i, (_file, name) in enumerate(self.jobs) if i not in self.results])
                 self.args.json.write_text(json.dumps(running.to_json(), indent=2) + "\n")

@@ -24,7 +24,6 @@ the next kernel on the same trial.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
@@ -222,9 +221,8 @@ def lowest_rank_trial(entry, t0: list, torch, below_t0: bool = True, found: dict
     if "best" not in found:
         found["best"], found["where"] = _lowest_rank_of_suites(entry, torch)
     best, where = found["best"], found["where"]
-    rank = functools.partial(_rank, torch=torch)
-    if best is None or (below_t0 and rank(best) >= (rank(t0) or 0)):
-        return None, f"no suite's trial has a rank below T0's ({rank(t0)})"
+    if best is None or (below_t0 and _rank(best, torch) >= (_rank(t0, torch) or 0)):
+        return None, f"no suite's trial has a rank below T0's ({_rank(t0, torch)})"
     return best, where
 
 
@@ -426,14 +424,12 @@ def _turn_with_room(need: int, plan: dict, index: int, backend, torch, events, c
                                                      turn=True)):
             clock.add(TURN, time.perf_counter() - turn_asked, turn_asked)
             room_asked = time.perf_counter()
-            if time.perf_counter() >= patient_from:
-                room = _room_for(need, plan, index, backend, torch, events, out_of_turn)
-                clock.add(ROOM, time.perf_counter() - room_asked, room_asked)
-                yield room
-                return
-            now = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch), 0.0)
-            if now.fits or now.beyond_device:  # built now, or skipped at once (as in its patient turn)
-                room = now.fits or _room_for(need, plan, index, backend, torch, events)
+            now = (None if room_asked >= patient_from
+                   else wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch), 0.0))
+            # Patient, it waits here; backfilling, it is built now if it fits, or skipped at once where it never can.
+            if now is None or now.fits or now.beyond_device:
+                room = (now is not None and now.fits) or _room_for(need, plan, index, backend, torch, events,
+                                                                   out_of_turn)
                 clock.add(ROOM, time.perf_counter() - room_asked, room_asked)
                 yield room
                 return
