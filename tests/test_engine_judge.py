@@ -492,39 +492,11 @@ def _large_index_events_with_memory(tmp_path, monkeypatch, free: list[int], tota
     return [json.loads(line) for line in events.read_text().splitlines()]
 
 
-def _turn_held_at_each_wait(tmp_path, monkeypatch) -> list[tuple[bool, bool]]:
-    """For each `waiting` event the program writes: (whether it waits out of its turn, whether the turn's lock is
-    held by then), the lock tried from another open file as another process would."""
-    import fcntl
-
-    from harness.oracles import large_index_run
-
-    seen, write = [], large_index_run._write
-
-    def watched(events, **record):
-        if record["event"] == "waiting":
-            with open(tmp_path / "turns.lock", "a") as other:
-                try:
-                    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    fcntl.flock(other, fcntl.LOCK_UN)
-                    held = False
-                except BlockingIOError:
-                    held = True
-            seen.append((bool(record.get("backfill")), held))
-        write(events, **record)
-
-    monkeypatch.setattr(large_index_run, "_write", watched)
-    return seen
-
-
-def test_a_large_trial_that_does_not_fit_gives_its_turn_back_while_others_trials_are_built(tmp_path, monkeypatch):
-    seen = _turn_held_at_each_wait(tmp_path, monkeypatch)
+def test_a_large_trial_beside_others_waits_in_its_turn_for_the_memory_they_give_back(tmp_path, monkeypatch):
     events = _large_index_events_with_memory(tmp_path, monkeypatch, [0, 0, 0, 2**40], 2**40, 60.0)
     kinds = [e["event"] for e in events]
-    # A heartbeat a poll here (HEARTBEAT_SECONDS 0): one for each of the three readings with no room, each said out
-    # of its turn, the turn free for another process's trial.
+    # A heartbeat a poll here (HEARTBEAT_SECONDS 0): one for each of the three readings with no room.
     assert kinds == ["waiting"] * 3 + ["trial", "compiled", "start", "result", "start", "result", "done"]
-    assert seen == [(True, False)] * 3
     assert events[0]["free"] == 0 and events[0]["need"] > 0  # what it waits for, said as it waits
     assert [(e["key"], e["killed"]) for e in events if e["event"] == "result"] == [("forms_row_sum", False),
                                                                                    ("same", False)]
@@ -534,29 +506,6 @@ def test_a_large_trial_that_does_not_fit_gives_its_turn_back_while_others_trials
     trial = events[3]
     assert list(trial["parts"]) == list(BUILD_PARTS) and trial["parts"][ROOM] >= 0.03
     assert sum(trial["parts"].values()) <= trial["seconds"] + 0.01
-
-
-def test_past_its_backfill_a_large_trial_waits_in_its_turn_holding_the_others_back(tmp_path, monkeypatch):
-    from harness.oracles import large_index_run
-
-    monkeypatch.setattr(large_index_run, "BACKFILL_SECONDS", 0.0)  # patient at once: the others' trials wait
-    seen = _turn_held_at_each_wait(tmp_path, monkeypatch)
-    events = _large_index_events_with_memory(tmp_path, monkeypatch, [0, 0, 0, 2**40], 2**40, 60.0)
-    assert [e["event"] for e in events][:4] == ["waiting"] * 3 + ["trial"]
-    assert seen == [(False, True)] * 3
-
-
-def test_a_trial_no_room_came_for_says_how_long_it_waited_out_of_its_turn_and_in_it(tmp_path, monkeypatch):
-    from harness.oracles import large_index_run
-
-    monkeypatch.setattr(large_index_run, "BACKFILL_SECONDS", 0.2)
-    events = _large_index_events_with_memory(tmp_path, monkeypatch, [0], 2**40, 0.4)
-    skipped = events[-1]
-    assert skipped["event"] == "skipped" and skipped["beyond_device"] is False
-    out, within = re.fullmatch(r"the large trial needs about 0\.0 GiB of device memory; 0\.0 GiB of 1024\.0 GiB are "
-                               r"free \(no room came within ([0-9.]+) s, after ([0-9.]+) s out of its turn while "
-                               r"others' trials were built\)", skipped["why"]).group(2, 1)
-    assert float(out) >= 0.2 and float(out) + float(within) == pytest.approx(0.4, abs=0.06)  # out: to 0.1 s
 
 
 def test_a_substrates_line_says_apart_the_time_its_trials_waited_for_the_memory(tmp_path):

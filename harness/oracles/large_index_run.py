@@ -27,11 +27,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from harness.gate.phases import PhaseClock
-from harness.oracles import memory_turns
 from harness.oracles.memory_turns import memory_turn, wait_for_memory
 
 LOST_EXIT = 3
@@ -50,10 +48,6 @@ MODEL_SMALL, MODEL_PROBE = "the Model untiled", "the Model's memory probe"
 TURN, ROOM = "waiting for a turn at the memory", "waiting for room"
 TILING, MODEL_LARGE = "tiling", "the official output"
 BUILD_PARTS = (SOURCE, MODEL_SMALL, MODEL_PROBE, TURN, ROOM, TILING, MODEL_LARGE)
-# A trial that does not fit gives its turn back for this long (others' trials that fit are built meanwhile) before it
-# waits in its turn, holding theirs back: on an H100 the backward pads' trials (about 40 GiB asked for each) waited
-# in their turns up to 26 s a substrate, and every other process's next trial behind them.
-BACKFILL_SECONDS = 10.0
 
 
 def _tiled_elements(main_shape, output_shape, factor: int, axis: int) -> tuple[int, int]:
@@ -384,7 +378,12 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
         torch.cuda.empty_cache()
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
     # has taken, by the time the memory is read, all it will take.
-    with _turn_with_room(need, plan, index, backend, torch, events, clock) as room:
+    turn_asked = time.perf_counter()
+    with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
+                                                                     waited=round(waited, 1), turn=True)):
+        clock.add(TURN, time.perf_counter() - turn_asked, turn_asked)
+        with clock.timing(ROOM):
+            room = _room_for(need, plan, index, backend, torch, events)
         if not room:
             return None
         try:
@@ -410,52 +409,17 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
     return inputs, expected, length, factor
 
 
-@contextmanager
-def _turn_with_room(need: int, plan: dict, index: int, backend, torch, events, clock: PhaseClock):
-    """This process's turn at the memory with `need` bytes free (True), or without (False: a `skipped` event says
-    why). For its first BACKFILL_SECONDS a trial that does not fit gives the turn back at once, so that another
-    process's trial that fits now is built meanwhile rather than wait behind it; then it waits in its turn, the
-    others' trials held back, for what they give back (plan["memory_wait"] s in all)."""
-    lock, asked, beat, out_of_turn = plan.get("memory_lock"), time.perf_counter(), time.perf_counter(), 0.0
-    patient_from = asked + (BACKFILL_SECONDS if lock and plan.get("memory_wait", 0) > BACKFILL_SECONDS else 0.0)
-    while True:
-        turn_asked = time.perf_counter()
-        with memory_turn(lock, lambda waited: _write(events, event="waiting", trial=index, waited=round(waited, 1),
-                                                     turn=True)):
-            clock.add(TURN, time.perf_counter() - turn_asked, turn_asked)
-            room_asked = time.perf_counter()
-            now = (None if room_asked >= patient_from
-                   else wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch), 0.0))
-            # Patient, it waits here; backfilling, it is built now if it fits, or skipped at once where it never can.
-            if now is None or now.fits or now.beyond_device:
-                room = (now is not None and now.fits) or _room_for(need, plan, index, backend, torch, events,
-                                                                   out_of_turn)
-                clock.add(ROOM, time.perf_counter() - room_asked, room_asked)
-                yield room
-                return
-        outside = time.perf_counter()
-        if outside - beat >= memory_turns.HEARTBEAT_SECONDS:  # its parent hears it as alive
-            _write(events, event="waiting", trial=index, need=need, free=now.free, waited=round(outside - asked, 1),
-                   backfill=True)
-            beat = outside
-        time.sleep(memory_turns.POLL_SECONDS)
-        out_of_turn += time.perf_counter() - outside
-        clock.add(ROOM, time.perf_counter() - outside, outside)
-
-
-def _room_for(need: int, plan: dict, index: int, backend, torch, events, waited: float = 0.0) -> bool:
-    """Whether the device has `need` bytes free for trial `index`, waited for up to plan["memory_wait"] s in all
-    (`waited` of them already, out of its turn), saying `waiting`; where it has not, a `skipped` event says why.
-    Called in the process's turn."""
+def _room_for(need: int, plan: dict, index: int, backend, torch, events) -> bool:
+    """Whether the device has `need` bytes free for trial `index`, waited for up to plan["memory_wait"] s (saying
+    `waiting`); where it has not, a `skipped` event says why. Called in the process's turn."""
     wait = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch),
-                           max(0.0, float(plan.get("memory_wait", 0)) - waited),
-                           lambda in_turn, free: _write(events, event="waiting", trial=index, need=need, free=free,
-                                                        waited=round(waited + in_turn, 1)))
+                           float(plan.get("memory_wait", 0)),
+                           lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
+                                                       waited=round(waited, 1)))
     if not wait.fits:  # beyond_device: alone on the device it would be skipped the same
-        before = f", after {waited:.1f} s out of its turn while others' trials were built" if waited >= 0.05 else ""
         _write(events, event="skipped", trial=index, memory=True, beyond_device=wait.beyond_device,
                why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
-                   f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up}{before})")
+                   f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
     return wait.fits
 
 

@@ -5,10 +5,8 @@ process, and a trial of 2^31 elements takes tens of GiB. Checked one by one agai
 processes could both see room for one trial, and whichever then ran out was judged again alone, after the
 others, one substrate at a time. Here a process takes its turn (an exclusive lock on a file the parent names)
 before it reads the free memory, builds its trial and reserves the rest of what the trial will take; the next
-process then reads the memory with all of that held. One whose trial does not fit gives its turn back for a
-while (harness.oracles.large_index_run.BACKFILL_SECONDS: others' trials that fit are built meanwhile), then waits,
-in its turn, for the others to give memory back, where their giving it all back would make room; else it says it
-is short at once.
+process then reads the memory with all of that held. One whose trial does not fit waits, in its turn, for the
+others to give memory back, where their giving it all back would make room; else it says it is short at once.
 """
 
 from __future__ import annotations
