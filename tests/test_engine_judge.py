@@ -274,6 +274,47 @@ def test_a_death_on_a_later_trial_is_the_kernel_that_was_running_not_one_an_earl
     assert [outcome.processes for _name, outcome in heard] == [1]
 
 
+OUT_OF_MEMORY_DEATH = ('\n#ifdef HARNESS_CPU\n if (rows > 5000) { fprintf(stderr, "Traceback (most recent call last):\\n'
+                       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 19.29 GiB\\n"); std::abort(); }'
+                       '\n#endif\n')
+
+
+@pytest.mark.parametrize("beside_others", [False, True], ids=["alone", "beside-others"])
+def test_a_process_that_dies_out_of_device_memory_kills_no_survivor(tmp_path, beside_others):
+    # The comparison's or the trial's memory running out beside other processes is the device's limit, not the
+    # kernel's fault (head-3 on an H100: a mutant was 'killed' by torch.OutOfMemoryError). The survivor is not
+    # judged on that trial; beside others the substrate is judged again alone.
+    from harness.engine.large_index import _judge_substrate
+
+    unmutated, _ = _substrate()
+    starving = replace(_guarded_survivor("i >= (1LL << 40)", 4), source=unmutated.source.replace(
+        GUARD, GUARD + OUT_OF_MEMORY_DEATH))
+    settings = replace(SMALL, memory_lock=str(tmp_path / "turns.lock")) if beside_others else SMALL
+    outcome = _judge_substrate(unmutated, [starving], "cpu", settings)
+    assert outcome.short_of_memory is beside_others
+    killed, _detail, trials = outcome.judged[starving.mutant_id]
+    assert killed is False and "cut to 8192" not in trials  # judged on the trials before, not on the one it died on
+    unjudged = [why for why in outcome.why_not if why.startswith(f"{program_label(starving.mutant_id)} not judged")]
+    assert unjudged == [f"{program_label(starving.mutant_id)} not judged on T0_original trial 0 tiled 128x along "
+                        "axis 0 and cut to 8192: 8192x256, out 8192: the device's memory fell short while it ran: "
+                        "the process ended (killed by signal SIGABRT): torch.OutOfMemoryError: CUDA out of memory. "
+                        "Tried to allocate 19.29 GiB"], outcome.why_not
+
+
+def test_only_the_last_traceback_s_out_of_memory_is_a_death_of_the_device_s_memory():
+    from harness.engine.large_index import ran_out_of_device_memory
+
+    assert ran_out_of_device_memory("Traceback (most recent call last):\n  ...\ntorch.OutOfMemoryError: CUDA out")
+    # A context or library allocation: torch's advice is the last line, the words are above it.
+    assert ran_out_of_device_memory("Traceback (most recent call last):\nRuntimeError: CUDA error: out of memory\n"
+                                    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+    assert not ran_out_of_device_memory("Traceback (most recent call last):\nRuntimeError: CUDA error: an illegal "
+                                        "memory access was encountered")
+    assert not ran_out_of_device_memory("Traceback (most recent call last):\ntorch.OutOfMemoryError: caught\n"
+                                        "Traceback (most recent call last):\nKernelFault: illegal address")
+    assert not ran_out_of_device_memory("")
+
+
 def test_an_unmutated_substrate_that_fails_a_large_trial_judges_none_of_its_survivors_on_it(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
     unmutated, _ = _substrate()

@@ -81,6 +81,7 @@ class TrialRun:
     trial: str
     why: str | None
     short_of_memory: bool = False
+    unjudged: list = field(default_factory=list)  # kernels a process ran out of memory under: why each was not judged
 
 
 @dataclass
@@ -170,6 +171,7 @@ def _judge_substrate(u: Unmutated, mine: list[Survivor], backend: str, settings:
                                                   + (base[1] if base else "it did not run"))))
             continue
         outcome.trials.append(run.trial)
+        outcome.why_not.extend(run.unjudged)
         for s in mine:
             found = run.results.get(program_label(s.mutant_id))
             if found is not None and not outcome.judged.get(s.mutant_id, (False,))[0]:  # None: not judged here
@@ -278,11 +280,14 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
         worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))
     except OSError:  # it died before it took the job: judged as any other end
         worker.process.join(10)
-    ended, clean = _watched(worker, events, stderr, u.substrate, progress.unmutated_seconds, settings)
+    ended, clean, memory = _watched(worker, events, stderr, u.substrate, progress.unmutated_seconds, settings)
     deliberate_end, built = _read_events(events, progress, u.substrate)
     if settings.stop.is_set() or progress.position >= len(LARGE_TRIALS) or deliberate_end or clean:
         return
     here = progress.runs[progress.position]
+    # A process that ran out of the device's memory (its context, a trial, a comparison) met the device's limit,
+    # not a kernel's fault: beside other processes, the substrate is judged again alone.
+    here.short_of_memory |= memory and settings.memory_lock is not None
     if progress.position not in built:
         here.why = f"the large trial could not be built: {ended}"
         progress.move_to(progress.position + 1)
@@ -291,10 +296,18 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
     left = [key for key, _source in progress.kernels(u) if key not in progress.judged_here]
     if not left:
         return
+    progress.judged_here.add(left[0])
+    if memory:
+        if left[0] == u.substrate:
+            here.why = f"the device's memory fell short while the unmutated kernel ran: {ended}"
+            progress.move_to(progress.position + 1)
+        else:
+            here.unjudged.append(f"{left[0]} not judged on {here.trial or 'its large trial'}: the device's "
+                                 f"memory fell short while it ran: {ended}")
+        return
     # The process died (or hung) inside the next kernel: its doing.
     here.results[left[0]] = (True, f"the kernel {ended}" if ended.startswith("hung")
                              else f"the oracle's process died while it ran: {ended}")
-    progress.judged_here.add(left[0])
     if left[0] == u.substrate:
         progress.move_to(progress.position + 1)
     else:
@@ -302,10 +315,11 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
 
 
 def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_seconds: dict,
-             settings: LargeSettings) -> tuple[str, bool]:
+             settings: LargeSettings) -> tuple[str, bool, bool]:
     """Wait for the process to end, killing it where a mutant hangs (past hang_limit of the unmutated kernel's time
     on that trial: `unmutated_seconds`' or the events') or nothing is heard from it for `settings.timeout`; how it
-    ended, and whether it ended of itself with nothing left to do (exit status 0)."""
+    ended, whether it ended of itself with nothing left to do (exit status 0), and whether it died of the device's
+    memory (ran_out_of_device_memory)."""
     from harness.processes import exit_description
 
     heard, ended, size = time.monotonic(), "", -1
@@ -328,11 +342,20 @@ def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_secon
             ended = f"timed out after {settings.timeout:g} s"
             break
     clean = not ended and worker.process.exitcode == 0
+    memory = False
     if not ended:
         errors = stderr.read_text() if stderr.exists() else ""
         ended = f"the process ended ({exit_description(worker.process.exitcode)}): {last_line(errors)}"
+        memory = not clean and ran_out_of_device_memory(errors)
     worker.stop()
-    return ended, clean
+    return ended, clean, memory
+
+
+def ran_out_of_device_memory(stderr: str) -> bool:
+    """Whether the last traceback a process wrote is the device's memory running out: torch's allocator, or a CUDA
+    call's (a context or a library's workspace: `CUDA error: out of memory`, whose last line is torch's advice)."""
+    last = stderr.rsplit("Traceback (most recent call last)", 1)[-1]
+    return "OutOfMemoryError" in last or "out of memory" in last.lower()
 
 
 def _read_events(events: Path, progress: _Progress, unmutated: str) -> tuple[bool, set]:

@@ -516,11 +516,20 @@ def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: 
             return not ends, True
         parts["running"] = round(ran, 4)
         checking = time.perf_counter()
-        comparison = compare(out, expected, entry.tolerance, backend.close_figures)
-        del out
-        # No guard bands here: a kernel that wrote outside its output may have changed what the next is judged
-        # by. It is killed for that, and a fresh process takes the kernels after it.
-        harmed = harmed_by(inputs, sums, expected, expected_sum)
+        try:
+            try:
+                comparison = compare(out, expected, entry.tolerance, backend.close_figures)
+            finally:
+                del out
+            # No guard bands here: a kernel that wrote outside its output may have changed what the next is judged
+            # by. It is killed for that, and a fresh process takes the kernels after it.
+            harmed = harmed_by(inputs, sums, expected, expected_sum)
+        except torch.OutOfMemoryError as error:  # the comparison's own memory, beside other processes: not judged
+            if backend.device.type == "cuda":
+                torch.cuda.empty_cache()
+            _write(events, event="result", trial=index, key=key, killed=False, memory=True, parts=parts,
+                   error=f"checking its output: {_device_words(error)}")
+            return True, None
         parts["checking"] = round(time.perf_counter() - checking, 4)
         if harmed:
             _write(events, event="result", trial=index, key=key, killed=True, ends=True, parts=parts,
