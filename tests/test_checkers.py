@@ -281,3 +281,36 @@ def test_on_the_gpu_the_t0_checker_moves_a_builders_cpu_tensors_to_the_device_as
 
     assert judge_t0(entry, problem, relu, device).accepted and on_device == [True] * 5
     assert not judge_t0(entry, problem, lambda x: -x, device).accepted
+
+
+def test_the_two_kernelbench_checkers_judging_one_kernel_share_one_run_of_its_trials():
+    class _Call:  # the parts of KernelCall the checkers use: calling it, what it raised, what it shares
+        def __init__(self, function, shared):
+            self.function, self.raised, self.shared = function, [], shared
+
+        def __call__(self, *inputs):
+            try:
+                return self.function(*inputs)
+            except Exception as error:
+                self.raised.append(error)
+                raise
+
+    runs = []
+
+    def near(x):  # within KernelBench v0's 1e-2, not today's 1e-4
+        runs.append(x.shape)
+        return torch.relu(x) * (1 + 5e-3)
+
+    shared = {}
+    assert not kernelbench(RANDN, _Call(near, shared), "cpu") and kernelbench_v0(RANDN, _Call(near, shared), "cpu")
+    assert len(runs) == 5  # one run of the five trials for both, not one each
+    assert judge(RANDN, near, "cpu").why == "trial 0: output mismatch beyond atol = rtol = 0.0001"
+
+    def faults(x):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    shared = {}
+    first, second = _Call(faults, shared), _Call(faults, shared)
+    assert not kernelbench(RANDN, first, "cpu") and not kernelbench_v0(RANDN, second, "cpu")
+    # The second checker's call holds the fault as its own run would have: its verdict says the kernel raised it.
+    assert len(second.raised) == 1 and second.raised[0] is first.raised[0]

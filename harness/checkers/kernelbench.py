@@ -7,6 +7,10 @@ mismatch or any exception fails the check at once, a value mismatch (`torch.allc
 output)` at atol = rtol = the tolerance) fails its trial and the next trial runs; the check passes
 when every trial passes. Tolerance 1e-4 for float32 (`kernelbench`), or 1e-2, the value before
 KernelBench's precision-dependent tolerances (`kernelbench_v0`).
+
+In a campaign the two judge the same kernel on the same trials: one run of the trials serves both (the kernel
+`shared` between the checkers judging it, harness.checkers.under_test.KernelCall), each tolerance's verdict taken
+from the same outputs. At real sizes a run is seconds of reference and kernel per trial.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from harness.problems import KERNELBENCH_SEED
 TRIALS = 5  # num_correct_trials in KernelBench's scripts
 FP32_TOLERANCE = 1e-4
 V0_TOLERANCE = 1e-2
+TOLERANCES = (FP32_TOLERANCE, V0_TOLERANCE)
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,17 @@ def set_seed(torch, seed: int, on_gpu: bool) -> None:
 
 def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: int = TRIALS) -> Judgement:
     """KernelBench's check of `kernel` against `problem` on `device`, with the first failure where it rejects."""
+    return judge_at(problem, kernel, device, (tolerance,), trials)[tolerance]
+
+
+def judge_at(problem, kernel, device, tolerances: tuple[float, ...], trials: int = TRIALS) -> dict[float, Judgement]:
+    """KernelBench's check at each of `tolerances` from one run of the trials: what a run at each alone would say
+    of the same outputs (a fault or a wrong shape rejects at every tolerance, at once)."""
     import torch
 
     device = torch.device(device)
     model = problem.build_model(device)
-    failures = []
+    failures: dict[float, list[str]] = {tolerance: [] for tolerance in tolerances}
     with torch.no_grad():
         for trial, seed in enumerate(trial_seeds(KERNELBENCH_SEED, trials)):
             set_seed(torch, seed, device.type == "cuda")
@@ -59,13 +70,33 @@ def judge(problem, kernel, device, tolerance: float = FP32_TOLERANCE, trials: in
             try:
                 output = kernel(*inputs)
             except Exception as error:
-                return Judgement(False, f"trial {trial}: the kernel raised {type(error).__name__}: {error}")
+                return dict.fromkeys(tolerances, Judgement(
+                    False, f"trial {trial}: the kernel raised {type(error).__name__}: {error}"))
             if not isinstance(output, torch.Tensor) or output.shape != reference.shape:
                 got = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
-                return Judgement(False, f"trial {trial}: output shape {got}, expected {tuple(reference.shape)}")
-            if not torch.allclose(reference, output, atol=tolerance, rtol=tolerance):
-                failures.append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}")
-    return Judgement(not failures, failures[0] if failures else "")
+                return dict.fromkeys(tolerances, Judgement(
+                    False, f"trial {trial}: output shape {got}, expected {tuple(reference.shape)}"))
+            for tolerance in tolerances:
+                if not torch.allclose(reference, output, atol=tolerance, rtol=tolerance):
+                    failures[tolerance].append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}")
+    return {tolerance: Judgement(not said, said[0] if said else "") for tolerance, said in failures.items()}
+
+
+def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
+    """judge() at `tolerance` (one of TOLERANCES), from the run of the trials another built-in KernelBench checker made of the same
+    kernel where it made one (`kernel.shared`), else from a run made now for both tolerances and left there. The
+    errors the kernel raised in that run are the kernel's under each checker (`kernel.raised`)."""
+    shared = getattr(kernel, "shared", None)
+    if shared is None:
+        return judge(problem, kernel, device, tolerance)
+    if "kernelbench" in shared:
+        judgements, raised = shared["kernelbench"]
+        kernel.raised.extend(raised)
+    else:
+        before = len(kernel.raised)
+        judgements = judge_at(problem, kernel, device, TOLERANCES)
+        shared["kernelbench"] = (judgements, kernel.raised[before:])
+    return judgements[tolerance]
 
 
 def drawn(problem, seed: int) -> list:
@@ -75,8 +106,8 @@ def drawn(problem, seed: int) -> list:
 
 
 def kernelbench(problem, kernel, device) -> bool:
-    return judge(problem, kernel, device, FP32_TOLERANCE).accepted
+    return shared_judgement(problem, kernel, device, FP32_TOLERANCE).accepted
 
 
 def kernelbench_v0(problem, kernel, device) -> bool:
-    return judge(problem, kernel, device, V0_TOLERANCE).accepted
+    return shared_judgement(problem, kernel, device, V0_TOLERANCE).accepted

@@ -125,10 +125,13 @@ class KernelCall:
     into out, and out's contents where it wrote nothing, as without the copy.
     """
 
-    def __init__(self, entry, backend, kernel, state: tuple = ()):
+    def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None):
         self.entry, self.backend, self.kernel, self.state = entry, backend, kernel, tuple(state)
         self.raised: list[BaseException] = []
         self.poisoned = False  # a fault that poisons the CUDA context: the worker must end
+        # What the checkers judging this same kernel leave each other (one dict for all their calls): a run of the
+        # trials one built-in checker made that another's verdict can be read from (checkers.kernelbench).
+        self.shared = shared
 
     def __call__(self, *inputs):
         import torch

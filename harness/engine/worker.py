@@ -899,10 +899,10 @@ class _SubstrateRun:
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
             self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device)
         problem = self.built_problem
-        verdicts, end, foreseen = {}, False, False
+        verdicts, end, foreseen, shared = {}, False, False, {}
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
-            call = KernelCall(self.entry, self.backend, kernel, self.state)
+            call = KernelCall(self.entry, self.backend, kernel, self.state, shared)
             with self.mutant_parts.timing("checkers"):
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
