@@ -161,16 +161,16 @@ def recorded(*verdicts):
     (recorded((report(), "cuda", "NVIDIA H200", WHEN)), SHA, "admitted (cuda, NVIDIA H200, 2025-01-02)"),
     (recorded((report(admitted=False), "cuda", "NVIDIA H200", WHEN)), SHA, "rejected (cuda, NVIDIA H200, 2025-01-02)"),
     (recorded((report(), "cuda", "NVIDIA H200", WHEN)), OTHER_SHA,
-     "source changed since it was admitted (cuda, NVIDIA H200, 2025-01-02)"),
+     "source or problem file changed since it was admitted (cuda, NVIDIA H200, 2025-01-02)"),
     (recorded((report(admitted=False), "cpu", "cpu", WHEN)), OTHER_SHA,
-     "source changed since it was rejected (cpu, cpu, 2025-01-02)"),
+     "source or problem file changed since it was rejected (cpu, cpu, 2025-01-02)"),
     # backends in name order whatever the order they were added in
     (recorded((report(admitted=False), "cuda", "NVIDIA H200", WHEN),
               (report(), "cpu", "x86_64", "2025-01-03T23:59:59+00:00")), SHA,
      "admitted (cpu, x86_64, 2025-01-03); rejected (cuda, NVIDIA H200, 2025-01-02)"),
     (recorded((report(sha=OTHER_SHA), "cuda", "NVIDIA H200", WHEN),
               (report(), "cpu", "cpu", WHEN)), SHA,
-     "admitted (cpu, cpu, 2025-01-02); source changed since it was admitted (cuda, NVIDIA H200, 2025-01-02)"),
+     "admitted (cpu, cpu, 2025-01-02); source or problem file changed since it was admitted (cuda, NVIDIA H200, 2025-01-02)"),
 ])
 def test_admission_status(record, sha, status):
     assert admission_status(record, "relu", sha) == status

@@ -94,8 +94,8 @@ def test_a_substrate_gated_against_another_copy_of_its_problem_is_refused_naming
     assert main(["--backend", "cpu", "--substrates-dir", str(root / "substrates"), "--store",
                  str(tmp_path / "results.jsonl"), "--no-progress", *OPERATORS, "rule_compliant"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("refused: rule_compliant: not admitted on cpu at its current source hash (source changed "
-                          "since it was admitted (cpu, ")
+    assert out.startswith("refused: rule_compliant: not admitted on cpu at its current source hash (source or "
+                          "problem file changed since it was admitted (cpu, ")
     assert (f"); the hash covers its problem file too, here {problem}: if it was gated against another copy of "
             f"abs_plus_half.py, pass that copy's --kb-root; run python gate.py --backend cpu ") in out
 

@@ -32,6 +32,18 @@ def test_list_shows_every_registered_substrate_and_its_admission(tmp_path, capsy
         assert rows[f"pad_const_b{width}"].endswith("never gated")
 
 
+def test_list_says_a_corpus_substrate_gated_against_a_checkout_reads_as_changed_without_its_kb_root(capsys):
+    # Its record was made against a KernelBench checkout; here the stand-in problem is found, whose hash differs.
+    assert main(["--list", "examples/kernelbench/candidate_kb_relu.py"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    relu = next(line for line in lines if line.startswith("kb_relu "))
+    assert relu.split()[1:3] == ["candidate_kb_relu.py", "19_ReLU.py"]
+    assert "source or problem file changed since it was admitted (cuda, " in relu
+    assert lines[-1] == ("(source or problem file changed: the recorded hash covers the candidate and its problem file; "
+                         "a substrate gated against a KernelBench checkout reads as changed unless --kb-root names that "
+                         "checkout)")
+
+
 def test_an_unknown_name_is_a_usage_error(capsys):
     from tests.conftest import registered_entries
 

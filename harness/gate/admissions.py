@@ -114,7 +114,9 @@ def admission_status(record: dict, name: str, source_sha256: str) -> str:
     for backend, entry in sorted(per_backend.items()):
         where = f"{backend}, {entry['device']}, {entry['date'][:10]}"
         if entry["source_sha256"] != source_sha256:
-            parts.append(f"source changed since it was {'admitted' if entry['admitted'] else 'rejected'} ({where})")
+            # The hash covers the candidate and its problem file: another copy of the problem reads as a change.
+            parts.append(f"source or problem file changed since it was {'admitted' if entry['admitted'] else 'rejected'}"
+                         f" ({where})")
         elif entry["admitted"]:
             parts.append(f"admitted ({where})")
         else:

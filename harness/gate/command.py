@@ -399,6 +399,9 @@ class RecordBook:
             raise UsageError(str(error))
 
 
+CHANGED = "source or problem file changed"
+
+
 def _list(entries: dict, errors: dict, records: RecordBook) -> str:
     rows = []
     for file, summaries in sorted(entries.items()):
@@ -411,6 +414,9 @@ def _list(entries: dict, errors: dict, records: RecordBook) -> str:
     width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("substrate", "file", "kb_file"))]
     lines = [f"{'substrate':<{width[0]}}  {'file':<{width[1]}}  {'kb_file':<{width[2]}}  admission"]
     lines += [f"{n:<{width[0]}}  {f:<{width[1]}}  {k:<{width[2]}}  {st}" for n, f, k, st in rows]
+    if any(k and CHANGED in st for _n, _f, k, st in rows):
+        lines.append(f"({CHANGED}: the recorded hash covers the candidate and its problem file; a substrate gated "
+                     f"against a KernelBench checkout reads as changed unless --kb-root names that checkout)")
     return "\n".join(lines)
 
 
