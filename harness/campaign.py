@@ -22,8 +22,6 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,13 +40,13 @@ from harness.engine.plan import Plan, Refused, UsageError, shards
 from harness.engine.plan import plans as make_plans
 from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
                                    format_table, outcomes, report_html, report_json)
-from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, judged_apart,
-                                judges_every_trial, prepare_campaign_worker, run_plan, run_plan_naively, spare_mode,
-                                uses_schemata, worker_environment, worker_log, workers_that_fit)
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, interrupted,
+                                judged_apart, judges_every_trial, prepare_campaign_worker, run_plan, run_plan_naively,
+                                spare_mode, uses_schemata, worker_environment, worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
-from harness.interrupt import EXIT_INTERRUPTED, kill_descendants
+from harness.interrupt import EXIT_INTERRUPTED, SIGNALS, Interruption, kill_descendants
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.processes import WorkerStarter, stop_all
@@ -175,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     # Signal handlers can be set from the main thread only (a cluster's item runs a campaign in a thread).
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if in_main else None
+    if in_main:
+        args.interruption = Interruption()  # what the worker slots' threads read (harness.engine.run.interrupted)
+        previous = {sig: signal.signal(sig, functools.partial(_interrupt, args.interruption)) for sig in SIGNALS}
     try:
         return _run(args)
     except UsageError as error:
@@ -193,11 +193,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     finally:
         if in_main:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
-def _interrupt_on_sigterm(_signum, _frame) -> None:
-    raise KeyboardInterrupt("SIGTERM")  # a batch system's stop ends the campaign as Ctrl-C does
+def _interrupt(interruption: Interruption, signum: int, _frame) -> None:
+    """Ctrl-C, or a batch system's SIGTERM: every worker (the one judging a mutant, its spare), the compile pool and the
+    fork server killed now, and KeyboardInterrupt raised in the main thread, which reports what was judged.
+
+    Killed here, not after the main thread unwinds: a worker busy in a checker (~40 s a mutant at KernelBench's real
+    sizes) or a slot's thread waiting on it held the report back, and a SIGINT sent to this process alone (kill -INT,
+    a batch system's SIGTERM) reaches no worker at all. The same stop sent again at once (timeout -s INT signals this
+    process, then its group) is ignored; a second Ctrl-C later ends the process at once (Interruption.handle)."""
+    first = not interruption.stopped()
+    interruption.handle(signum)
+    if first:
+        raise KeyboardInterrupt(interruption.signal_name)
 
 
 def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_bytes: int | None) -> int:
@@ -611,8 +622,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     # starts its (scripts/eval_from_generations.py: a spawned pool per batch of kernels), and as every worker here
     # was when the engine's speed was first compared with it; forked from the fork server, they would share the
     # engine's own remedy for that cost.
-    starters = [WorkerStarter(env, prepare, ahead=ahead, method="spawn" if args.naive else None)
-                for env in environments]
+    starters = [WorkerStarter(env, prepare, ahead=ahead, method="spawn" if args.naive else None,
+                              stopped=lambda: interrupted(args)) for env in environments]
     for starter, worker in zip(starters, first_workers):
         starter.adopt(worker)
     for worker in first_workers[len(starters):]:  # fewer workers fit in the device's memory
@@ -623,6 +634,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
 
     def run_one(plan: Plan) -> None:
         nonlocal given
+        if interrupted(args):
+            return
         with slots:
             with devices_lock:
                 slot = free_devices.pop(0)  # the first slots first: those hold the workers started ahead
@@ -649,14 +662,7 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                   args.cache_dir, checks_addresses(args, backend), slots=workers, schemata=uses_schemata(args, backend),
                   pool=compile_pool)
     try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            running = [pool.submit(run_one, item) for _plan, item in work_order(items)]
-            # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that
-            # wakes runs its handler.
-            while futures_wait(running, timeout=0.2).not_done:
-                pass
-            for done in running:
-                done.result()  # a slot's own error, raised here
+        in_slots([item for _plan, item in work_order(items)], run_one, workers)
     finally:
         for plan, item in items:
             if item is not plan:  # a shard: what it learnt is its plan's
@@ -665,6 +671,53 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
         if said := compile_pool.close():
             print(said, flush=True)
         stop_all(starters)
+
+
+# How long an interrupted campaign waits for its slots' threads before its report: their workers were killed with the
+# signal, so each reads what its worker sent before it (results judged whole, stored) and ends at once.
+SLOTS_STOP_SECONDS = 5.0
+
+
+def in_slots(items: list, run_one, workers: int) -> None:
+    """run_one(item) for each of `items`, in order, on `workers` threads; the error of the first item (in `items`'
+    order) to raise one is raised here once every item ran. Interrupted (KeyboardInterrupt in this, the main thread),
+    the threads are waited for SLOTS_STOP_SECONDS at most.
+
+    Daemon threads, not a ThreadPoolExecutor: its threads are joined as its `with` ends and again at the interpreter's
+    exit, and one still waiting on a worker's pipe held an interrupted campaign's report back, then its exit. Each
+    says it is done by an Event: a Thread.join that a signal's KeyboardInterrupt cuts short marks its thread stopped,
+    running or not (Python 3.11), and a join after it returns at once."""
+    queue, errors, lock = list(enumerate(items)), {}, threading.Lock()
+    done = [threading.Event() for _ in range(min(workers, len(items)))]
+
+    def slot(finished: threading.Event) -> None:
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    index, item = queue.pop(0)
+                try:
+                    run_one(item)
+                except BaseException as error:  # as a future keeps it, to raise in the main thread
+                    errors[index] = error
+        finally:
+            finished.set()
+
+    for n, finished in enumerate(done):
+        threading.Thread(target=slot, args=(finished,), name=f"campaign-slot-{n}", daemon=True).start()
+    try:
+        # Waited for with a timeout: the terminal's SIGINT may reach a slot's thread, and only a main thread that wakes
+        # runs its handler.
+        while waiting := [finished for finished in done if not finished.is_set()]:
+            waiting[0].wait(0.2)
+    except KeyboardInterrupt:
+        deadline = time.monotonic() + SLOTS_STOP_SECONDS
+        for finished in done:
+            finished.wait(max(0.0, deadline - time.monotonic()))
+        raise
+    if errors:
+        raise errors[min(errors)]
 
 
 def work_order(items: list[tuple[Plan, Plan]]) -> list[tuple[Plan, Plan]]:

@@ -171,8 +171,10 @@ class WorkerStarter:
     current worker runs. One that died while it waited is replaced by a fresh start.
     """
 
-    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True, method: str | None = None):
+    def __init__(self, env: dict[str, str] | None = None, prepare=None, ahead: bool = True, method: str | None = None,
+                 stopped=None):
         self.env, self.prepare, self.ahead, self.method = env, prepare, ahead, method
+        self.stopped = stopped  # a command's interruption (Interruption.stopped): once it says so, no worker is given
         self._spare: StartedWorker | None = None
         self._spare_key = None  # what the spare was warmed for (WorkerStarter.warm), or None
         self._kept: StartedWorker | None = None  # a worker whose job ended well, waiting for the slot's next (keep)
@@ -198,8 +200,10 @@ class WorkerStarter:
         """A worker for a job: the kept one (keep), if alive and no spare is warmed for `key`; else the spare, if it
         is alive and cold or warmed for `key`; else one started now.
 
-        A spare warmed for another key is of no use (it holds another substrate's trials) and is stopped.
+        A spare warmed for another key is of no use (it holds another substrate's trials) and is stopped. WorkerLost,
+        and nothing left running, where `stopped` says the command was interrupted.
         """
+        self._refuse_if_stopped()
         kept, self._kept = self._kept, None
         if kept is not None:
             if kept.process.is_alive() and not (key is not None and self._spare_key == key):
@@ -215,7 +219,19 @@ class WorkerStarter:
         worker.warmed = warmed_for is not None
         if self.ahead:
             self._spare = start_worker(self.env, self.prepare, self.method)
+        self._refuse_if_stopped(worker)
         return worker
+
+    def _refuse_if_stopped(self, taken: StartedWorker | None = None) -> None:
+        """WorkerLost where the command was interrupted, every worker held (and `taken`) stopped: the interruption's
+        kill of every descendant may have come before they existed (the fork server, killed with the rest, is started
+        again by the next worker's start), and nothing else would stop them."""
+        if self.stopped is None or not self.stopped():
+            return
+        if taken is not None:
+            taken.stop()
+        stop_all([self])
+        raise WorkerLost("no worker given: the command was interrupted")
 
     def warm(self, key, target, args) -> None:
         """Send the cold spare `target(*args, conn)`: work it does ahead for a job keyed `key` (a campaign

@@ -186,6 +186,79 @@ def test_an_interrupted_campaign_says_so_once_and_the_same_command_goes_on_witho
     assert _processes_in_group(campaign.pid) == []
 
 
+# A --checker that judges the unmutated kernel and the first mutant at once, then sleeps far longer than anyone waits
+# for Ctrl-C: the worker is busy as it was under KernelBench's checkers at real size (~40 s a mutant on the H100).
+SLOW_CHECKER = """
+import os, pathlib, time
+calls = 0
+def check(problem, kernel, device):
+    global calls
+    calls += 1
+    if calls >= 3:
+        pathlib.Path(os.environ["SLOW_CHECKER_BUSY"]).touch()
+        time.sleep(300)
+    return True
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+@pytest.mark.parametrize("sent_to", ["campaign", "campaign and group", "campaign, SIGTERM"],
+                         ids=["SIGINT to the campaign alone (kill -INT)",
+                              "SIGINT to the campaign, then its group (timeout -s INT)", "SIGTERM to the campaign alone"])
+def test_a_campaign_whose_worker_is_busy_in_a_checker_stops_within_seconds_keeping_only_whole_mutants(tmp_path,
+                                                                                                     sent_to):
+    """The parent waited for the worker's mutant (its checkers) before the report, and then for its slot's thread at
+    exit: a campaign under KernelBench's checkers at real size took 40 s to report and never exited."""
+    checker, busy = tmp_path / "slow.py", tmp_path / "busy"
+    checker.write_text(SLOW_CHECKER)
+    store, report = tmp_path / "store" / "results.jsonl", tmp_path / "report.json"
+    spec = f"{checker}:check"
+    campaign = subprocess.Popen([sys.executable, "-m", "harness.campaign", "--backend", "cpu", "--no-progress",
+                                 "--matrix", "--checker", spec, "--store", str(store), "--cache-dir",
+                                 str(tmp_path / "cache"), "--json", str(report), "pad_const_b1"],
+                                cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "SLOW_CHECKER_BUSY": str(busy)})
+    try:
+        deadline = time.monotonic() + 240
+        while not (busy.is_file() and store.is_file() and '"cells"' in store.read_text()):
+            if time.monotonic() > deadline or campaign.poll() is not None:
+                pytest.fail(f"no mutant was judged, or the checker never slept: {campaign.returncode}")
+            time.sleep(0.1)
+        sent = time.monotonic()
+        os.kill(campaign.pid, signal.SIGTERM if sent_to.endswith("SIGTERM") else signal.SIGINT)
+        if sent_to == "campaign and group":
+            os.killpg(campaign.pid, signal.SIGINT)  # the same stop again, at once (timeout's second signal)
+        try:
+            out, err = campaign.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the campaign had not exited 60 s after the signal (its worker sleeps 300 s in the checker)")
+        took = time.monotonic() - sent
+    finally:
+        if campaign.poll() is None:
+            os.killpg(campaign.pid, signal.SIGKILL)
+            campaign.communicate()
+
+    name = "SIGTERM" if sent_to.endswith("SIGTERM") else "SIGINT"
+    assert campaign.returncode == EXIT_INTERRUPTED, err
+    assert took < 20, f"the campaign took {took:.1f} s to stop"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1] == (f"campaign: interrupted by {name}: every mutant judged before it is in "
+                                            f"{store}; run the same command to go on from there")
+    rows = [json.loads(line) for line in store.read_text().splitlines()]
+    judged = [row for row in rows if not row["mutant_id"].startswith("|")]
+    # Only whole mutants: each with its row and the checker's verdict; the one under the checker as the signal came is
+    # not stored (lost, it would read "not judged: its worker was lost" and never be run again).
+    assert judged and all(row["cells"] and row["checkers"][spec] == {"accepted": True, "why": ""} for row in judged)
+    assert f"campaign: interrupted: {len(judged)} mutant(s) judged, " in err
+    partial = json.loads(report.read_text())
+    assert {m["id"] for m in partial["files"]["pad_const_b1.cu"]["mutants"]} == {row["mutant_id"] for row in judged}
+    assert partial["substrateHarness"]["incomplete"]["interrupted_by"] == name
+    deadline = time.monotonic() + 5
+    while _processes_in_group(campaign.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in_group(campaign.pid) == []
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_an_interrupted_bench_gate_prints_and_keeps_the_rows_that_finished_and_leaves_no_process(tmp_path):
     report = tmp_path / "bench.json"

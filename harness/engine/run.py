@@ -320,7 +320,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
     # Resumed mutants the checkers are still to judge apart: counted done once they are.
     apart = {m: True for m in remaining
              if judging and judged_apart(store.get(ResultKey(plan.source_sha256, backend, m)))}
-    while remaining:
+    while remaining and not interrupted(args):
         handle = _PlanMessages(plan, backend, store, progress, remaining, known_digests, judging, start_times,
                                rows_alone, apart)
         state = handle.state
@@ -333,6 +333,10 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
         try:
             _timed_converse(worker_time, job, handle, WarmingStarter(starter, spec) if warm else starter)
         except WorkerLost as lost:
+            if interrupted(args):
+                # The signal killed the worker: the mutant it was judging is neither a fault of its own to store nor
+                # one to judge again in a fresh worker; the same command judges it when it goes on.
+                return
             current = state["current"]
             if state["compiling_batch"]:
                 batch_size = 1  # a batch that hangs or crashes the compiler: each mutant alone, with its own limit
@@ -378,6 +382,13 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             check = False
             continue
         baseline_needed = False
+
+
+def interrupted(args) -> bool:
+    """Whether the campaign was asked to stop: args.interruption (harness.interrupt.Interruption) is set by the
+    signal handler of harness.campaign.main, which has killed every worker; a cluster's item has none."""
+    interruption = getattr(args, "interruption", None)
+    return interruption is not None and interruption.stopped()
 
 
 def judges_every_trial(args) -> bool:
@@ -538,6 +549,8 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
     import tempfile
 
     for mutant_id in plan.to_run:
+        if interrupted(args):
+            return
         outcome = {}
 
         def handle(message) -> bool:
@@ -555,6 +568,8 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
             try:
                 _timed_converse(worker_time, job, handle, starter, keep_worker=False)  # a fresh one each
             except WorkerLost as lost:
+                if interrupted(args):
+                    return
                 status = _lost_status(lost)
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
         results[mutant_id] = outcome
