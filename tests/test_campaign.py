@@ -341,6 +341,17 @@ def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():
         "mutants' time: kernel: runs 1.5, loading 0.2, the rest (compared code, trial order, messages) 1.8")
 
 
+def test_a_part_of_a_part_of_the_mutants_time_is_counted_once():
+    from harness.engine.run import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"mutants": 4.0, "mutants: checkers": 3.0, "mutants: checkers: the kernel's runs": 2.0,
+                     "mutants: kernel: runs": 0.5}, 4.0)
+    assert worker_time.describe().splitlines()[1] == (
+        "mutants' time: checkers 3.0, checkers: the kernel's runs 2.0, kernel: runs 0.5, the rest (compared code, "
+        "trial order, messages) 0.5")
+
+
 def test_the_start_times_are_each_substrates_first_worker_milestones_of_the_first_substrates_given(monkeypatch):
     from harness.engine import run
 

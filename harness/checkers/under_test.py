@@ -51,8 +51,9 @@ class BuiltProblem:
     mutant and checker. Its outputs are a fresh Model's: nothing a kernel runs can change its weights (the kernel
     gets copies of the tensors model_state names), and the mode is the one a Model starts in."""
 
-    def __init__(self, problem, model, device, room=host_has_room):
+    def __init__(self, problem, model, device, room=host_has_room, clock=None):
         self.problem, self.model, self.device = problem, model, device
+        self.clock = clock  # a PhaseClock the draws are timed on (`checkers: inputs drawn`), or None
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
         self._drawn: dict = {}  # key: (the draw's values, their checksums where a kernel shares their memory)
         self._room = room  # whether the host has room to keep a draw past DRAWN_BYTES
@@ -78,7 +79,8 @@ class BuiltProblem:
             if sums is None or sums == [tensor_checksum(x) for x in _tensors(values)]:
                 return values
             del self._drawn[key]
-        values = draw()
+        with _timed(self.clock, "checkers: inputs drawn"):
+            values = draw()
         tensors = _tensors(values)
         size = sum(x.numel() * x.element_size() for x in tensors)
         if all(x.device.type == "cpu" for x in tensors) and (size <= DRAWN_BYTES - self._drawn_bytes()
@@ -89,6 +91,12 @@ class BuiltProblem:
 
     def _drawn_bytes(self) -> int:
         return sum(x.numel() * x.element_size() for values, _ in self._drawn.values() for x in _tensors(values))
+
+
+def _timed(clock, phase: str):
+    from contextlib import nullcontext
+
+    return clock.timing(phase) if clock is not None else nullcontext()
 
 
 def _tensors(values) -> list:
@@ -125,8 +133,11 @@ class KernelCall:
     into out, and out's contents where it wrote nothing, as without the copy.
     """
 
-    def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None):
+    def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None, clock=None):
         self.entry, self.backend, self.kernel, self.state = entry, backend, kernel, tuple(state)
+        # A PhaseClock the kernel's runs and its output's guarded copies are timed on, or None: the rest of a
+        # checker's time is its own (drawing, references, comparing).
+        self.clock = clock
         self.raised: list[BaseException] = []
         self.poisoned = False  # a fault that poisons the CUDA context: the worker must end
         # What the checkers judging this same kernel leave each other (one dict for all their calls): a run of the
@@ -146,14 +157,17 @@ class KernelCall:
             # Copies of the Model's own tensors: a mutant that writes its inputs must not change the worker's Model.
             views = [*inputs, *(tensor.clone() for tensor in self.state)]
             out, grid, block, args = self.entry.launch(views, torch)
-            guarded = GuardedTensor.copy_of(out, out.device)
+            with _timed(self.clock, "checkers: the kernel's output guarded"):
+                guarded = GuardedTensor.copy_of(out, out.device)
             args, problems = _redirect_pointers(list(args), out, guarded.tensor, views)
             problems += signature.check_arguments(self.kernel.params, args)
             if problems:
                 raise ValueError(f"launch's arguments: {problems[0]}")
-            self.backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
-            self.backend.synchronize()
-            out.copy_(guarded.tensor)
+            with _timed(self.clock, "checkers: the kernel's runs"):
+                self.backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
+                self.backend.synchronize()
+            with _timed(self.clock, "checkers: the kernel's output guarded"):
+                out.copy_(guarded.tensor)
         except Exception as error:
             self.raised.append(error)
             if isinstance(error, KernelFault) and error.poisons_context:

@@ -897,12 +897,13 @@ class _SubstrateRun:
         from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
 
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
-            self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device)
+            self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device,
+                                              clock=self.mutant_parts)
         problem = self.built_problem
         verdicts, end, foreseen, shared = {}, False, False, {}
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
-            call = KernelCall(self.entry, self.backend, kernel, self.state, shared)
+            call = KernelCall(self.entry, self.backend, kernel, self.state, shared, self.mutant_parts)
             with self.mutant_parts.timing("checkers"):
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
