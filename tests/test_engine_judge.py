@@ -621,6 +621,23 @@ def test_only_a_trial_the_memory_fell_short_of_beside_others_has_the_substrate_j
                            {"trial": 3, "beyond_device": False}) == [False, False, False, True]
 
 
+def test_an_unmutated_kernel_its_check_ran_out_of_memory_on_says_so_and_the_trial_judges_nothing(tmp_path):
+    import json
+
+    from harness.engine.large_index import LARGE_TRIALS, TrialRun, _Progress, _read_events
+
+    _unmutated, survivor = _substrate()
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps({"event": "result", "trial": 0, "key": "forms_row_sum", "killed": False,
+                                  "memory": True, "error": "checking its output: CUDA out of memory. Tried to "
+                                                           "allocate 19.29 GiB"}) + "\n")
+    progress = _Progress([TrialRun({}, "T0 trial 0 tiled 65x", "") for _ in LARGE_TRIALS], [survivor])
+    _read_events(events, progress, "forms_row_sum")
+    assert progress.position == 1 and progress.runs[0].short_of_memory
+    assert progress.runs[0].why == ("the unmutated kernel was not judged on it: checking its output: CUDA out of "
+                                    "memory. Tried to allocate 19.29 GiB")
+
+
 def test_substrates_side_by_side_take_turns_at_the_memory_and_one_judged_again_alone_takes_none(tmp_path,
                                                                                                monkeypatch):
     from harness.engine import large_index

@@ -402,6 +402,8 @@ def _read_result(record: dict, run: TrialRun, progress: _Progress, unmutated: st
         if "seconds" in record:
             progress.unmutated_seconds[index] = record["seconds"]
         if "error" in record or record["killed"]:  # the trial judges nothing: the program went on to the next
+            if "error" in record:  # not run to the end (its launch, or its check, out of memory): say why
+                run.why = f"the unmutated kernel was not judged on it: {record['error']}"
             progress.move_to(index + 1)
     elif record["killed"]:
         progress.alive = [s for s in progress.alive if program_label(s.mutant_id) != key]
