@@ -87,7 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only N mutants, drawn uniformly over every substrate chosen (after --operator), the same "
                              "N for the same --seed: a quick estimate, or --naive timed on a share of a campaign's "
                              "mutants")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample's draw (default: 0)")
+    parser.add_argument("--sample-per-substrate", type=int, metavar="N",
+                        help="only N mutants of each substrate chosen (all of one with fewer), drawn as --sample draws: "
+                             "every substrate's figures where a campaign over all of them is too long (real sizes); a "
+                             "larger N keeps the smaller's mutants, so a resumed store goes on from it")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="the seed of --sample's and --sample-per-substrate's draw (default: 0)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the mutation-testing-elements report")
     parser.add_argument("--html", type=Path, metavar="PATH",
                         help="write the report as one self-contained page: every mutant on its source line, our "
@@ -270,8 +275,11 @@ def _run(args) -> int:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be at least 1, not {args.sample}")
+    for option, value in (("--sample", args.sample), ("--sample-per-substrate", args.sample_per_substrate)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be at least 1, not {value}")
+    if args.sample is not None and args.sample_per_substrate is not None:
+        raise UsageError("--sample and --sample-per-substrate draw differently: give one of them")
     chosen = tuple(o.strip() for o in args.oracles.split(",") if o.strip())
     if survivors.VALUES not in chosen or any(o not in survivors.ORACLES for o in chosen):
         raise UsageError(f"--oracles: {args.oracles!r}: values, and any of {', '.join(survivors.ORACLES[1:])}")

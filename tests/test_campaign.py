@@ -166,6 +166,11 @@ def test_a_batch_size_below_one_is_a_usage_error(admitted, capsys):
     assert capsys.readouterr().err == "campaign: error: --compilers must be 0 or more\n"
     assert _campaign(admitted, "--sample", "0") == 2
     assert capsys.readouterr().err == "campaign: error: --sample must be at least 1, not 0\n"
+    assert _campaign(admitted, "--sample-per-substrate", "0") == 2
+    assert capsys.readouterr().err == "campaign: error: --sample-per-substrate must be at least 1, not 0\n"
+    assert _campaign(admitted, "--sample", "3", "--sample-per-substrate", "1") == 2
+    assert capsys.readouterr().err == ("campaign: error: --sample and --sample-per-substrate draw differently: give one "
+                                       "of them\n")
 
 
 def test_a_sample_is_drawn_over_every_substrate_the_same_for_a_seed_and_keeps_each_plans_order():
@@ -190,9 +195,29 @@ def test_a_sample_is_drawn_over_every_substrate_the_same_for_a_seed_and_keeps_ea
     assert len(plans[0].mutants) == 40  # the plans given are left as they were
 
 
+def test_a_sample_per_substrate_draws_as_many_of_each_and_a_larger_one_keeps_the_smallers():
+    from types import SimpleNamespace
+
+    from harness.engine.plan import Plan, plans_sampled_per_substrate
+
+    def plan(name, n):
+        return Plan(name, f"{name}.py", "src", "sha", [SimpleNamespace(id=f"{name}:{i}") for i in range(n)])
+
+    plans = [plan("a", 40), plan("b", 40), plan("c", 2), plan("d", 0)]
+    two = plans_sampled_per_substrate(plans, 2, seed=0)
+    assert [(p.name, len(p.mutants)) for p in two] == [("a", 2), ("b", 2), ("c", 2), ("d", 0)]
+    three = plans_sampled_per_substrate(plans, 3, seed=0)
+    assert [(p.name, len(p.mutants)) for p in three] == [("a", 3), ("b", 3), ("c", 2), ("d", 0)]
+    for small, large in zip(two, three):
+        assert {m.id for m in small.mutants} <= {m.id for m in large.mutants}
+    assert [m.id for m in two[0].mutants] != ["a:0", "a:1"] or [m.id for m in two[1].mutants] != ["b:0", "b:1"]
+
+
 def test_a_sampled_campaign_runs_only_the_drawn_mutants(admitted, capsys):
     assert _campaign(admitted, "rule_compliant", "--sample", "1", "--naive") == 0
     assert "campaign: 1 substrate(s), 1 mutants, 1 to run (0 stored)" in capsys.readouterr().out
+    assert _campaign(admitted, "rule_compliant", "--sample-per-substrate", "2", "--naive") == 0
+    assert "campaign: 1 substrate(s), 2 mutants, 2 to run (0 stored)" in capsys.readouterr().out
 
 
 def test_compilers_beyond_the_cores_the_workers_leave_are_said_to_run_lowered(admitted, tmp_path, capsys):

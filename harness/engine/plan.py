@@ -86,6 +86,8 @@ def plans(args, backend: str) -> tuple[list[Plan], list[Refusal]]:
                           summary.t0_bytes))
     if getattr(args, "sample", None):
         plans = sampled(plans, args.sample, args.seed)
+    if getattr(args, "sample_per_substrate", None):
+        plans = plans_sampled_per_substrate(plans, args.sample_per_substrate, args.seed)
     return plans, refused
 
 
@@ -127,6 +129,12 @@ def gate_hint(file: str | Path, backend: str, kb_root: Path | None) -> str:
     except ValueError:
         pass  # outside the working folder: its absolute path
     return f"run python gate.py --backend {backend}{f' --kb-root {kb_root}' if kb_root else ''} {path}"
+
+
+def plans_sampled_per_substrate(plans: list[Plan], size: int, seed: int) -> list[Plan]:
+    """`size` of each plan's mutants (all of a plan with fewer), drawn by sampled's ranks: the same for the same seed,
+    and a larger `size` keeps a smaller one's, so a store filled for one goes on for the other."""
+    return [sampled([plan], size, seed)[0] if plan.mutants else plan for plan in plans]
 
 
 def sampled(plans: list[Plan], size: int, seed: int) -> list[Plan]:
