@@ -1099,3 +1099,50 @@ def test_a_slot_no_plan_waits_for_ends_its_workers_at_once_not_after_every_slot(
     # The one plan's slot: its kept worker ended as the plan did; at the run's end, nothing left to end.
     assert ended == [1, 0]
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("matrix", [False, True], ids=["suites", "matrix"])
+@pytest.mark.parametrize("at, sent", [(1, "short_of_memory"), (2, "retry")], ids=["fresh-worker", "later"])
+def test_a_trial_the_device_s_memory_ran_out_on_judges_no_mutant(admitted, monkeypatch, matrix, at, sent):
+    # torch's OutOfMemoryError is a RuntimeError naming CUDA: it was taken for a context the mutant broke, and the
+    # mutant counted as killed. What ran out is the harness's allocations beside the campaign's other workers.
+    import dataclasses
+
+    import torch
+
+    from harness.engine import worker as campaign_worker
+
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2), matrix=matrix)
+    method = "row_cell" if matrix else "run_trial"
+    real = getattr(campaign_worker._SubstrateRun, method)
+
+    def short_at_the_nth_mutant(self, *args, **kwargs):
+        if self.started_here == at:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(campaign_worker._SubstrateRun, method, short_at_the_nth_mutant)
+    conn = _Messages()
+    campaign_worker.run_campaign_job(job, conn)
+    results = [m[1]["mutant_id"] for m in conn.sent if m[0] == "result"]
+    assert results == list(job.mutant_ids[:at - 1])  # the worker ended with the mutant it could not judge
+    (said,) = [m for m in conn.sent if m[0] in ("retry", "short_of_memory")]
+    assert said[:2] == (sent, job.mutant_ids[at - 1])
+    words = r"\w+ trial \d+: the device's memory ran out \(CUDA out of memory\. Tried to allocate 2\.00 GiB\)"
+    assert re.fullmatch(words + (": judged again, first in a fresh worker" if at > 1 else
+                                 ", as the first mutant of a fresh worker beside the campaign's others; run it with "
+                                 "fewer --workers"), said[2]), said[2]
+
+
+def test_a_substrate_whose_fresh_worker_ran_out_of_memory_is_not_run_on_with_the_reason(tmp_path):
+    from harness.engine.plan import Plan
+    from harness.engine.run import Progress, _PlanMessages
+    from harness.engine.store import ResultStore
+
+    plan = Plan("rule_compliant", "f.py", "src", "sha", [])
+    handle = _PlanMessages(plan, "cuda", ResultStore(tmp_path / "r.jsonl"), Progress(1, disabled=True), ["m"], {},
+                           False, None, set())
+    assert handle(("mutant", "m")) is False
+    assert handle(("short_of_memory", "m", "T0_original trial 0: the device's memory ran out (x)")) is True
+    assert plan.failure == "m: T0_original trial 0: the device's memory ran out (x)"
+    assert handle.remaining == ["m"] and handle.state["current"] is None  # stored as nothing: not judged

@@ -314,3 +314,27 @@ def test_the_two_kernelbench_checkers_judging_one_kernel_share_one_run_of_its_tr
     assert not kernelbench(RANDN, first, "cpu") and not kernelbench_v0(RANDN, second, "cpu")
     # The second checker's call holds the fault as its own run would have: its verdict says the kernel raised it.
     assert len(second.raised) == 1 and second.raised[0] is first.raised[0]
+
+
+def test_a_kernel_call_out_of_device_memory_is_no_checkers_verdict():
+    # What ran out is launch's output or its guards, beside the campaign's other workers: not the kernel's doing,
+    # whether the checker lets the error through or turns it into a rejection as KernelBench's own check does.
+    from harness.checkers.under_test import judge_with
+
+    class _Call:
+        def __init__(self):
+            self.raised, self.shared = [], None
+
+        def __call__(self, *inputs):
+            self.raised.append(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+            raise self.raised[-1]
+
+    def lets_it_through(problem, kernel, device):
+        kernel(torch.zeros(2))
+        return True
+
+    for checker in (kernelbench, lets_it_through):
+        verdict = judge_with("c", checker, RANDN, _Call(), "cpu")
+        assert verdict.accepted is None and not verdict.error, verdict
+        assert verdict.why.startswith("not judged: the device's memory ran out"), verdict.why
+        assert verdict.why.endswith("(CUDA out of memory. Tried to allocate 2.00 GiB)"), verdict.why

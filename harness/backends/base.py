@@ -14,6 +14,12 @@ class BackendUnavailable(Exception):
     """The backend cannot run on this machine (no GPU, not built yet); the message says why."""
 
 
+def out_of_device_memory(error: BaseException) -> bool:
+    """torch's allocator out of memory (torch.OutOfMemoryError), or a CUDA call's (`CUDA error: out of memory`):
+    the harness's own allocations meeting the device's limit, never a kernel's doing (a kernel allocates nothing)."""
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
+
+
 class KernelFault(Exception):
     """The kernel failed while running (illegal address, launch failure).
 

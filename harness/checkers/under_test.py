@@ -178,9 +178,13 @@ class KernelCall:
 
 def judge_with(spec: str, checker, problem, call: KernelCall, device) -> CheckerVerdict:
     """`checker`'s verdict (named `spec`, as --checker gave it) on the kernel `call` runs."""
+    from harness.backends.base import out_of_device_memory
+
     try:
         result = checker(problem, call, device)
     except Exception as error:
+        if out_of_device_memory(error):
+            return CheckerVerdict(None, f"not judged: the device's memory ran out ({_first_line(error)})")
         if any(error is raised for raised in call.raised):
             return CheckerVerdict(False, f"the kernel raised {type(error).__name__}: {_first_line(error)}")
         return CheckerVerdict(None, f"checker {spec} raised {type(error).__name__}: {_first_line(error)}", error=True)
@@ -188,6 +192,10 @@ def judge_with(spec: str, checker, problem, call: KernelCall, device) -> Checker
         return CheckerVerdict(None, f"checker {spec} returned {type(result).__name__}, not True or False", error=True)
     if result:
         return CheckerVerdict(True)
+    # The kernel's run out of memory (launch's output, its guards): the checker's rejection says nothing of it.
+    short = next((error for error in call.raised if out_of_device_memory(error)), None)
+    if short is not None:
+        return CheckerVerdict(None, f"not judged: the device's memory ran out as the kernel ran ({_first_line(short)})")
     why = f"the kernel raised {type(call.raised[-1]).__name__}: {_first_line(call.raised[-1])}" if call.raised else ""
     return CheckerVerdict(False, why or "it returned False")
 

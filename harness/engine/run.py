@@ -272,6 +272,10 @@ class _PlanMessages:
                 return True
         elif kind == "result":
             self.store_result(message[1])
+        elif kind == "short_of_memory":  # the worker ends: the substrate is not run on (see _SubstrateRun.short_of_memory)
+            plan.failure = plan.failure or f"{message[1]}: {message[2]}"
+            state["current"] = None
+            return True
         elif kind == "retry":  # the worker ends; its next one starts with this mutant
             _move_to_front(self.remaining, message[1])
             if state["queued"] == message[1]:  # its queued trials failed the device: a trial at a time next
@@ -560,7 +564,9 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                 plan.step_timeout = plan.step_timeout or float(message[1])
             elif message[0] == "result":
                 outcome.update(message[1])
-            return message[0] == "done"
+            elif message[0] == "short_of_memory":
+                plan.failure = plan.failure or f"{message[1]}: {message[2]}"
+            return message[0] in ("done", "short_of_memory")
 
         with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:
             job = CampaignJob(file=plan.file, name=plan.name, backend=backend, mutant_ids=(mutant_id,),
@@ -574,6 +580,8 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                     return
                 status = _lost_status(lost)
                 outcome = {"mutant_id": mutant_id, "status": status.value, "detail": str(lost)}
+        if plan.failure:
+            return
         results[mutant_id] = outcome
         progress.done(outcome.get("status", ""))
 

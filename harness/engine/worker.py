@@ -12,7 +12,8 @@ for the mutants left.
 Messages to the parent: ("timings", {phase: seconds so far}) after the baseline, after each
 result and last however the job ends; ("step_timeout", s) once the unmutated run is timed;
 ("baseline", ok, why, seconds); ("retry", id, why) when a mutant must be judged again in a fresh
-worker (the worker's copy of a trial was damaged, perhaps by an earlier mutant); ("batch", ids)
+worker (the worker's copy of a trial was damaged, perhaps by an earlier mutant, or the device's memory ran out);
+("short_of_memory", id, why) where the memory ran out for the first mutant of a fresh worker; ("batch", ids)
 before a batch compiles with NVRTC and ("compiled",) after (a timeout or crash between them blames no
 mutant; on the CPU backend g++ then builds the batch in a process beside the worker, and the next
 batch is compiled before the mutants of this one run); ("mutant", id) as each mutant starts;
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends import KernelFault
+from harness.backends.base import out_of_device_memory
 from harness.compiler.nvrtc import CompileError
 from harness.engine.compile import CAMPAIGN_BACKEND_SETTINGS
 from harness.engine.report import MutantStatus
@@ -734,6 +736,8 @@ class _SubstrateRun:
             except KernelFault as fault:
                 return self.fault_verdict(fault, trial)
             except RuntimeError as error:  # torch meeting a context the mutant broke
+                if out_of_device_memory(error):
+                    return self.short_of_memory(mutant_id, trial, error)
                 if "CUDA" not in str(error):
                     raise
                 return _Verdict(MutantStatus.RUNTIME_ERROR, f"{trial.where}: {error}", end_worker=True)
@@ -766,6 +770,8 @@ class _SubstrateRun:
                 if i == 0:
                     first_seconds = time.perf_counter() - began
             except (KernelFault, RuntimeError) as error:
+                if isinstance(error, RuntimeError) and out_of_device_memory(error):
+                    return self.short_of_memory(mutant_id, trial, error)
                 if isinstance(error, RuntimeError) and "CUDA" not in str(error):
                     raise
                 verdict = (self.fault_verdict(error, trial) if isinstance(error, KernelFault)
@@ -914,6 +920,19 @@ class _SubstrateRun:
                     True, foreseen
             end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
         return verdicts, end, foreseen
+
+    def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
+        """A trial that ran out of the device's memory says nothing of the mutant: what ran out is the harness's
+        allocations (launch's output, its guards, the comparison), beside the campaign's other workers. The mutant is
+        handed back, to be judged first in a fresh worker (this one's cached memory given back as it ends); where it
+        was that already, its substrate is not run on (short_of_memory), rather than judged by the memory."""
+        words = f"{trial.where}: the device's memory ran out ({str(error).splitlines()[0][:200]})"
+        if self.started_here > 1:
+            self.conn.send(("retry", mutant_id, f"{words}: judged again, first in a fresh worker"))
+        else:
+            self.conn.send(("short_of_memory", mutant_id, f"{words}, as the first mutant of a fresh worker beside the "
+                                                          f"campaign's others; run it with fewer --workers"))
+        return _Verdict(None, "", end_worker=True, handed_back=True)
 
     def fault_verdict(self, fault: KernelFault, trial: Trial) -> _Verdict:
         end = fault.poisons_context
