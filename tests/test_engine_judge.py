@@ -849,8 +849,10 @@ def test_an_interrupt_while_the_oracles_judge_stops_their_threads_and_stores_not
 
 def test_once_stopped_the_large_index_oracle_starts_no_process_and_stores_nothing(tmp_path):
     store = ResultStore(tmp_path / "results.jsonl")
+    import threading
+
     unmutated, _ = _substrate()
-    settings = replace(SMALL)
+    settings = replace(SMALL, stop=threading.Event())  # replace() alone shares SMALL's event with every later test
     settings.stop.set()
     heard = []
     assert judge_on_large_trial([unmutated], [_guarded_survivor("i >= 300000", 0)], store, "cpu", settings,
@@ -955,3 +957,35 @@ def test_the_suites_lowest_rank_trial_is_found_once_a_process_for_every_trial_ti
     # Without a rank below T0's, the trial below it is refused, from the memo too.
     assert lowest_rank_trial(entry, [torch.ones(7)], torch, found=memo) == (
         None, "no suite's trial has a rank below T0's (1)")
+
+
+def test_a_trial_a_process_died_building_after_judging_others_is_built_again_in_a_fresh_one(tmp_path):
+    # Before: 'the large trial could not be built' and the survivors never met it, though the process had run kernels
+    # (one may have broken it). The problem's Model dies the first time it meets the trial cut to 8192 rows.
+    import shutil
+
+    (tmp_path / "candidates").mkdir()
+    (tmp_path / "problems").mkdir()
+    candidate = tmp_path / "candidates" / FORMS.name
+    shutil.copy(FORMS, candidate)
+    marker = tmp_path / "died-once"
+    (tmp_path / "problems" / "row_sum.py").write_text(
+        (REPO / "tests" / "problems" / "row_sum.py").read_text().replace(
+            "        return torch.sum(x, dim=1)",
+            f"        import os, pathlib\n"
+            f"        marker = pathlib.Path({str(marker)!r})\n"
+            f"        if x.shape[0] == 8192 and not marker.exists():\n"
+            f"            marker.touch()\n"
+            f"            os.abort()\n"
+            f"        return torch.sum(x, dim=1)"))
+    unmutated, _ = _substrate()
+    unmutated = replace(unmutated, file=str(candidate))
+    harmless = replace(_guarded_survivor("i >= (1LL << 40)", 1), file=str(candidate))
+    store = ResultStore(tmp_path / "results.jsonl")
+    heard = []
+    assert judge_on_large_trial([unmutated], [harmless], store, "cpu", SMALL,
+                                on_substrate=lambda *said: heard.append(said)) == {}
+    assert marker.exists()
+    assert [outcome.processes for _name, outcome in heard] == [2]
+    assert store.get(oracle_key("f" * 64, "cpu", harmless.mutant_id, LARGE_INDEX))["trial"].endswith(
+        "T0_original trial 0 tiled 128x along axis 0 and cut to 8192: 8192x256, out 8192")

@@ -285,6 +285,10 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
     if settings.stop.is_set() or progress.position >= len(LARGE_TRIALS) or deliberate_end or clean:
         return
     here = progress.runs[progress.position]
+    if progress.position not in built and any(index < progress.position for index in built):
+        # It died building a trial after judging kernels on one before: a kernel may have broken it (a stray write
+        # into the allocator's memory). A fresh process builds the trial again; only a death there is the trial's.
+        return
     # A process that ran out of the device's memory (its context, a trial, a comparison) met the device's limit,
     # not a kernel's fault: beside other processes, the substrate is judged again alone.
     here.short_of_memory |= memory and settings.memory_lock is not None
