@@ -18,7 +18,6 @@ import argparse
 import functools
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -46,7 +45,7 @@ from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_address
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
-from harness.interrupt import EXIT_INTERRUPTED, SIGNALS, Interruption, kill_descendants
+from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, kill_descendants
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.processes import WorkerStarter, stop_all
@@ -176,13 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem := preflight.packages_problem():
         print(f"campaign: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    # Signal handlers can be set from the main thread only (a cluster's item runs a campaign in a thread).
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        args.interruption = Interruption()  # what the worker slots' threads read (harness.engine.run.interrupted)
-        previous = {sig: signal.signal(sig, functools.partial(_interrupt, args.interruption)) for sig in SIGNALS}
+    args.interruption = Interruption()  # what the worker slots' threads read (harness.engine.run.interrupted)
     try:
-        return _run(args)
+        # From the main thread only (a cluster's item runs a campaign in a thread, whose interruption never stops).
+        with caught(args.interruption, raising=True):
+            return _run(args)
     except UsageError as error:
         print(f"campaign: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -196,24 +193,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"campaign: interrupted by {interrupt.args[0] if interrupt.args else 'SIGINT'}: every mutant judged "
               f"before it is in {args.store}; run the same command to go on from there", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        if in_main:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
-def _interrupt(interruption: Interruption, signum: int, _frame) -> None:
-    """Ctrl-C, or a batch system's SIGTERM: every worker (the one judging a mutant, its spare), the compile pool and the
-    fork server killed now, and KeyboardInterrupt raised in the main thread, which reports what was judged.
-
-    Killed here, not after the main thread unwinds: a worker busy in a checker (~40 s a mutant at KernelBench's real
-    sizes) or a slot's thread waiting on it held the report back, and a SIGINT sent to this process alone (kill -INT,
-    a batch system's SIGTERM) reaches no worker at all. The same stop sent again at once (timeout -s INT signals this
-    process, then its group) is ignored; a second Ctrl-C later ends the process at once (Interruption.handle)."""
-    first = not interruption.stopped()
-    interruption.handle(signum)
-    if first:
-        raise KeyboardInterrupt(interruption.signal_name)
 
 
 def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_bytes: int | None) -> int:

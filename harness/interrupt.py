@@ -10,6 +10,7 @@ process at once.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -107,18 +108,32 @@ class Interruption:
 
 
 @contextmanager
-def caught(interruption: Interruption):
+def caught(interruption: Interruption, raising: bool = False):
     """SIGINT and SIGTERM handled by `interruption` while the block runs (from the main thread only: signal handlers
-    cannot be set elsewhere, and there the block runs as it would without this)."""
+    cannot be set elsewhere, and there the block runs as it would without this). `raising`: the first signal also
+    raises KeyboardInterrupt in the main thread, for a command whose main thread waits on work that only unwinding
+    stops (the campaign: its report is made as the interrupt unwinds, every child killed first)."""
     if threading.current_thread() is not threading.main_thread():
         yield interruption
         return
-    previous = {sig: signal.signal(sig, interruption.handle) for sig in SIGNALS}
+    handler = functools.partial(_handle_and_raise, interruption) if raising else interruption.handle
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     try:
         yield interruption
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _handle_and_raise(interruption: Interruption, signum: int, _frame) -> None:
+    """Interruption.handle (every child killed now, the same stop sent twice ignored, a second Ctrl-C later the end),
+    then, for the first signal only, KeyboardInterrupt: killed here, not after the main thread unwinds, since a
+    worker busy in a checker (~40 s a mutant at KernelBench's real sizes) or a thread waiting on it held the report
+    back, and a signal sent to this process alone (kill -INT, a batch system's SIGTERM) reaches no child at all."""
+    first = not interruption.stopped()
+    interruption.handle(signum)
+    if first:
+        raise KeyboardInterrupt(interruption.signal_name)
 
 
 def die_quietly_on_interrupt() -> None:

@@ -17,7 +17,13 @@ class BackendUnavailable(Exception):
 def out_of_device_memory(error: BaseException) -> bool:
     """torch's allocator out of memory (torch.OutOfMemoryError), or a CUDA call's (`CUDA error: out of memory`):
     the harness's own allocations meeting the device's limit, never a kernel's doing (a kernel allocates nothing)."""
-    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
+    return says_out_of_device_memory(f"{type(error).__name__}: {error}")
+
+
+def says_out_of_device_memory(text: str) -> bool:
+    """Whether an error's words (its type and message, or a traceback a process wrote) are the device's memory
+    running out: torch's allocator's, or a CUDA call's."""
+    return "OutOfMemoryError" in text or "out of memory" in text.lower()
 
 
 class KernelFault(Exception):

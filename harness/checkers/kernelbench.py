@@ -83,9 +83,9 @@ def judge_at(problem, kernel, device, tolerances: tuple[float, ...], trials: int
 
 
 def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
-    """judge() at `tolerance` (one of TOLERANCES), from the run of the trials another built-in KernelBench checker made of the same
-    kernel where it made one (`kernel.shared`), else from a run made now for both tolerances and left there. The
-    errors the kernel raised in that run are the kernel's under each checker (`kernel.raised`)."""
+    """judge() at `tolerance` (one of TOLERANCES), from the run of the trials another built-in KernelBench checker
+    made of the same kernel where it made one (`kernel.shared`), else from a run made now for both tolerances and
+    left there. The errors the kernel raised in that run are the kernel's under each checker (`kernel.raised`)."""
     shared = getattr(kernel, "shared", None)
     if shared is None:
         return judge(problem, kernel, device, tolerance)

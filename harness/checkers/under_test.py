@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.gate.phases import PhaseClock
 
 # The host memory a worker keeps the checkers' drawn inputs in whatever the host has (BuiltProblem.drawn): the 28
 # family problems' five trials take at most a few hundred MiB. Past it, a draw is kept while the host keeps
@@ -53,7 +54,7 @@ class BuiltProblem:
 
     def __init__(self, problem, model, device, room=host_has_room, clock=None):
         self.problem, self.model, self.device = problem, model, device
-        self.clock = clock  # a PhaseClock the draws are timed on (`checkers: inputs drawn`), or None
+        self.clock = clock or PhaseClock()  # the draws timed on it (`checkers: inputs drawn`)
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
         self._drawn: dict = {}  # key: (the draw's values, their checksums where a kernel shares their memory)
         self._room = room  # whether the host has room to keep a draw past DRAWN_BYTES
@@ -79,7 +80,7 @@ class BuiltProblem:
             if sums is None or sums == [tensor_checksum(x) for x in _tensors(values)]:
                 return values
             del self._drawn[key]
-        with _timed(self.clock, "checkers: inputs drawn"):
+        with self.clock.timing("checkers: inputs drawn"):
             values = draw()
         tensors = _tensors(values)
         size = sum(x.numel() * x.element_size() for x in tensors)
@@ -91,12 +92,6 @@ class BuiltProblem:
 
     def _drawn_bytes(self) -> int:
         return sum(x.numel() * x.element_size() for values, _ in self._drawn.values() for x in _tensors(values))
-
-
-def _timed(clock, phase: str):
-    from contextlib import nullcontext
-
-    return clock.timing(phase) if clock is not None else nullcontext()
 
 
 def _tensors(values) -> list:
@@ -135,9 +130,9 @@ class KernelCall:
 
     def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None, clock=None):
         self.entry, self.backend, self.kernel, self.state = entry, backend, kernel, tuple(state)
-        # A PhaseClock the kernel's runs and its output's guarded copies are timed on, or None: the rest of a
-        # checker's time is its own (drawing, references, comparing).
-        self.clock = clock
+        # The kernel's runs and its output's guarded copies timed on it: the rest of a checker's time is its own
+        # (drawing, references, comparing).
+        self.clock = clock or PhaseClock()
         self.raised: list[BaseException] = []
         self.poisoned = False  # a fault that poisons the CUDA context: the worker must end
         # What the checkers judging this same kernel leave each other (one dict for all their calls): a run of the
@@ -157,16 +152,16 @@ class KernelCall:
             # Copies of the Model's own tensors: a mutant that writes its inputs must not change the worker's Model.
             views = [*inputs, *(tensor.clone() for tensor in self.state)]
             out, grid, block, args = self.entry.launch(views, torch)
-            with _timed(self.clock, "checkers: the kernel's output guarded"):
+            with self.clock.timing("checkers: the kernel's output guarded"):
                 guarded = GuardedTensor.copy_of(out, out.device)
             args, problems = _redirect_pointers(list(args), out, guarded.tensor, views)
             problems += signature.check_arguments(self.kernel.params, args)
             if problems:
                 raise ValueError(f"launch's arguments: {problems[0]}")
-            with _timed(self.clock, "checkers: the kernel's runs"):
+            with self.clock.timing("checkers: the kernel's runs"):
                 self.backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
                 self.backend.synchronize()
-            with _timed(self.clock, "checkers: the kernel's output guarded"):
+            with self.clock.timing("checkers: the kernel's output guarded"):
                 out.copy_(guarded.tensor)
         except Exception as error:
             self.raised.append(error)

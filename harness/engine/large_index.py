@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.backends.base import says_out_of_device_memory
 from harness.engine.store import ResultStore
 from harness.engine.survivors import LARGE_INDEX, Survivor, Unmutated, oracle_key, program_label
 from harness.oracles import last_line, program_env
@@ -358,8 +359,7 @@ def _watched(worker, events: Path, stderr: Path, unmutated: str, unmutated_secon
 def ran_out_of_device_memory(stderr: str) -> bool:
     """Whether the last traceback a process wrote is the device's memory running out: torch's allocator, or a CUDA
     call's (a context or a library's workspace: `CUDA error: out of memory`, whose last line is torch's advice)."""
-    last = stderr.rsplit("Traceback (most recent call last)", 1)[-1]
-    return "OutOfMemoryError" in last or "out of memory" in last.lower()
+    return says_out_of_device_memory(stderr.rsplit("Traceback (most recent call last)", 1)[-1])
 
 
 def _read_events(events: Path, progress: _Progress, unmutated: str) -> tuple[bool, set]:
