@@ -393,6 +393,56 @@ def test_trials_past_the_host_byte_budget_wait_for_a_free_slot():
     assert "second references (waiting for a free slot)" in references.clock.seconds()
 
 
+@pytest.mark.parametrize("running, on_host, size, expected", [
+    ([], False, 10**9, True),  # nothing queued: even a trial holding its output on the device
+    ([(False, 100)], False, 100, True),  # fewer than PENDING (2)
+    ([(False, 100), (True, 100)], False, 100, False),  # a second output would wait on the device: it waits
+    ([(False, 100), (False, 100)], True, 100, True),  # a host-only trial queues behind outputs on the device
+    ([(False, 600), (True, 300)], True, 200, False),  # but not past the host byte budget (1000)
+    ([(True, 300), (True, 300), (True, 300)], True, 100, True),  # host-only behind host-only, within the budget
+])
+def test_may_queue_bounds_outputs_held_on_the_device_and_bytes_held_on_the_host(running, on_host, size, expected):
+    from harness.gate.checks.suite_safety import may_queue
+
+    assert may_queue(running, on_host, size, pending=2, pending_host_bytes=1000) is expected
+
+
+def test_host_release_frees_what_it_is_handed_in_its_own_thread():
+    from harness.gate.host_release import PHASE, HostRelease
+
+    freed_in = []
+
+    class Held:
+        def __del__(self):
+            freed_in.append(threading.current_thread().name)
+
+    release = HostRelease()
+    box = [Held()]
+    release.let_go(box)
+    release.close()
+    assert freed_in == ["host-release"] and box == []
+    assert release.clock.calls()[PHASE]["calls"] == 1
+    release.close()  # closing twice, or with nothing handed over, is harmless
+    HostRelease().close()
+
+
+def test_drop_pages_gives_back_only_what_nothing_else_reads():
+    from harness.gate.host_release import MADVISE_FROM_BYTES, drop_pages
+
+    large = MADVISE_FROM_BYTES // 4
+    assert drop_pages([torch.ones(large)]) >= MADVISE_FROM_BYTES - 2 * 4096  # its own: the pages go
+    kept = torch.ones(large)
+    box = [kept]
+    assert drop_pages(box) == 0 and box == []  # another reference reads it: left whole
+    base = torch.ones(large)
+    view = base[: large // 2]
+    box = [base]
+    del base
+    assert drop_pages(box) == 0  # another tensor on its storage
+    assert drop_pages([torch.ones(1024)]) == 0  # small: freed as it is
+    assert bool((kept == 1).all()) and bool((view == 1).all())
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu_route():
     from harness.gate.checks.suite_safety import SecondReferences
@@ -408,6 +458,21 @@ def test_on_a_gpu_a_small_trials_float64_route_runs_on_the_device_beside_the_cpu
     results = references.collect()
     assert references.on_device == 1
     assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True), ("on the CPU", True)]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_threads_host_results_are_compared_on_the_device_and_freed_in_a_thread_of_their_own():
+    from harness.gate.checks.suite_safety import SecondReferences
+    from harness.gate.host_release import PHASE
+
+    references = SecondReferences(_Scale().cuda(), "cuda", CLOSE)
+    x = torch.rand(1 << 20, device="cuda")
+    references.submit("T0_original trial 0", [x], x * 2)  # no device inputs: both routes run in the thread
+    results = references.collect()
+    assert [(r.label, r.agreement.ok) for r in results] == [("in float64", True), ("on the CPU", True)]
+    assert references.compared_on_host == 0  # each host result went to the device, beside the official output
+    assert references.clock.calls()[PHASE]["calls"] == 2
+    assert "[thread] official Model on the CPU: to the device" in references.clock.seconds()
 
 
 @pytest.mark.gpu
