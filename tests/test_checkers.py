@@ -264,6 +264,38 @@ def test_the_t0_checker_builds_each_trial_once_per_worker_and_a_kernel_writing_i
     assert verdicts == afresh and all(v.accepted for v in verdicts)
 
 
+def test_a_campaign_workers_t0_trials_are_the_t0_checkers_and_are_given_to_it_rather_than_drawn_again():
+    # At real sizes the checkers' draws took most of a corpus matrix (kb_argmax: 131.7 s of draws for one mutant, 8 GiB
+    # a trial): the worker builds T0 as the gate does, so the t0 checker takes those trials and draws nothing.
+    from types import SimpleNamespace
+
+    from harness.checkers.t0 import judge_t0
+    from harness.checkers.under_test import BuiltProblem
+    from harness.engine.worker import _SubstrateRun, prepare_trials
+    from harness.gate.phases import PhaseClock
+    from harness.gate.trial_inputs import build_trial
+
+    builds = []
+
+    def t0(t):
+        builds.append(t)
+        return [torch.rand(16, 64)]  # the global RNG: what it gives depends on the state the builder is called in
+
+    entry = _entry_with_t0(t0, trials=5)
+    state = (torch.ones(3),)  # a Model's tensor the worker appends to each trial's inputs
+    trials = prepare_trials(entry, torch.relu, torch.device("cpu"), PhaseClock(), state)
+    assert all(torch.equal(trial.inputs[0], build_trial(t0, trial.t, "cpu")[0]) for trial in trials)
+    worker = SimpleNamespace(trials=trials, state=state)
+    problem = BuiltProblem(RANDN, RANDN.build_model("cpu"), torch.device("cpu"))
+    _SubstrateRun._give_t0_trials(worker, problem)
+    builds.clear()
+    kernels = (torch.relu, lambda x: -x)
+    verdicts = [judge_t0(entry, problem, kernel, "cpu") for kernel in kernels]
+    assert builds == [] and "checkers: inputs drawn" not in problem.clock.seconds()
+    afresh = [judge_t0(entry, RANDN, kernel, "cpu") for kernel in kernels]
+    assert verdicts == afresh and [v.accepted for v in verdicts] == [True, False]
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_the_t0_checker_moves_a_builders_cpu_tensors_to_the_device_as_the_gate_does():
     # Most of the KernelBench corpus builds T0 with t0_original(t), on the CPU; the Model and the kernel are on the GPU.

@@ -57,12 +57,19 @@ class BuiltProblem:
         self.clock = clock or PhaseClock()  # the draws timed on it (`checkers: inputs drawn`)
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
         self._drawn: dict = {}  # key: (the draw's values, their checksums where a kernel shares their memory)
+        self._given: dict = {}  # key: values the worker built already (its own trials), for the draw of that key
         self._room = room  # whether the host has room to keep a draw past DRAWN_BYTES
 
     def build_model(self, device):
         import torch
 
         return self.model if torch.device(device) == torch.device(self.device) else self.problem.build_model(device)
+
+    def give(self, key, values: list) -> None:
+        """`values` are what `draw()` for `key` makes, built already by the worker (its T0 trials, built as the gate
+        builds them): drawn() hands them over without a draw. The worker keeps them whole (its runs' input sums); the
+        checkers give kernels copies."""
+        self._given[key] = list(values)
 
     def drawn(self, key, draw) -> list:
         """`draw()`'s values (get_inputs under a trial's seed, or a T0 trial as the gate builds it, on the CPU), drawn
@@ -75,6 +82,8 @@ class BuiltProblem:
 
         from harness.gate.checks.guards import tensor_checksum
 
+        if key in self._given:
+            return self._given[key]
         if key in self._drawn:
             values, sums = self._drawn[key]
             if sums is None or sums == [tensor_checksum(x) for x in _tensors(values)]:

@@ -121,14 +121,15 @@ def prepare_trials(entry, official, device, clock, state: tuple = ()) -> list[Tr
     each trial's inputs after the official output is computed (the kernel reads them, the Model holds them)."""
     import torch
 
-    from harness.candidates import call_builder
     from harness.gate.checks.guards import POISON_BYTES, poison_held, read_together
+    from harness.gate.trial_inputs import build_trial
 
     made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
     for suite, n_trials, builder in entry.suites():
         for t in range(n_trials):
             with clock.timing("trials and references: inputs"):
-                inputs = call_builder(builder, t, device)
+                # As the gate builds it (the global RNG seeded alike): the t0 checker's T0 trials are these.
+                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in build_trial(builder, t, device)]
             with torch.no_grad(), clock.timing("trials and references: official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
                 held = ([poison_held(expected, pattern) for pattern in POISON_BYTES]
@@ -905,6 +906,7 @@ class _SubstrateRun:
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
             self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device,
                                               clock=self.mutant_parts)
+            self._give_t0_trials(self.built_problem)
         problem = self.built_problem
         verdicts, end, foreseen, shared = {}, False, False, {}
         for spec, checker in self.checkers.items():
@@ -920,6 +922,16 @@ class _SubstrateRun:
                     True, foreseen
             end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
         return verdicts, end, foreseen
+
+    def _give_t0_trials(self, problem) -> None:
+        """The worker's T0 trials, built as the t0 checker builds them, given to it rather than drawn again (at
+        real sizes drawing took most of the checkers' time: kb_argmax's 8 GiB a trial, 13 s each on the H200's host)."""
+        from harness.gate.checks.suite_rules import T0_NAME
+
+        own = len(self.state)  # the Model's tensors appended to each trial's inputs: not the builder's
+        for trial in self.trials:
+            if trial.suite == T0_NAME:
+                problem.give((T0_NAME, trial.t), trial.inputs[:len(trial.inputs) - own])
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
         """A trial that ran out of the device's memory says nothing of the mutant: what ran out is the harness's
