@@ -324,3 +324,17 @@ def converse(target, args, step_timeout: float, on_message, worker: StartedWorke
     finally:
         if not (keep and finished):
             worker.stop()
+
+
+def abandon_pool(pool, pending: dict) -> None:
+    """A ProcessPoolExecutor given up on: its `pending` futures cancelled (the dict emptied), no wait for the tasks
+    running, its processes killed (a helper drawing gigabytes would go on for seconds, holding them)."""
+    for future in pending.values():
+        future.cancel()
+    pending.clear()
+    if pool is None:
+        return
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            os.kill(process.pid, 9)

@@ -370,3 +370,71 @@ def test_a_kernel_call_out_of_device_memory_is_no_checkers_verdict():
         assert verdict.accepted is None and not verdict.error, verdict
         assert verdict.why.startswith("not judged: the device's memory ran out"), verdict.why
         assert verdict.why.endswith("(CUDA out of memory. Tried to allocate 2.00 GiB)"), verdict.why
+
+
+# ------------------------------------------------------------------ KernelBench's draws made ahead, in helpers
+
+_PROBLEM_SOURCE = """import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(16, 64{})]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_helpers_for_draws_ahead_start_only_where_a_trial_is_large_and_two_fit():
+    from harness.checkers.draws_ahead import AHEAD_FROM_BYTES, helpers_for
+
+    big, gib = AHEAD_FROM_BYTES, 2**30
+    assert helpers_for(big, 5, 16, 128 * gib) == 5  # every seed
+    assert helpers_for(big, 5, 6, 128 * gib) == 3  # half the cores
+    assert helpers_for(8 * gib, 5, 16, 100 * gib) == 3  # a quarter of the available memory: 25 GiB, three 8 GiB draws
+    assert helpers_for(8 * gib, 5, 16, 40 * gib) == 0  # one would fit: drawn in the worker
+    assert helpers_for(big - 1, 5, 16, 128 * gib) == 0  # small: a helper's start costs more
+    assert helpers_for(big, 5, 16, None) == 0  # the host's memory unknown
+
+
+def test_kernelbench_draws_made_ahead_by_helpers_are_the_workers_and_a_failed_draw_is_made_in_the_worker(tmp_path):
+    from harness.checkers.draws_ahead import DrawsAhead
+    from harness.checkers.kernelbench import set_seed
+    from harness.checkers.under_test import BuiltProblem
+    from harness.problems import load_problem_file
+
+    path = tmp_path / "relu_small.py"
+    path.write_text(_PROBLEM_SOURCE.format(""))
+    problem = load_problem_file("relu_small.py", path)
+    seeds = trial_seeds()
+    ahead = DrawsAhead(problem, seeds, helpers=2)
+    worker_draws = []
+
+    def drawn_here():
+        worker_draws.append(1)
+        return problem.get_inputs()
+
+    built = BuiltProblem(problem, problem.build_model("cpu"), torch.device("cpu"), ahead=ahead)
+    for seed in seeds:
+        set_seed(torch, seed, on_gpu=False)
+        values = built.drawn(seed, drawn_here)
+        set_seed(torch, seed, on_gpu=False)
+        assert torch.equal(values[0], problem.get_inputs()[0])  # what the worker draws under the seed
+    assert len(worker_draws) == 3 and ahead.failures == []  # the first two seeds came from the helpers
+    assert kernelbench(built, torch.relu, "cpu") and not kernelbench(built, lambda x: x.clone(), "cpu")
+
+    path.write_text(_PROBLEM_SOURCE.format(", device='cuda'"))  # a draw a helper cannot make: it holds no GPU
+    failing = DrawsAhead(load_problem_file("relu_small.py", path), seeds, helpers=1)
+    assert failing.take(seeds[0]) is None and failing.failures[0].startswith(f"seed {seeds[0]}: ")
+    assert failing.take(seeds[1]) is None  # not drawn ahead
+
+
+def test_a_campaign_draws_ahead_only_for_the_kernelbench_checkers_and_only_large_trials():
+    from harness.checkers.draws_ahead import for_kernelbench_checkers
+
+    assert for_kernelbench_checkers(("t0", "mine.py:check"), RANDN) is None
+    small = for_kernelbench_checkers(("kernelbench",), RANDN)  # 4 KiB a trial: drawn in the worker
+    assert small is not None and small.take(trial_seeds()[0]) is None and small.failures == []

@@ -52,8 +52,10 @@ class BuiltProblem:
     mutant and checker. Its outputs are a fresh Model's: nothing a kernel runs can change its weights (the kernel
     gets copies of the tensors model_state names), and the mode is the one a Model starts in."""
 
-    def __init__(self, problem, model, device, room=host_has_room, clock=None):
+    def __init__(self, problem, model, device, room=host_has_room, clock=None, ahead=None):
+        """`ahead`: the draws helpers make at once (harness.checkers.draws_ahead.DrawsAhead), taken at their keys."""
         self.problem, self.model, self.device = problem, model, device
+        self.ahead = ahead
         self.clock = clock or PhaseClock()  # the draws timed on it (`checkers: inputs drawn`)
         self.Model, self.get_inputs, self.get_init_inputs = problem.Model, problem.get_inputs, problem.get_init_inputs
         self._drawn: dict = {}  # key: (the draw's values, their checksums where a kernel shares their memory)
@@ -90,7 +92,9 @@ class BuiltProblem:
                 return values
             del self._drawn[key]
         with self.clock.timing("checkers: inputs drawn"):
-            values = draw()
+            values = self.ahead.take(key) if self.ahead is not None else None
+            if values is None:
+                values = draw()
         tensors = _tensors(values)
         size = sum(x.numel() * x.element_size() for x in tensors)
         if all(x.device.type == "cpu" for x in tensors) and (size <= DRAWN_BYTES - self._drawn_bytes()

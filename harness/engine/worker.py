@@ -363,14 +363,18 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     """The job (run_campaign_job); returns its backend where every mutant was judged and no fault ended the job,
     else None."""
     run = _SubstrateRun(job, conn, phases, mutant_parts, setup_parts, processor_since)
-    run.start_up()
-    run.compile_original()
-    if wait_for_job:
-        run.take_job()
-    run.plan_mutants()
-    if not run.run_baseline():
-        return None
-    return run.backend if run.run_mutants() else None
+    try:
+        run.start_up()
+        run.compile_original()
+        if wait_for_job:
+            run.take_job()
+        run.plan_mutants()
+        if not run.run_baseline():
+            return None
+        return run.backend if run.run_mutants() else None
+    finally:
+        if run.draws_ahead is not None:  # draws no checker took (the job ended first): their helpers go
+            run.draws_ahead.close()
 
 
 @dataclass(frozen=True)
@@ -429,11 +433,13 @@ class _SubstrateRun:
         self.job, self.conn, self.phases = job, conn, phases
         self.mutant_parts, self.setup_parts, self.processor_since = mutant_parts, setup_parts, processor_since
         self.loaded: dict = {}  # "kernel": the unmutated source's, "schema": the schema's (None where it failed)
+        self.draws_ahead = None  # the KernelBench checkers' draws, made by helpers (harness.checkers.draws_ahead)
 
     def start_up(self) -> None:
         """The candidate's entry, the backend, the official model and the trials: what a worker started after a
         fault pays again, timed in parts (where to look to make that cheaper)."""
         from harness.backends import create_backend
+        from harness.checkers.draws_ahead import for_kernelbench_checkers
         from harness.problems import ProblemSearch, load_problem, model_state
 
         job, setup_parts = self.job, self.setup_parts
@@ -447,6 +453,8 @@ class _SubstrateRun:
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
                 self.problem = load_problem(self.entry.kb_file, search)
+                # The KernelBench checkers' draws, made by helpers while the trials below are built.
+                self.draws_ahead = for_kernelbench_checkers(job.checkers, self.problem)
                 self.official = official = self.problem.build_model(self.backend.device)
                 self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
@@ -905,7 +913,7 @@ class _SubstrateRun:
 
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
             self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device,
-                                              clock=self.mutant_parts)
+                                              clock=self.mutant_parts, ahead=self.draws_ahead)
             self._give_t0_trials(self.built_problem)
         problem = self.built_problem
         verdicts, end, foreseen, shared = {}, False, False, {}

@@ -445,12 +445,7 @@ class TrialInputs:
         self.close()
 
     def close(self) -> None:
-        for future in self._pending.values():
-            future.cancel()
-        self._pending.clear()
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                if process.is_alive():
-                    os.kill(process.pid, 9)
+        from harness.processes import abandon_pool
+
+        pool, self._pool = self._pool, None
+        abandon_pool(pool, self._pending)
