@@ -454,3 +454,21 @@ def test_a_comparison_described_ahead_is_what_compare_gives(seed, tolerance):
     got, expected = got.to(dtype), expected.to(dtype)
     pending = compare_later(got, expected, tolerance, describe=True)
     assert pending.finish(pending.signals.tolist()) == compare(got, expected, tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8, torch.float32])
+def test_a_large_bitwise_comparison_goes_chunk_by_chunk_and_says_what_the_whole_at_once_says(monkeypatch, dtype):
+    # At 2^31 elements a mask of the whole output and its scan took 2 to 32 GiB beside the large-index oracle's trial.
+    from harness.gate.checks import compare as compare_module
+
+    expected = torch.arange(50).to(dtype)
+    got = expected.clone()
+    for at in (3, 20, 21, 40):
+        got[at] = 7 if at != 3 else 9
+    whole = compare_bitwise(got, expected)
+    equal = compare_bitwise(expected.clone(), expected)
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 8)
+    chunked = compare_bitwise(got, expected)
+    assert chunked == whole and not chunked.ok and chunked.mismatches == 4 and len(chunked.examples) == 3
+    assert chunked.examples[0].startswith("at (3,): got 9")
+    assert compare_bitwise(expected.clone(), expected) == equal and equal.ok

@@ -164,10 +164,36 @@ def compare_bitwise(got: torch.Tensor, expected: torch.Tensor) -> Comparison:
         return Comparison(ok=False, problem=problem)
     expected = expected.to(got.device)
     got_bits, expected_bits = bits(got), bits(expected)
+    large = expected.numel() > COMPARE_CHUNK
+    if large and got.device.type != "cpu":
+        return _bitwise_in_chunks(got_bits.reshape(-1), expected_bits.reshape(-1), got, expected)
     if _same_bytes(got_bits, expected_bits):  # the common case, without building a mask
         return Comparison(ok=True, total=expected.numel())
+    if large:  # in host memory too: a mask of the whole and its scan would be gigabytes
+        return _bitwise_in_chunks(got_bits.reshape(-1), expected_bits.reshape(-1), got, expected)
     return _bitwise_comparison(_bitwise_signals(got_bits.reshape(-1), expected_bits.reshape(-1)).tolist(), got,
                                expected)
+
+
+def _bitwise_in_chunks(flat_got: torch.Tensor, flat_expected: torch.Tensor, got: torch.Tensor,
+                       expected: torch.Tensor) -> Comparison:
+    """compare_bitwise of a large output on a device, COMPARE_CHUNK elements at a time: each chunk's differing
+    elements counted, read in one transfer, then the first mismatches of the chunks that hold them. Over the whole at
+    once, torch.equal's mask and torch.nonzero_static's scan took 2 to 32 GiB at 2^31 elements beside the large trial
+    (the large-index oracle's comparisons ran out of the device's memory beside other processes, on the H200)."""
+    starts = range(0, flat_expected.numel(), COMPARE_CHUNK)
+    counts = torch.stack([(flat_got[start:start + COMPARE_CHUNK] != flat_expected[start:start + COMPARE_CHUNK]).sum()
+                          for start in starts]).tolist()
+    if not any(counts):
+        return Comparison(ok=True, total=expected.numel())
+    shown, seen = [], 0
+    for start, count in zip(starts, counts):
+        if count and seen < SHOWN_MISMATCHES:
+            g, e = flat_got[start:start + COMPARE_CHUNK], flat_expected[start:start + COMPARE_CHUNK]
+            shown.append(_shown_signals(g, e, g != e, offset=start).tolist())
+            seen += count
+    return Comparison(ok=False, total=expected.numel(), mismatches=sum(counts),
+                      examples=_shown_examples(got, expected, shown))
 
 
 def _bitwise_signals(flat_got: torch.Tensor, flat_expected: torch.Tensor) -> torch.Tensor:
