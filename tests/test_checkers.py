@@ -389,10 +389,10 @@ def get_init_inputs():
 
 
 def test_helpers_for_draws_ahead_start_only_where_a_trial_is_large_and_two_fit():
-    from harness.checkers.draws_ahead import AHEAD_FROM_BYTES, helpers_for
+    from harness.engine.draws_ahead import AHEAD_FROM_BYTES, helpers_for
 
     big, gib = AHEAD_FROM_BYTES, 2**30
-    assert helpers_for(big, 5, 16, 128 * gib) == 5  # every seed
+    assert helpers_for(big, 5, 16, 128 * gib) == 5  # every draw at once
     assert helpers_for(big, 5, 6, 128 * gib) == 3  # half the cores
     assert helpers_for(8 * gib, 5, 16, 100 * gib) == 3  # a quarter of the available memory: 25 GiB, three 8 GiB draws
     assert helpers_for(8 * gib, 5, 16, 40 * gib) == 0  # one would fit: drawn in the worker
@@ -400,17 +400,17 @@ def test_helpers_for_draws_ahead_start_only_where_a_trial_is_large_and_two_fit()
     assert helpers_for(big, 5, 16, None) == 0  # the host's memory unknown
 
 
-def test_kernelbench_draws_made_ahead_by_helpers_are_the_workers_and_a_failed_draw_is_made_in_the_worker(tmp_path):
-    from harness.checkers.draws_ahead import DrawsAhead
+def test_kernelbench_draws_made_by_helpers_are_the_workers_and_a_failed_draw_is_made_in_the_worker(tmp_path):
     from harness.checkers.kernelbench import set_seed
     from harness.checkers.under_test import BuiltProblem
+    from harness.engine.draws_ahead import kernelbench_draws
     from harness.problems import load_problem_file
 
     path = tmp_path / "relu_small.py"
     path.write_text(_PROBLEM_SOURCE.format(""))
     problem = load_problem_file("relu_small.py", path)
     seeds = trial_seeds()
-    ahead = DrawsAhead(problem, seeds, helpers=2)
+    ahead = kernelbench_draws(problem, seeds, helpers=2)  # two at a time, the next started as one is taken
     worker_draws = []
 
     def drawn_here():
@@ -423,18 +423,47 @@ def test_kernelbench_draws_made_ahead_by_helpers_are_the_workers_and_a_failed_dr
         values = built.drawn(seed, drawn_here)
         set_seed(torch, seed, on_gpu=False)
         assert torch.equal(values[0], problem.get_inputs()[0])  # what the worker draws under the seed
-    assert len(worker_draws) == 3 and ahead.failures == []  # the first two seeds came from the helpers
+    assert worker_draws == [] and ahead.failures == []
+    assert ahead.take(seeds[0]) is None  # handed over once
     assert kernelbench(built, torch.relu, "cpu") and not kernelbench(built, lambda x: x.clone(), "cpu")
 
     path.write_text(_PROBLEM_SOURCE.format(", device='cuda'"))  # a draw a helper cannot make: it holds no GPU
-    failing = DrawsAhead(load_problem_file("relu_small.py", path), seeds, helpers=1)
-    assert failing.take(seeds[0]) is None and failing.failures[0].startswith(f"seed {seeds[0]}: ")
-    assert failing.take(seeds[1]) is None  # not drawn ahead
+    failing = kernelbench_draws(load_problem_file("relu_small.py", path), seeds[:2], helpers=1)
+    assert failing.take(seeds[0]) is None and failing.failures[0].startswith(f"{seeds[0]}: ") and "CUDA" in failing.failures[0]
+    assert failing.take(seeds[1]) is None and len(failing.failures) == 2
+    assert failing.take(12345) is None and len(failing.failures) == 2  # never a key: nothing to say
 
 
 def test_a_campaign_draws_ahead_only_for_the_kernelbench_checkers_and_only_large_trials():
-    from harness.checkers.draws_ahead import for_kernelbench_checkers
+    from harness.engine.draws_ahead import for_kernelbench_checkers
 
     assert for_kernelbench_checkers(("t0", "mine.py:check"), RANDN) is None
     small = for_kernelbench_checkers(("kernelbench",), RANDN)  # 4 KiB a trial: drawn in the worker
     assert small is not None and small.take(trial_seeds()[0]) is None and small.failures == []
+
+
+def test_a_campaign_workers_t0_trials_built_by_helpers_are_those_it_builds_itself(tmp_path):
+    # kb_argmax's five 8 GiB T0 trials took 77.6 s built one after another in the worker; helpers build them at once,
+    # as the gate's helpers do (the builder on the CPU, under the first determinism seed).
+    import os
+
+    from harness.engine.draws_ahead import DrawsAhead, _t0_build, _t0_helper_start
+    from harness.engine.worker import CampaignJob, _load_entry, prepare_trials
+    from harness.gate.phases import PhaseClock
+    from harness.problems import ProblemSearch, load_problem
+
+    from test_kernelbench_examples import STANDIN_ROOT, _shrunk_copy
+
+    real_size = Path(__file__).resolve().parents[1] / "examples" / "kernelbench" / "candidate_kb_relu.py"
+    file = _shrunk_copy(real_size, tmp_path)[0]  # the stand-in's sizes: a few hundred kilobytes a trial
+    entry = _load_entry(CampaignJob(file=str(file), name="kb_relu", backend="cpu", mutant_ids=()))
+    problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(file, STANDIN_ROOT))
+    official = problem.build_model(torch.device("cpu"))
+    ahead = DrawsAhead(list(range(5)), 2, _t0_helper_start,
+                       (os.getpid(), str(file), entry.name, problem.kb_file, str(problem.path)), _t0_build)
+    helped = prepare_trials(entry, official, torch.device("cpu"), PhaseClock(), t0_ahead=ahead)
+    assert ahead.failures == [] and ahead.take(0) is None  # every T0 trial came from the helpers, taken once
+    alone = prepare_trials(entry, official, torch.device("cpu"), PhaseClock())
+    assert [(t.suite, t.t) for t in helped] == [(t.suite, t.t) for t in alone]
+    assert all(torch.equal(a.inputs[0], b.inputs[0]) and torch.equal(a.expected, b.expected)
+               for a, b in zip(helped, alone))

@@ -53,7 +53,7 @@ class BuiltProblem:
     gets copies of the tensors model_state names), and the mode is the one a Model starts in."""
 
     def __init__(self, problem, model, device, room=host_has_room, clock=None, ahead=None):
-        """`ahead`: the draws helpers make at once (harness.checkers.draws_ahead.DrawsAhead), taken at their keys."""
+        """`ahead`: the draws helpers make at once (harness.engine.draws_ahead.DrawsAhead), taken at their keys."""
         self.problem, self.model, self.device = problem, model, device
         self.ahead = ahead
         self.clock = clock or PhaseClock()  # the draws timed on it (`checkers: inputs drawn`)

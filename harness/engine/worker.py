@@ -115,21 +115,29 @@ class Trial:
         return f"{self.suite} trial {self.t}"
 
 
-def prepare_trials(entry, official, device, clock, state: tuple = ()) -> list[Trial]:
+def prepare_trials(entry, official, device, clock, state: tuple = (), t0_ahead=None) -> list[Trial]:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
     the seconds of each as parts of "trials and references". `state`: the entry's model_state tensors, appended to
-    each trial's inputs after the official output is computed (the kernel reads them, the Model holds them)."""
+    each trial's inputs after the official output is computed (the kernel reads them, the Model holds them).
+    `t0_ahead`: T0's trials as helpers build them (harness.engine.draws_ahead.for_t0), where they do."""
     import torch
 
     from harness.gate.checks.guards import POISON_BYTES, poison_held, read_together
+    from harness.gate.checks.suite_rules import T0_NAME
     from harness.gate.trial_inputs import build_trial
 
     made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
     for suite, n_trials, builder in entry.suites():
+        ahead = t0_ahead if suite == T0_NAME else None
         for t in range(n_trials):
             with clock.timing("trials and references: inputs"):
-                # As the gate builds it (the global RNG seeded alike): the t0 checker's T0 trials are these.
-                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in build_trial(builder, t, device)]
+                # As the gate builds it (the global RNG seeded alike; a large T0 in helpers, as the gate's): the t0
+                # checker's T0 trials are these.
+                built = ahead.take(t) if ahead is not None else None
+                if built is None:
+                    built = build_trial(builder, t, device)
+                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in built]
+                del built
             with torch.no_grad(), clock.timing("trials and references: official outputs"):
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
                 held = ([poison_held(expected, pattern) for pattern in POISON_BYTES]
@@ -373,8 +381,9 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             return None
         return run.backend if run.run_mutants() else None
     finally:
-        if run.draws_ahead is not None:  # draws no checker took (the job ended first): their helpers go
-            run.draws_ahead.close()
+        for ahead in (run.t0_ahead, run.draws_ahead):
+            if ahead is not None:  # draws not taken (the job ended first): their helpers go
+                ahead.close()
 
 
 @dataclass(frozen=True)
@@ -433,13 +442,14 @@ class _SubstrateRun:
         self.job, self.conn, self.phases = job, conn, phases
         self.mutant_parts, self.setup_parts, self.processor_since = mutant_parts, setup_parts, processor_since
         self.loaded: dict = {}  # "kernel": the unmutated source's, "schema": the schema's (None where it failed)
-        self.draws_ahead = None  # the KernelBench checkers' draws, made by helpers (harness.checkers.draws_ahead)
+        # Draws helpers make at once (harness.engine.draws_ahead): T0's trials, the KernelBench checkers' inputs.
+        self.t0_ahead = self.draws_ahead = None
 
     def start_up(self) -> None:
         """The candidate's entry, the backend, the official model and the trials: what a worker started after a
         fault pays again, timed in parts (where to look to make that cheaper)."""
         from harness.backends import create_backend
-        from harness.checkers.draws_ahead import for_kernelbench_checkers
+        from harness.engine.draws_ahead import for_kernelbench_checkers, for_t0
         from harness.problems import ProblemSearch, load_problem, model_state
 
         job, setup_parts = self.job, self.setup_parts
@@ -453,13 +463,15 @@ class _SubstrateRun:
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
                 self.problem = load_problem(self.entry.kb_file, search)
-                # The KernelBench checkers' draws, made by helpers while the trials below are built.
+                # T0's trials and the KernelBench checkers' draws, made by helpers at once where they are large.
+                self.t0_ahead = for_t0(self.entry, self.problem)
                 self.draws_ahead = for_kernelbench_checkers(job.checkers, self.problem)
                 self.official = official = self.problem.build_model(self.backend.device)
                 self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
         with _Phase(self.phases, "trials and references"):
-            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state)
+            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
+                                         self.t0_ahead)
         self.program = f"{self.entry.name}.cu"
         self.cache_dir = Path(job.cache_dir) if job.cache_dir else None
 
