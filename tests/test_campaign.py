@@ -1146,3 +1146,33 @@ def test_a_substrate_whose_fresh_worker_ran_out_of_memory_is_not_run_on_with_the
     assert handle(("short_of_memory", "m", "T0_original trial 0: the device's memory ran out (x)")) is True
     assert plan.failure == "m: T0_original trial 0: the device's memory ran out (x)"
     assert handle.remaining == ["m"] and handle.state["current"] is None  # stored as nothing: not judged
+
+
+def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_is_not_run_on(admitted, monkeypatch):
+    # kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB H100 ended its worker, reported only as `lost outside any
+    # mutant`: the worker keeps every trial of its substrate on the device.
+    import torch
+
+    from harness.engine import worker as campaign_worker
+
+    def prepare_trials(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity "
+                                     "of 79.19 GiB of which 12.50 GiB is free.")
+
+    monkeypatch.setattr(campaign_worker, "prepare_trials", prepare_trials)
+    conn = _Messages()
+    assert campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), conn) is False
+    said = [m for m in conn.sent if m[0] == "short_of_memory"]
+    assert said == [("short_of_memory", "rule_compliant",
+                     "building its trials, the device's memory ran out (CUDA out of memory. Tried to allocate 16.00 "
+                     "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.): a campaign worker "
+                     "keeps every trial of its substrate on the device, so this substrate needs a device with more "
+                     "memory")]
+    assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
+
+    def fails(*args):
+        raise ValueError("a builder's own error")
+
+    monkeypatch.setattr(campaign_worker, "prepare_trials", fails)  # any other error: as before, the worker's end
+    with pytest.raises(ValueError, match="a builder's own error"):
+        campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), _Messages())

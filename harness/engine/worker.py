@@ -372,7 +372,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
     else None."""
     run = _SubstrateRun(job, conn, phases, mutant_parts, setup_parts, processor_since)
     try:
-        run.start_up()
+        try:
+            run.start_up()
+        except TrialsDoNotFit:  # said: the substrate is not run on
+            return None
         run.compile_original()
         if wait_for_job:
             run.take_job()
@@ -384,6 +387,10 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
         for ahead in (run.t0_ahead, run.draws_ahead):
             if ahead is not None:  # draws not taken (the job ended first): their helpers go
                 ahead.close()
+
+
+class TrialsDoNotFit(Exception):
+    """A substrate's trials do not fit in the device's memory (the campaign was told: `short_of_memory`)."""
 
 
 @dataclass(frozen=True)
@@ -470,8 +477,12 @@ class _SubstrateRun:
                 self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
         with _Phase(self.phases, "trials and references"):
-            self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
-                                         self.t0_ahead)
+            try:
+                self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
+                                             self.t0_ahead)
+            except Exception as error:
+                self.trials_do_not_fit(error)
+                raise
         self.program = f"{self.entry.name}.cu"
         self.cache_dir = Path(job.cache_dir) if job.cache_dir else None
 
@@ -952,6 +963,20 @@ class _SubstrateRun:
         for trial in self.trials:
             if trial.suite == T0_NAME:
                 problem.give((T0_NAME, trial.t), trial.inputs[:len(trial.inputs) - own])
+
+    def trials_do_not_fit(self, error: BaseException) -> None:
+        """Where building the trials ran out of the device's memory, the substrate is not run on, and says so
+        (TrialsDoNotFit): the worker keeps every trial on the device (kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB
+        H100 ended its worker, `lost outside any mutant`)."""
+        from harness.backends.base import out_of_device_memory
+
+        if not out_of_device_memory(error):
+            return
+        words = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        self.conn.send(("short_of_memory", self.job.name,
+                        f"building its trials, the device's memory ran out ({words}): a campaign worker keeps every "
+                        f"trial of its substrate on the device, so this substrate needs a device with more memory"))
+        raise TrialsDoNotFit(words) from error
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
         """A trial that ran out of the device's memory says nothing of the mutant: what ran out is the harness's
