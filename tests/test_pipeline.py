@@ -627,23 +627,29 @@ def test_out_of_memory_is_a_limit_of_the_machine_under_its_own_check(entry, monk
 
 
 OOM_WORDS = "CUDA out of memory. Tried to allocate 2.00 GiB."
+# A CUDA call's own (a library's workspace, a context), not torch's allocator's: a RuntimeError naming CUDA, which the
+# gate took for a broken context, or for the Model's or the candidate's failure.
+CUDA_OOM_WORDS = "CUDA error: out of memory"
+OOM_ERRORS = [(torch.OutOfMemoryError, OOM_WORDS), (RuntimeError, CUDA_OOM_WORDS)]
 
 
-def _raises_out_of_memory_once(function):
-    """`function`, raising torch.OutOfMemoryError on its first call (beside other jobs, the memory was held)."""
+def _raises_out_of_memory_once(function, kind=torch.OutOfMemoryError, words=OOM_WORDS):
+    """`function`, raising `kind(words)` on its first call (beside other jobs, the memory was held)."""
     calls = []
 
     def once(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
-            raise torch.OutOfMemoryError(OOM_WORDS + "\nmore words")
+            raise kind(words + "\nmore words")
         return function(*args, **kwargs)
 
     return once
 
 
+@pytest.mark.parametrize("kind, words", OOM_ERRORS)
 @pytest.mark.parametrize("where", ["the official Model", "ref", "launch"])
-def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_fault(entry, tmp_path, where):
+def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_fault(entry, tmp_path, where, kind,
+                                                                                      words):
     """Beside other jobs the device's memory can run out anywhere in a trial: the official Model, the candidate's
     ref and launch's out included. Each is the machine's limit (the command then gates the candidate again alone),
     never a verdict on the Model, the ref or launch (kb_conv1d, gated with 18 others on an H100, was rejected by
@@ -658,7 +664,8 @@ def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_f
             "    def forward(self, x, pads, value):\n"
             "        CALLS.append(1)\n"
             "        if len(CALLS) == 1:\n"
-            f"            raise torch.OutOfMemoryError({OOM_WORDS!r})\n"
+            f"            raise {'torch.OutOfMemoryError' if kind is torch.OutOfMemoryError else 'RuntimeError'}"
+            f"({words!r})\n"
             "        return F.pad(x, [int(p) for p in pads.flip(0).flatten()], value=float(value))\n"
             "def get_inputs():\n"
             "    return [torch.zeros(2, 8, 32, 32), torch.zeros(4, 2, dtype=torch.int64), torch.tensor(0.0)]\n"
@@ -666,45 +673,48 @@ def test_out_of_memory_in_the_models_ref_or_launch_is_the_machines_limit_not_a_f
         search = ProblemSearch((tmp_path,))
         changed = entry
     elif where == "ref":
-        changed = dataclasses.replace(entry, ref=_raises_out_of_memory_once(entry.ref))
+        changed = dataclasses.replace(entry, ref=_raises_out_of_memory_once(entry.ref, kind, words))
     else:
-        changed = dataclasses.replace(entry, launch=_raises_out_of_memory_once(entry.launch))
+        changed = dataclasses.replace(entry, launch=_raises_out_of_memory_once(entry.launch, kind, words))
 
     report, _backend = gate(changed, search=search)
 
-    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"probe trial 0: {OOM_WORDS} (a limit of this machine, not a "
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"probe trial 0: {words} (a limit of this machine, not a "
                                                     f"fault of the kernel)"}
     assert report.suites[0].failures == ["trial 0: out of device memory"]
     assert suite_table(report) == {"probe": (2, 1), "misaligned": (8, 8)}  # the other trials still ran
 
 
-def test_a_builder_out_of_device_memory_is_the_machines_limit_not_a_suite_that_cannot_be_built(entry):
+@pytest.mark.parametrize("kind, words", OOM_ERRORS)
+def test_a_builder_out_of_device_memory_is_the_machines_limit_not_a_suite_that_cannot_be_built(entry, kind, words):
     import functools
 
     ((name, n_trials, builder),) = entry.suites()
-    raising = _raises_out_of_memory_once(builder)
+    raising = _raises_out_of_memory_once(builder, kind, words)
     report, _backend = gate(dataclasses.replace(entry, suites=lambda: [
         (name, n_trials, functools.wraps(builder)(lambda *args: raising(*args)))]))
 
-    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"misaligned trial 0 (building its inputs): {OOM_WORDS} (a "
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"misaligned trial 0 (building its inputs): {words} (a "
                                                     f"limit of this machine, not a fault of the kernel)"}
     assert checks(report)[C.SUITES_BUILD].status is CheckStatus.PASSED
     assert suite_table(report) == {"probe": (2, 2), "misaligned": (8, 7)}  # the other trials still ran
 
 
-def test_an_official_model_whose_weights_do_not_fit_is_the_machines_limit(entry, tmp_path):
+@pytest.mark.parametrize("kind, words", OOM_ERRORS)
+def test_an_official_model_whose_weights_do_not_fit_is_the_machines_limit(entry, tmp_path, kind, words):
+    raised = "torch.OutOfMemoryError" if kind is torch.OutOfMemoryError else "RuntimeError"
     (tmp_path / "pad_const_b4.py").write_text(
         "import torch\n"
         "class Model(torch.nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        f"        raise torch.OutOfMemoryError({OOM_WORDS!r} + '\\nmore words')\n"
+        f"        raise {raised}({words!r} + '\\nmore words')\n"
         "def get_inputs():\n    return []\n"
         "def get_init_inputs():\n    return []\n")
 
     report, _backend = gate(entry, search=ProblemSearch((tmp_path,)))
 
-    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"building the official Model: {OOM_WORDS} (a limit of this "
+    assert failed(report) == {C.FITS_DEVICE_MEMORY: f"building the official Model: {words} (a limit of this "
                                                     f"machine, not a fault of the kernel)"}
     assert checks(report)[C.OFFICIAL_REFERENCE].status is CheckStatus.NOT_RUN
 

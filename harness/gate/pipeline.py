@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from harness.backends import Backend, KernelFault, LoadedKernel
-from harness.backends.base import PendingFault
+from harness.backends.base import PendingFault, out_of_device_memory
 from harness.candidates import Entry, builder_form, where_defined
 from harness.compiler import signature
 from harness.compiler.nvrtc import CompileError
@@ -490,7 +490,7 @@ def _call_launch(entry: Entry, kernel: LoadedKernel, device, views: list, initia
         result.initialised_by_launch = initialised
         return out, grid, block, args, tuple(out.shape), out.dtype
     except Exception as error:
-        if isinstance(error, torch.OutOfMemoryError):  # the gate says it as the machine's limit (_kernel_runs)
+        if out_of_device_memory(error):  # the gate says it as the machine's limit (_kernel_runs)
             result.out_of_memory = error
         result.argument_problems.append(f"launch raised {type(error).__name__}: {error}")
         return None
@@ -853,9 +853,9 @@ def _official_output(ctx: GateContext, state: TrialState) -> bool:
     try:
         with torch.no_grad():
             expected = ctx.official(*state.model_views)
-    except torch.OutOfMemoryError:
-        raise  # the machine's limit (FITS_DEVICE_MEMORY, run again alone beside other jobs), not the Model's
     except Exception as error:
+        if out_of_device_memory(error):
+            raise  # the machine's limit (FITS_DEVICE_MEMORY, run again alone beside other jobs), not the Model's
         ctx.book.fail(CheckName.OFFICIAL_REFERENCE, f"{state.case.where}: the official Model raised "
                                                     f"{type(error).__name__}: {error}")
         state.suite.failures.append(f"trial {state.case.t}: official reference failed")
@@ -876,9 +876,9 @@ def _own_ref(ctx: GateContext, state: TrialState) -> bool:
         with torch.no_grad():
             own = compare(ctx.entry.ref(*state.views), state.expected, ctx.entry.tolerance,
                           ctx.backend.close_figures)
-    except torch.OutOfMemoryError:
-        raise  # as in _official_output
     except Exception as error:
+        if out_of_device_memory(error):
+            raise  # as in _official_output
         state.fail(ctx, CheckName.REF_MATCHES_OFFICIAL, f"ref raised {type(error).__name__}: {error}")
         _restore_inputs(state)
         return True
@@ -924,7 +924,7 @@ def _kernel_runs(ctx: GateContext, state: TrialState) -> bool:
     except RuntimeError as error:
         # Launch's own errors are caught in run_kernel; a RuntimeError naming CUDA after the kernel
         # started is torch meeting a context the kernel broke.
-        if "CUDA" not in str(error) or isinstance(error, torch.OutOfMemoryError):
+        if "CUDA" not in str(error) or out_of_device_memory(error):
             raise
         ctx.fault = f"{where}: {error}"
     if ctx.fault:
@@ -1048,7 +1048,9 @@ def _run_trial(ctx: GateContext, case: Case, suite: SuiteResult) -> None:
             with ctx.clock.timing(check.name):
                 if not check.run(ctx, state):
                     break
-    except torch.OutOfMemoryError as error:
+    except Exception as error:
+        if not out_of_device_memory(error):
+            raise
         del state.guarded, state.views, state.expected, state.float64, state.run
         _device_memory_failure(ctx, case.where, error)
         suite.failures.append(f"trial {case.t}: out of device memory")
@@ -1069,12 +1071,12 @@ def _load_official(entry: Entry, search: ProblemSearch, device, book: CheckBook)
     except ProblemError as error:
         book.fail(CheckName.OFFICIAL_REFERENCE, str(error))
         return None, None
-    except torch.OutOfMemoryError as error:  # its weights did not fit beside other jobs: run again alone
-        book.fail(CheckName.FITS_DEVICE_MEMORY, f"building the official Model: {str(error).splitlines()[0]} (a limit "
-                                                f"of this machine, not a fault of the kernel)")
-        book.skip(CheckName.OFFICIAL_REFERENCE, "not run: the official Model did not fit the device's memory")
-        return None, None
     except Exception as error:
+        if out_of_device_memory(error):  # its weights did not fit beside other jobs: run again alone
+            book.fail(CheckName.FITS_DEVICE_MEMORY, f"building the official Model: {str(error).splitlines()[0]} (a "
+                                                    f"limit of this machine, not a fault of the kernel)")
+            book.skip(CheckName.OFFICIAL_REFERENCE, "not run: the official Model did not fit the device's memory")
+            return None, None
         book.fail(CheckName.OFFICIAL_REFERENCE, f"building the official Model failed: {type(error).__name__}: {error}")
         return None, None
     book.ran(CheckName.OFFICIAL_REFERENCE, f"{problem.path} loaded KernelBench-style; its Model ran on every trial")
@@ -1209,7 +1211,7 @@ def gate_entry(entry: Entry, backend: Backend, checks_so_far: list[CheckResult],
     try:
         for case in _cases(entry, device, book, problem, progress, trial_inputs, ctx.clock, official_inputs):
             suite = suites.setdefault(case.suite, SuiteResult(case.suite, case.n_trials))
-            if isinstance(case.error, torch.OutOfMemoryError):  # a builder that draws on the device, beside others
+            if case.error is not None and out_of_device_memory(case.error):  # a builder drawing on the device
                 _device_memory_failure(ctx, f"{case.where} (building its inputs)", case.error)
                 suite.failures.append(f"trial {case.t}: out of device memory")
                 continue

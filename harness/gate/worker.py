@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.backends.base import out_of_device_memory
 from harness.gate.records import CheckName, CheckResult, CheckStatus, SubstrateReport, with_not_run
 from harness.interrupt import die_quietly_on_interrupt
 from harness.processes import DEFAULT_STEP_TIMEOUT, StartedWorker, WorkerLost, converse, oom_kills, start_worker
@@ -252,7 +253,7 @@ def _gate_one(job: GateJob, imported: ImportedFile, backend, conn, began: float,
                             official_output=job.official_output, trace=job.trace)
     except BaseException as error:
         # Say why, and where, before dying, so the rejection names the cause, not only an exit code.
-        conn.send(("crash", crash_description(error), isinstance(error, torch.OutOfMemoryError)))
+        conn.send(("crash", crash_description(error), out_of_device_memory(error)))
         raise
     conn.send(("report", report.to_json()))
     # Not kept after a failed import proof, or after any fault: a kernel that faulted (even one the CPU backend's
