@@ -467,3 +467,25 @@ def test_a_campaign_workers_t0_trials_built_by_helpers_are_those_it_builds_itsel
     assert [(t.suite, t.t) for t in helped] == [(t.suite, t.t) for t in alone]
     assert all(torch.equal(a.inputs[0], b.inputs[0]) and torch.equal(a.expected, b.expected)
                for a, b in zip(helped, alone))
+
+
+def test_a_kernel_under_a_checker_gets_copies_of_what_the_worker_keeps_never_the_tensors_themselves():
+    # The worker's own T0 trials are given to the t0 checker on the device: a kernel writing its inputs must not
+    # change them.
+    from harness.checkers.under_test import on_device
+
+    kept = torch.ones(4)
+    copy = on_device("cpu", kept)
+    assert copy is not kept and torch.equal(copy, kept) and copy.data_ptr() != kept.data_ptr()
+    assert on_device(torch.device("cpu"), 3) == 3
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_device_named_without_its_index_still_gets_a_copy():
+    from harness.checkers.under_test import on_device
+
+    kept = torch.ones(4, device="cuda")
+    for name in ("cuda", torch.device("cuda"), torch.device("cuda", torch.cuda.current_device())):
+        copy = on_device(name, kept)
+        assert copy.data_ptr() != kept.data_ptr() and torch.equal(copy, kept)
+    assert on_device("cuda", torch.ones(2)).is_cuda

@@ -43,6 +43,9 @@ def on_device(device, x):
 
     if not isinstance(x, torch.Tensor):
         return x
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:  # `cuda` is the current device: .to() would hand x back
+        device = torch.device("cuda", torch.cuda.current_device())
     return x.clone() if x.device == device else x.to(device)
 
 
