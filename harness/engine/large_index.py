@@ -101,10 +101,12 @@ class SubstrateJudged:
         return sum(1 for killed, _detail, _trial in self.judged.values() if killed)
 
     def describe(self) -> str:
-        """`N survivor(s) judged, K killed, in S s, P process(es) (building the trials 1.2 s, ...)`."""
+        """`N survivor(s) judged, K killed, in S s, P process(es) (building the trials 1.2 s, ...)`; where no large
+        trial judged any (the device too small for each, say), the first reason why, in its place."""
         parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.parts.items())
+        nothing = f"none judged: {self.why_not[0]}" if not self.judged and self.why_not else ""
         return (f"{len(self.judged)} survivor(s) judged, {self.killed()} killed, in {self.seconds:.1f} s, "
-                f"{self.processes} process(es)" + (f" ({parts})" if parts else ""))
+                f"{self.processes} process(es)" + (f" ({parts or nothing})" if parts or nothing else ""))
 
 
 def judge_on_large_trial(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
