@@ -400,7 +400,8 @@ def test_helpers_for_draws_ahead_start_only_where_a_trial_is_large_and_two_fit()
     assert helpers_for(big, 5, 16, None) == 0  # the host's memory unknown
 
 
-def test_kernelbench_draws_made_by_helpers_are_the_workers_and_a_failed_draw_is_made_in_the_worker(tmp_path):
+def test_kernelbench_draws_made_by_helpers_are_the_workers_and_a_failed_draw_is_made_in_the_worker(tmp_path,
+                                                                                                   capsys):
     from harness.checkers.kernelbench import set_seed
     from harness.checkers.under_test import BuiltProblem
     from harness.engine.draws_ahead import kernelbench_draws
@@ -432,6 +433,9 @@ def test_kernelbench_draws_made_by_helpers_are_the_workers_and_a_failed_draw_is_
     assert failing.take(seeds[0]) is None and failing.failures[0].startswith(f"{seeds[0]}: ") and "CUDA" in failing.failures[0]
     assert failing.take(seeds[1]) is None and len(failing.failures) == 2
     assert failing.take(12345) is None and len(failing.failures) == 2  # never a key: nothing to say
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 2 and said[0].startswith(f"draws ahead: {seeds[0]}: ")
+    assert said[0].endswith("; drawn in the worker instead")
 
 
 def test_a_campaign_draws_ahead_only_for_the_kernelbench_checkers_and_only_large_trials():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -55,8 +56,13 @@ class DrawsAhead:
             for _ in range(helpers):
                 self._submit_next()
         except Exception as error:
-            self.failures.append(f"the helpers could not start ({type(error).__name__}: {error})")
+            self._failed(f"the helpers could not start ({type(error).__name__}: {error})")
             self.close()
+
+    def _failed(self, why: str) -> None:
+        """Said on stderr (a campaign's workers' log) and kept: the draw is made in the worker instead."""
+        self.failures.append(why)
+        print(f"draws ahead: {why}; drawn in the worker instead", file=sys.stderr, flush=True)
 
     def _submit_next(self) -> None:
         if self._pool is not None and self._next < len(self._keys):
@@ -74,7 +80,7 @@ class DrawsAhead:
         except Exception as lost:  # the helper died, or what it drew could not be handed back
             values, error = None, f"{type(lost).__name__}: {lost}"
         if error is not None:
-            self.failures.append(f"{key}: {error}")
+            self._failed(f"{key}: {error}")
         if not self._futures:
             self.close()  # every draw handed over: the helpers are done
         return values
