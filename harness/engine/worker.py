@@ -723,7 +723,12 @@ class _SubstrateRun:
                         return False
             conn.send(("baseline", True, "", time.perf_counter() - started))
             if self.checkers:
-                verdicts, _end, _foreseen = self.run_checkers(self.original(), "the unmutated kernel")
+                # Its own phase: at real sizes the checkers' draws for every kernel after it are made here.
+                from harness.gate.phases import PrefixedClock
+
+                with _Phase(self.phases, "unmutated runs"):
+                    verdicts, _end, _foreseen = self.run_checkers(
+                        self.original(), "the unmutated kernel", PrefixedClock(self.setup_parts, "unmutated runs: "))
                 conn.send(("checkers_unmutated", verdicts))
             self.send_timings()
         self.step_timeout = job.step_timeout or STEP_TIMEOUT_ALLOWANCE + STEP_TIMEOUT_FACTOR * slowest
@@ -928,22 +933,24 @@ class _SubstrateRun:
         self.conn.send(("trial", self.trials[i].suite, self.trials[i].t))
         return bool(self.run_trial(self.original(), i, clock=self.mutant_parts))
 
-    def run_checkers(self, kernel, what: str) -> tuple[dict, bool, bool]:
+    def run_checkers(self, kernel, what: str, clock=None) -> tuple[dict, bool, bool]:
         """Each --checker's verdict on `kernel` ({spec: CheckerVerdict's JSON}); whether the worker must end (a fault
         that poisoned the context, or a kernel whose runs changed the worker's trials); and whether a fault the
-        address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker)."""
+        address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker). `clock` times
+        the checkers' parts (the mutants' by default)."""
         from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
 
+        clock = clock or self.mutant_parts
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
-            self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device,
-                                              clock=self.mutant_parts, ahead=self.draws_ahead)
+            self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device, ahead=self.draws_ahead)
             self._give_t0_trials(self.built_problem)
         problem = self.built_problem
+        problem.clock = clock  # the draws this kernel's checkers make
         verdicts, end, foreseen, shared = {}, False, False, {}
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
-            call = KernelCall(self.entry, self.backend, kernel, self.state, shared, self.mutant_parts)
-            with self.mutant_parts.timing("checkers"):
+            call = KernelCall(self.entry, self.backend, kernel, self.state, shared, clock)
+            with clock.timing("checkers"):
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
             foreseen = foreseen or any(getattr(error, "foreseen", False) for error in call.raised)

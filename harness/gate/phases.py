@@ -62,3 +62,17 @@ class PhaseClock:
     def calls(self) -> dict[str, dict]:
         """Every phase's calls so far and its longest call's seconds, in seconds()'s order."""
         return {k: {"calls": calls, "longest": round(longest, 3)} for k, (_s, calls, longest) in self._largest_first()}
+
+
+class PrefixedClock:
+    """A PhaseClock seen through a prefix: each phase timed on it is the clock's `prefix + phase` (a worker's parts
+    of one phase named as parts of another)."""
+
+    def __init__(self, clock: PhaseClock, prefix: str):
+        self.clock, self.prefix = clock, prefix
+
+    def add(self, phase: str, seconds: float, started: float | None = None) -> None:
+        self.clock.add(self.prefix + phase, seconds, started)
+
+    def timing(self, phase: str):
+        return self.clock.timing(self.prefix + phase)
