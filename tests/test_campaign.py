@@ -1166,8 +1166,8 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
     assert said == [("short_of_memory", "rule_compliant",
                      "building its trials, the device's memory ran out (CUDA out of memory. Tried to allocate 16.00 "
                      "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.): a campaign worker "
-                     "keeps every trial of its substrate on the device, so this substrate needs a device with more "
-                     "memory")]
+                     "keeps every trial of its substrate on the device: run it with fewer --workers, or on a device "
+                     "with more memory")]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
     def fails(*args):

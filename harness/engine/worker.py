@@ -982,7 +982,8 @@ class _SubstrateRun:
         words = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
         self.conn.send(("short_of_memory", self.job.name,
                         f"building its trials, the device's memory ran out ({words}): a campaign worker keeps every "
-                        f"trial of its substrate on the device, so this substrate needs a device with more memory"))
+                        f"trial of its substrate on the device: run it with fewer --workers, or on a device with "
+                        f"more memory"))
         raise TrialsDoNotFit(words) from error
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
