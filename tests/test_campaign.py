@@ -1176,3 +1176,20 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
     monkeypatch.setattr(campaign_worker, "prepare_trials", fails)  # any other error: as before, the worker's end
     with pytest.raises(ValueError, match="a builder's own error"):
         campaign_worker.run_campaign_job(_template_job(admitted, "narrow_long_long", 2), _Messages())
+
+
+def test_a_campaign_worker_never_builds_get_inputs_on_the_meta_device(admitted, monkeypatch):
+    # Whether T0's and the checkers' draws go to helpers is read from T0's first trial as built: get_inputs() on the
+    # meta device imports torch._dynamo for some ops (a comparison), 1 to 2 s of every worker's start.
+    import dataclasses
+
+    from harness.engine import worker as campaign_worker
+    from harness.gate.checks import suite_rules
+
+    built_on_meta = []
+    monkeypatch.setattr(suite_rules, "official_signature", lambda *args, **kwargs: built_on_meta.append(1) or [])
+    conn = _Messages()
+    job = dataclasses.replace(_template_job(admitted, "narrow_long_long", 1), checkers=("kernelbench", "t0"))
+    campaign_worker.run_campaign_job(job, conn)
+    assert [m[1]["status"] for m in conn.sent if m[0] == "result"] in (["killed"], ["survived"])
+    assert built_on_meta == []

@@ -439,11 +439,10 @@ def test_kernelbench_draws_made_by_helpers_are_the_workers_and_a_failed_draw_is_
 
 
 def test_a_campaign_draws_ahead_only_for_the_kernelbench_checkers_and_only_large_trials():
-    from harness.engine.draws_ahead import for_kernelbench_checkers
+    from harness.engine.draws_ahead import AHEAD_FROM_BYTES, for_kernelbench_checkers
 
-    assert for_kernelbench_checkers(("t0", "mine.py:check"), RANDN) is None
-    small = for_kernelbench_checkers(("kernelbench",), RANDN)  # 4 KiB a trial: drawn in the worker
-    assert small is not None and small.take(trial_seeds()[0]) is None and small.failures == []
+    assert for_kernelbench_checkers(("t0", "mine.py:check"), RANDN, AHEAD_FROM_BYTES) is None
+    assert for_kernelbench_checkers(("kernelbench",), RANDN, 4096) is None  # 4 KiB a trial: drawn in the worker
 
 
 def test_a_campaign_workers_t0_trials_built_by_helpers_are_those_it_builds_itself(tmp_path):
@@ -463,10 +462,17 @@ def test_a_campaign_workers_t0_trials_built_by_helpers_are_those_it_builds_itsel
     entry = _load_entry(CampaignJob(file=str(file), name="kb_relu", backend="cpu", mutant_ids=()))
     problem = load_problem(entry.kb_file, ProblemSearch.for_candidate(file, STANDIN_ROOT))
     official = problem.build_model(torch.device("cpu"))
-    ahead = DrawsAhead(list(range(5)), 2, _t0_helper_start,
+    ahead = DrawsAhead(list(range(1, 5)), 2, _t0_helper_start,
                        (os.getpid(), str(file), entry.name, problem.kb_file, str(problem.path)), _t0_build)
-    helped = prepare_trials(entry, official, torch.device("cpu"), PhaseClock(), t0_ahead=ahead)
-    assert ahead.failures == [] and ahead.take(0) is None  # every T0 trial came from the helpers, taken once
+    asked = []
+
+    def after_first_t0(first, n_trials):  # the worker decides from T0's first trial, built in it
+        asked.append((first[0].shape, n_trials))
+        return ahead
+
+    helped = prepare_trials(entry, official, torch.device("cpu"), PhaseClock(), after_first_t0=after_first_t0)
+    assert asked == [(helped[0].inputs[0].shape, 5)]
+    assert ahead.failures == [] and ahead.take(1) is None  # T0's further trials came from the helpers, taken once
     alone = prepare_trials(entry, official, torch.device("cpu"), PhaseClock())
     assert [(t.suite, t.t) for t in helped] == [(t.suite, t.t) for t in alone]
     assert all(torch.equal(a.inputs[0], b.inputs[0]) and torch.equal(a.expected, b.expected)

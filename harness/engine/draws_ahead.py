@@ -133,17 +133,18 @@ def kernelbench_draws(problem, seeds: list[int], helpers: int, start_method: str
 KERNELBENCH_CHECKERS = ("kernelbench", "kernelbench-v0")
 
 
-def for_kernelbench_checkers(checkers, problem) -> DrawsAhead | None:
+def for_kernelbench_checkers(checkers, problem, trial_bytes: int) -> DrawsAhead | None:
     """Where a campaign's `checkers` (their --checker names) include a KernelBench one, its trials' draws started for
-    `problem` (by helpers where a trial is large enough to gain); None otherwise."""
+    `problem` by helpers, where a draw of about `trial_bytes` (T0's first trial's: a draw of get_inputs()'s) gains;
+    None otherwise (the worker draws them)."""
     if not any(spec in KERNELBENCH_CHECKERS for spec in checkers):
         return None
     from harness.checkers.kernelbench import trial_seeds
-    from harness.gate.trial_inputs import host_memory_available, t0_bytes
+    from harness.gate.trial_inputs import host_memory_available
 
     seeds = trial_seeds()
-    return kernelbench_draws(problem, seeds, helpers_for(t0_bytes(problem), len(seeds), os.cpu_count(),
-                                                         host_memory_available()))
+    helpers = helpers_for(trial_bytes, len(seeds), os.cpu_count(), host_memory_available())
+    return kernelbench_draws(problem, seeds, helpers) if helpers else None
 
 
 # ---------------------------------------------------------------- T0's trials
@@ -164,17 +165,15 @@ def _t0_build(t: int):
     return (inputs, None) if error is None else (None, str(error))
 
 
-def for_t0(entry, problem, start_method: str = "spawn") -> DrawsAhead | None:
-    """T0's trials built by helpers where each is large enough to gain (from get_inputs()'s size); None otherwise."""
-    from harness.gate.checks.suite_rules import T0_NAME
-    from harness.gate.trial_inputs import host_memory_available, t0_bytes
+def for_t0(entry, problem, n_trials: int, trial_bytes: int, start_method: str = "spawn") -> DrawsAhead | None:
+    """T0's trials after its first (built in the worker, `trial_bytes` large) built by helpers, where a trial that
+    large gains; None otherwise. (The first trial's size, not get_inputs() on the meta device: some of its ops import
+    torch._dynamo there, 1 to 2 s of every campaign worker's start.)"""
+    from harness.gate.trial_inputs import host_memory_available
 
-    counts = [n for name, n, _builder in entry.suites() if name == T0_NAME]
-    if len(counts) != 1 or type(counts[0]) is not int or counts[0] < 1:
-        return None
-    helpers = helpers_for(t0_bytes(problem), counts[0], os.cpu_count(), host_memory_available())
+    helpers = helpers_for(trial_bytes, n_trials - 1, os.cpu_count(), host_memory_available())
     if helpers < 1:
         return None
-    return DrawsAhead(list(range(counts[0])), helpers, _t0_helper_start,
+    return DrawsAhead(list(range(1, n_trials)), helpers, _t0_helper_start,
                       (os.getpid(), str(entry.file), entry.name, problem.kb_file, str(problem.path)), _t0_build,
                       start_method)

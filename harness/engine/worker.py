@@ -115,11 +115,12 @@ class Trial:
         return f"{self.suite} trial {self.t}"
 
 
-def prepare_trials(entry, official, device, clock, state: tuple = (), t0_ahead=None) -> list[Trial]:
+def prepare_trials(entry, official, device, clock, state: tuple = (), after_first_t0=None) -> list[Trial]:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
     the seconds of each as parts of "trials and references". `state`: the entry's model_state tensors, appended to
     each trial's inputs after the official output is computed (the kernel reads them, the Model holds them).
-    `t0_ahead`: T0's trials as helpers build them (harness.engine.draws_ahead.for_t0), where they do."""
+    `after_first_t0(inputs, n_trials)`, called with T0's first trial as built, may return its further trials as
+    helpers build them (harness.engine.draws_ahead.DrawsAhead), or None."""
     import torch
 
     from harness.gate.checks.guards import POISON_BYTES, poison_held, read_together
@@ -128,7 +129,7 @@ def prepare_trials(entry, official, device, clock, state: tuple = (), t0_ahead=N
 
     made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
     for suite, n_trials, builder in entry.suites():
-        ahead = t0_ahead if suite == T0_NAME else None
+        ahead = None
         for t in range(n_trials):
             with clock.timing("trials and references: inputs"):
                 # As the gate builds it (the global RNG seeded alike; a large T0 in helpers, as the gate's): the t0
@@ -136,6 +137,8 @@ def prepare_trials(entry, official, device, clock, state: tuple = (), t0_ahead=N
                 built = ahead.take(t) if ahead is not None else None
                 if built is None:
                     built = build_trial(builder, t, device)
+                if suite == T0_NAME and t == 0 and after_first_t0 is not None:
+                    ahead = after_first_t0(built, n_trials)
                 inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in built]
                 del built
             with torch.no_grad(), clock.timing("trials and references: official outputs"):
@@ -456,7 +459,6 @@ class _SubstrateRun:
         """The candidate's entry, the backend, the official model and the trials: what a worker started after a
         fault pays again, timed in parts (where to look to make that cheaper)."""
         from harness.backends import create_backend
-        from harness.engine.draws_ahead import for_kernelbench_checkers, for_t0
         from harness.problems import ProblemSearch, load_problem, model_state
 
         job, setup_parts = self.job, self.setup_parts
@@ -470,16 +472,13 @@ class _SubstrateRun:
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
                 self.problem = load_problem(self.entry.kb_file, search)
-                # T0's trials and the KernelBench checkers' draws, made by helpers at once where they are large.
-                self.t0_ahead = for_t0(self.entry, self.problem)
-                self.draws_ahead = for_kernelbench_checkers(job.checkers, self.problem)
                 self.official = official = self.problem.build_model(self.backend.device)
                 self.state = tuple(model_state(official, self.entry.model_state))
         self.conn.send(("step", "building the trials"))
         with _Phase(self.phases, "trials and references"):
             try:
                 self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
-                                             self.t0_ahead)
+                                             self.draws_ahead_from)
             except Exception as error:
                 self.trials_do_not_fit(error)
                 raise
@@ -960,6 +959,17 @@ class _SubstrateRun:
                     True, foreseen
             end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
         return verdicts, end, foreseen
+
+    def draws_ahead_from(self, first: list, n_trials: int):
+        """After T0's first trial (`first`, as built): where a trial that large gains, T0's further trials, and the
+        KernelBench checkers' draws, are made by helpers at once (harness.engine.draws_ahead); T0's are returned."""
+        from harness.engine.draws_ahead import for_kernelbench_checkers, for_t0
+        from harness.gate.trial_inputs import inputs_bytes
+
+        size = inputs_bytes(first)
+        self.t0_ahead = for_t0(self.entry, self.problem, n_trials, size)
+        self.draws_ahead = for_kernelbench_checkers(self.job.checkers, self.problem, size)
+        return self.t0_ahead
 
     def _give_t0_trials(self, problem) -> None:
         """The worker's T0 trials, built as the t0 checker builds them, given to it rather than drawn again (at
