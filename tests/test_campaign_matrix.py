@@ -142,7 +142,7 @@ def _time_parts(out: str, phase: str) -> dict:
 
 def test_the_checkers_time_says_apart_the_kernels_runs_its_guarded_output_and_the_draws(matrix_run):
     # At real sizes the checkers took 303 of 458 s on an H100 with nothing said of where: the parts a worker can time.
-    # The checkers' draws are made as they judge the unmutated kernel, whose run is a phase of its own (on the H100
+    # The checkers' draws are made as they judge the unmutated kernel, whose run is a phase of its own (on the H200
     # its 131.7 s of draws were `process start, imports and unreported`, yet listed among the mutants' parts).
     _report, _records, out = matrix_run
     mutants, unmutated = _time_parts(out, "mutants'"), _time_parts(out, "unmutated runs'")
