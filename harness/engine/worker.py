@@ -396,6 +396,12 @@ class TrialsDoNotFit(Exception):
     """A substrate's trials do not fit in the device's memory (the campaign was told: `short_of_memory`)."""
 
 
+def _first_words(error: BaseException) -> str:
+    """An error's first line, at most 200 characters (an out-of-memory error's next lines are torch's advice)."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__
+
+
 @dataclass(frozen=True)
 class _Verdict:
     """What judging one mutant on the trials found (_SubstrateRun.judge)."""
@@ -480,7 +486,8 @@ class _SubstrateRun:
                 self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
                                              self.draws_ahead_from)
             except Exception as error:
-                self.trials_do_not_fit(error)
+                if out_of_device_memory(error):
+                    raise self.trials_do_not_fit(error) from error
                 raise
         self.program = f"{self.entry.name}.cu"
         self.cache_dir = Path(job.cache_dir) if job.cache_dir else None
@@ -981,27 +988,23 @@ class _SubstrateRun:
             if trial.suite == T0_NAME:
                 problem.give((T0_NAME, trial.t), trial.inputs[:len(trial.inputs) - own])
 
-    def trials_do_not_fit(self, error: BaseException) -> None:
-        """Where building the trials ran out of the device's memory, the substrate is not run on, and says so
-        (TrialsDoNotFit): the worker keeps every trial on the device (kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB
-        H100 ended its worker, `lost outside any mutant`)."""
-        from harness.backends.base import out_of_device_memory
-
-        if not out_of_device_memory(error):
-            return
-        words = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    def trials_do_not_fit(self, error: BaseException) -> "TrialsDoNotFit":
+        """Building the trials ran out of the device's memory (`error`): the substrate is not run on, said to the
+        campaign, since the worker keeps every trial on the device (kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB
+        H100 ended its worker, `lost outside any mutant`). Returns the exception that ends the job."""
+        words = _first_words(error)
         self.conn.send(("short_of_memory", self.job.name,
                         f"building its trials, the device's memory ran out ({words}): a campaign worker keeps every "
                         f"trial of its substrate on the device: run it with fewer --workers, or on a device with "
                         f"more memory"))
-        raise TrialsDoNotFit(words) from error
+        return TrialsDoNotFit(words)
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
         """A trial that ran out of the device's memory says nothing of the mutant: what ran out is the harness's
         allocations (launch's output, its guards, the comparison), beside the campaign's other workers. The mutant is
         handed back, to be judged first in a fresh worker (this one's cached memory given back as it ends); where it
         was that already, its substrate is not run on (short_of_memory), rather than judged by the memory."""
-        words = f"{trial.where}: the device's memory ran out ({str(error).splitlines()[0][:200]})"
+        words = f"{trial.where}: the device's memory ran out ({_first_words(error)})"
         if self.started_here > 1:
             self.conn.send(("retry", mutant_id, f"{words}: judged again, first in a fresh worker"))
         else:
