@@ -1148,6 +1148,42 @@ def test_a_substrate_whose_fresh_worker_ran_out_of_memory_is_not_run_on_with_the
     assert handle.remaining == ["m"] and handle.state["current"] is None  # stored as nothing: not judged
 
 
+def test_an_unmutated_launch_out_of_the_devices_memory_is_no_failure_of_the_source(admitted, monkeypatch):
+    # kb_conv1d_dilated_strided beside eleven other workers on an H100: launch's 5.33 GiB output did not fit, and the
+    # report said `the unmutated source fails T0_original trial 0: launch_arguments: launch raised OutOfMemoryError`.
+    import dataclasses
+
+    import torch
+
+    import harness.gate.pipeline
+    from harness.engine import worker as campaign_worker
+
+    def short(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.33 GiB")
+
+    monkeypatch.setattr(harness.gate.pipeline, "_launch_problems", short)
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2), run_baseline=True)
+    conn = _Messages()
+    assert campaign_worker.run_campaign_job(job, conn) is False
+    assert [m for m in conn.sent if m[0] in ("baseline", "short_of_memory", "result")] == [
+        ("short_of_memory", "rule_compliant", "the unmutated source on T0_original trial 0: the device's memory ran "
+                                              "out (CUDA out of memory. Tried to allocate 5.33 GiB) beside the "
+                                              "campaign's other workers: run it with fewer --workers, or on a "
+                                              "device with more memory")]
+
+
+def test_a_substrate_out_of_memory_is_named_once_in_its_not_run_line(tmp_path):
+    from harness.engine.plan import Plan
+    from harness.engine.run import Progress, _PlanMessages
+    from harness.engine.store import ResultStore
+
+    plan = Plan("rule_compliant", "f.py", "src", "sha", [])
+    handle = _PlanMessages(plan, "cuda", ResultStore(tmp_path / "r.jsonl"), Progress(1, disabled=True), ["m"], {},
+                           False, None, set())
+    assert handle(("short_of_memory", "rule_compliant", "building its trials, the device's memory ran out (x)"))
+    assert plan.failure == "building its trials, the device's memory ran out (x)"
+
+
 def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_is_not_run_on(admitted, monkeypatch):
     # kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB H100 ended its worker, reported only as `lost outside any
     # mutant`: the worker keeps every trial of its substrate on the device.

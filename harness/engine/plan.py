@@ -35,6 +35,11 @@ class Plan:
     # A shard's (shards()): the plan's batches before its own, whose digests its workers learn first.
     learn_batches: tuple[tuple[str, ...], ...] = ()
 
+    def ran_out_of_memory(self, where: str, why: str) -> None:
+        """A worker's `short_of_memory`: the substrate is not run on. `where` is a mutant's id, or the substrate's own
+        name (its trials or its unmutated run), which the report's `not run: NAME:` line says already."""
+        self.failure = self.failure or (why if where == self.name else f"{where}: {why}")
+
 
 class Refused(enum.Enum):
     DID_NOT_IMPORT = "did not import"      # a candidate file: none of its substrates is known

@@ -631,6 +631,10 @@ class _SubstrateRun:
             self.initialised.setdefault(i, run.initialised_by_launch)
         if run.launch is not None:
             self.launches[i] = run.launch
+        if run.out_of_memory is not None:
+            # launch's own allocation (its output) met the device's limit beside the campaign's other workers: no
+            # verdict on the kernel, said as the memory's (judge, judge_row and run_baseline catch it)
+            raise run.out_of_memory
         return run
 
     def schema_kernel(self):
@@ -719,6 +723,13 @@ class _SubstrateRun:
                             raise
                         conn.send(("baseline", False, f"{BASELINE_STOPPED_BY_CHECK} on {trial.where}: {fault}",
                                    time.perf_counter() - started))
+                        return False
+                    except RuntimeError as error:
+                        if not out_of_device_memory(error):
+                            raise
+                        conn.send(("short_of_memory", job.name, f"the unmutated source on {trial.where}: the device's "
+                                   f"memory ran out ({_first_words(error)}) beside the campaign's other workers: run "
+                                   f"it with fewer --workers, or on a device with more memory"))
                         return False
                     both_runs = 2 * (time.perf_counter() - began)
                     slowest = max(slowest, both_runs)
