@@ -650,6 +650,13 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                   pool=compile_pool)
     try:
         in_slots([item for _plan, item in work_order(items)], run_one, workers)
+        if again := short_of_memory_again(items, workers, args):
+            print(f"campaign: {', '.join(sorted({item.name for item in again}))}: the device's memory ran out beside the "
+                  f"campaign's other workers: judged again, alone on the device", flush=True)
+            in_slots(again, run_one, 1)
+        for _plan, item in items:
+            if item.short_of_memory is not None and not interrupted(args):
+                item.failure += "; it ran alone on the device: it needs a device with more memory"
     finally:
         for plan, item in items:
             if item is not plan:  # a shard: what it learnt is its plan's
@@ -658,6 +665,21 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
         if said := compile_pool.close():
             print(said, flush=True)
         stop_all(starters)
+
+
+def short_of_memory_again(items: list[tuple[Plan, Plan]], workers: int, args) -> list[Plan]:
+    """The work items a worker ran out of the device's memory on beside the campaign's others (Plan.short_of_memory),
+    made ready to run again one at a time, the device to themselves: their failure cleared, their mutants not judged
+    to run. None where the campaign had one worker (it ran alone already) or was interrupted.
+
+    What ran out is the harness's own allocations (trials, outputs, guards) beside other substrates' (kb_conv2d and
+    kb_conv1d_dilated_strided beside eleven others on an H100): no verdict of its mutants, and nothing to leave out."""
+    if workers == 1 or interrupted(args):
+        return []
+    again = [item for _plan, item in items if item.short_of_memory is not None]
+    for item in again:
+        item.to_run, item.failure, item.short_of_memory = item.short_of_memory, "", None
+    return again
 
 
 # How long an interrupted campaign waits for its slots' threads before its report: their workers were killed with the

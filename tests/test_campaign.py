@@ -1130,8 +1130,7 @@ def test_a_trial_the_device_s_memory_ran_out_on_judges_no_mutant(admitted, monke
     assert said[:2] == (sent, job.mutant_ids[at - 1])
     words = r"\w+ trial \d+: the device's memory ran out \(CUDA out of memory\. Tried to allocate 2\.00 GiB\)"
     assert re.fullmatch(words + (": judged again, first in a fresh worker" if at > 1 else
-                                 ", as the first mutant of a fresh worker beside the campaign's others; run it with "
-                                 "fewer --workers"), said[2]), said[2]
+                                 ", as the first mutant of a fresh worker"), said[2]), said[2]
 
 
 def test_a_substrate_whose_fresh_worker_ran_out_of_memory_is_not_run_on_with_the_reason(tmp_path):
@@ -1167,9 +1166,7 @@ def test_an_unmutated_launch_out_of_the_devices_memory_is_no_failure_of_the_sour
     assert campaign_worker.run_campaign_job(job, conn) is False
     assert [m for m in conn.sent if m[0] in ("baseline", "short_of_memory", "result")] == [
         ("short_of_memory", "rule_compliant", "the unmutated source on T0_original trial 0: the device's memory ran "
-                                              "out (CUDA out of memory. Tried to allocate 5.33 GiB) beside the "
-                                              "campaign's other workers: run it with fewer --workers, or on a "
-                                              "device with more memory")]
+                                              "out (CUDA out of memory. Tried to allocate 5.33 GiB)")]
 
 
 def test_a_substrate_out_of_memory_is_named_once_in_its_not_run_line(tmp_path):
@@ -1182,6 +1179,47 @@ def test_a_substrate_out_of_memory_is_named_once_in_its_not_run_line(tmp_path):
                            False, None, set())
     assert handle(("short_of_memory", "rule_compliant", "building its trials, the device's memory ran out (x)"))
     assert plan.failure == "building its trials, the device's memory ran out (x)"
+
+
+_SHORT_ONCE = """    out = torch.empty_like(x)
+    import pathlib
+
+    marker = pathlib.Path(__file__).with_name("short.marker")
+    if marker.exists():  # the device's memory ran out beside the campaign's other workers
+        if marker.read_text() == "once":
+            marker.unlink()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+"""
+
+
+@pytest.mark.parametrize("short", ["once", "always"])
+def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path, capsys, short):
+    # kb_conv2d and kb_conv1d_dilated_strided ran out of an H100's memory beside eleven other workers, and were left
+    # out of the campaign ("run it with fewer --workers"); alone on the device they fit.
+    rule_candidates.write_candidates(tmp_path, [])
+    substrates = tmp_path / "substrates"
+    (substrates / "candidate_RuleSeveral.py").unlink()
+    (substrates / "candidate_short.py").write_text(
+        rule_candidates.variant_text("short", [("    out = torch.empty_like(x)\n", _SHORT_ONCE)]))
+    assert gate_main([str(substrates), "--backend", "cpu", "--no-progress", "--timeout", "60"]) == 0
+    (substrates / "short.marker").write_text(short)
+    status = main(["--backend", "cpu", "--substrates-dir", str(substrates), "--store", str(tmp_path / "r.jsonl"),
+                   "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
+                   str(tmp_path / "report.json")])
+    captured = capsys.readouterr()
+    assert ("campaign: short: the device's memory ran out beside the campaign's other workers: judged again, alone "
+            "on the device\n") in captured.out
+    mutants = json.loads((tmp_path / "report.json").read_text())["files"]
+    if short == "once":
+        assert status == 0
+        assert {m["status"] for m in mutants["short.cu"]["mutants"]} == {"Killed"}
+        assert "not run" not in captured.out + captured.err
+        return
+    assert status == 1
+    assert ("not run: short: the unmutated source on T0_original trial 0: the device's memory ran out (CUDA out of "
+            "memory. Tried to allocate 9.00 GiB); it ran alone on the device: it needs a device with more memory\n"
+            ) in captured.out
+    assert {m["status"] for m in mutants["rule_compliant.cu"]["mutants"]} == {"Killed"}
 
 
 def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_is_not_run_on(admitted, monkeypatch):
@@ -1202,8 +1240,7 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
     assert said == [("short_of_memory", "rule_compliant",
                      "building its trials, the device's memory ran out (CUDA out of memory. Tried to allocate 16.00 "
                      "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.): a campaign worker "
-                     "keeps every trial of its substrate on the device: run it with fewer --workers, or on a device "
-                     "with more memory")]
+                     "keeps every trial of its substrate on the device")]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
     def fails(*args):

@@ -35,10 +35,17 @@ class Plan:
     # A shard's (shards()): the plan's batches before its own, whose digests its workers learn first.
     learn_batches: tuple[tuple[str, ...], ...] = ()
 
-    def ran_out_of_memory(self, where: str, why: str) -> None:
-        """A worker's `short_of_memory`: the substrate is not run on. `where` is a mutant's id, or the substrate's own
-        name (its trials or its unmutated run), which the report's `not run: NAME:` line says already."""
-        self.failure = self.failure or (why if where == self.name else f"{where}: {why}")
+    # Mutants not judged where a worker ran out of the device's memory (ran_out_of_memory): the campaign runs them
+    # again with its substrate alone on the device (harness.campaign.run_short_of_memory_alone).
+    short_of_memory: list[str] | None = None
+
+    def ran_out_of_memory(self, where: str, why: str, left: list[str]) -> None:
+        """A worker's `short_of_memory`: the substrate is not run on, `left` its mutants not judged. `where` is a
+        mutant's id, or the substrate's own name (its trials or its unmutated run), which the report's `not run:
+        NAME:` line says already."""
+        if not self.failure:
+            self.failure = why if where == self.name else f"{where}: {why}"
+            self.short_of_memory = list(left)
 
 
 class Refused(enum.Enum):

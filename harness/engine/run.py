@@ -273,7 +273,7 @@ class _PlanMessages:
         elif kind == "result":
             self.store_result(message[1])
         elif kind == "short_of_memory":  # the worker ends: the substrate is not run on (see _SubstrateRun.short_of_memory)
-            plan.ran_out_of_memory(message[1], message[2])
+            plan.ran_out_of_memory(message[1], message[2], self.remaining)
             state["current"] = None
             return True
         elif kind == "retry":  # the worker ends; its next one starts with this mutant
@@ -565,7 +565,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
             elif message[0] == "result":
                 outcome.update(message[1])
             elif message[0] == "short_of_memory":
-                plan.ran_out_of_memory(message[1], message[2])
+                plan.ran_out_of_memory(message[1], message[2], plan.to_run[plan.to_run.index(mutant_id):])
             return message[0] in ("done", "short_of_memory")
 
         with tempfile.TemporaryDirectory(prefix="naive-cache-") as cache:

@@ -728,8 +728,7 @@ class _SubstrateRun:
                         if not out_of_device_memory(error):
                             raise
                         conn.send(("short_of_memory", job.name, f"the unmutated source on {trial.where}: the device's "
-                                   f"memory ran out ({_first_words(error)}) beside the campaign's other workers: run "
-                                   f"it with fewer --workers, or on a device with more memory"))
+                                                                 f"memory ran out ({_first_words(error)})"))
                         return False
                     both_runs = 2 * (time.perf_counter() - began)
                     slowest = max(slowest, both_runs)
@@ -1006,8 +1005,7 @@ class _SubstrateRun:
         words = _first_words(error)
         self.conn.send(("short_of_memory", self.job.name,
                         f"building its trials, the device's memory ran out ({words}): a campaign worker keeps every "
-                        f"trial of its substrate on the device: run it with fewer --workers, or on a device with "
-                        f"more memory"))
+                        f"trial of its substrate on the device"))
         return TrialsDoNotFit(words)
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
@@ -1019,8 +1017,7 @@ class _SubstrateRun:
         if self.started_here > 1:
             self.conn.send(("retry", mutant_id, f"{words}: judged again, first in a fresh worker"))
         else:
-            self.conn.send(("short_of_memory", mutant_id, f"{words}, as the first mutant of a fresh worker beside the "
-                                                          f"campaign's others; run it with fewer --workers"))
+            self.conn.send(("short_of_memory", mutant_id, f"{words}, as the first mutant of a fresh worker"))
         return _Verdict(None, "", end_worker=True, handed_back=True)
 
     def fault_verdict(self, fault: KernelFault, trial: Trial) -> _Verdict:
