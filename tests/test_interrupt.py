@@ -363,3 +363,38 @@ def test_a_gate_job_whose_worker_cannot_start_is_no_verdict_after_ctrl_c_and_an_
         run.gate_one(job, FileWorker(None))
     interruption.event.set()
     assert run.gate_one(job, FileWorker(None)) is None  # after Ctrl-C: nothing decided, nothing recorded
+
+
+def _helper_then_wait(start, args, ready) -> None:
+    start(*args)
+    ready.set()
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("start", ["t0", "problem"])
+def test_a_draws_helper_ends_quietly_on_ctrl_c(tmp_path, start):
+    # A Ctrl-C at the terminal reaches the whole process group: the helpers drawing trials printed a KeyboardInterrupt
+    # traceback each into the workers' log (five in the forty-sixth session's corpus matrix), beside the campaign's one
+    # line. The default action ends a helper at once (exit by the signal, not by a traceback's exit 1).
+    import multiprocessing
+
+    import rule_candidates
+    from harness.engine.draws_ahead import _problem_helper_start
+    from harness.gate.trial_inputs import _helper_start
+
+    rule_candidates.write_candidates(tmp_path, [])
+    problem = tmp_path / "problems" / "abs_plus_half.py"
+    candidate = tmp_path / "substrates" / "candidate_rule_compliant.py"
+    target, args = ((_helper_start, (os.getpid(), str(candidate), "rule_compliant", problem.name, str(problem)))
+                    if start == "t0" else (_problem_helper_start, (os.getpid(), problem.name, str(problem))))
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    helper = context.Process(target=_helper_then_wait, args=(target, args, ready))
+    helper.start()
+    try:
+        assert ready.wait(60)
+        os.kill(helper.pid, signal.SIGINT)
+        helper.join(30)
+        assert helper.exitcode == -signal.SIGINT
+    finally:
+        helper.kill()

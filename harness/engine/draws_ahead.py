@@ -100,9 +100,11 @@ def _problem_helper_start(worker_pid: int, kb_file: str, path: str) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     import torch
 
+    from harness.interrupt import die_quietly_on_interrupt
     from harness.problems import load_problem_file
     from harness.watch import watch_parent
 
+    die_quietly_on_interrupt()  # Ctrl-C at the terminal: the campaign says so once, not a traceback a helper
     watch_parent(worker_pid)  # a worker that ends takes its helpers with it
     torch.set_num_threads(1)  # one generator draws: more threads would only compete with the worker's
     _helper["problem"] = load_problem_file(kb_file, Path(path))

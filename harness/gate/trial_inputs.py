@@ -199,9 +199,11 @@ _helper: dict = {}
 def _helper_start(worker_pid: int, candidate_file: str, name: str, kb_file: str, problem_path: str,
                   worker_fds: tuple[int, ...] = ()) -> None:
     from harness.candidates import import_candidate, register_candidate
+    from harness.interrupt import die_quietly_on_interrupt
     from harness.problems import load_problem_file
     from harness.watch import watch_parent
 
+    die_quietly_on_interrupt()  # Ctrl-C at the terminal: its gate or campaign says so once, not a traceback a helper
     watch_parent(worker_pid)  # a worker killed for a hang takes its helpers with it
     for fd in worker_fds:  # a forked helper's copy of the worker's pipe would keep its death from the gate
         try:
