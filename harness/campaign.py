@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="worker processes, each running one substrate at a time, spread over every GPU "
                              "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
                              "substrates' trials fit in a GPU's memory; 1 on cpu)")
+    parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
+                        help="the device memory each worker may keep its substrate's trials in, beside what its runs "
+                             "need; the trials past it wait in host memory and are copied in when a kernel runs on "
+                             "them, slower but the same verdicts (default: the GPU's memory over the workers on it; "
+                             "on cpu, none: every trial kept)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
@@ -207,6 +212,18 @@ def default_workers_that_fit(workers: int, gpus: int, plans: list[Plan], gpu_byt
     return fit * gpus
 
 
+def worker_share_bytes(worker_memory: float | None, gpu_bytes: int | None, workers: int, gpus: int,
+                       remote: bool) -> int | None:
+    """Each worker's share of its device's memory (harness.engine.trials parks the trials past it less what its runs
+    need): --worker-memory's GiB where given, else the GPU's memory over the workers on it; None (every trial kept)
+    where neither is known, on the CPU backend, and for a cluster's items (their hosts' GPUs are not known here)."""
+    if worker_memory is not None:
+        return int(worker_memory * 2**30)
+    if remote or not gpus or not gpu_bytes:
+        return None
+    return gpu_bytes // -(-workers // gpus)
+
+
 def _check_substrates_dir(folder: Path) -> None:
     if not folder.is_dir():
         raise UsageError(f"--substrates-dir {folder}: {'not a folder' if folder.exists() else 'no such folder'}")
@@ -254,6 +271,8 @@ def _run(args) -> int:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.worker_memory is not None and not args.worker_memory >= 0:  # NaN too
+        raise UsageError(f"--worker-memory must be at least 0 GiB, not {args.worker_memory}")
     for option, value in (("--sample", args.sample), ("--sample-per-substrate", args.sample_per_substrate)):
         if value is not None and value < 1:
             raise UsageError(f"{option} must be at least 1, not {value}")
@@ -378,8 +397,10 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         print(refusal.line(), flush=True)
     if not plans:
         raise NothingToRun(nothing_to_run(args, backend, refused))
+    gpu_bytes = device_memory_bytes(backend) if gpus else None
     if args.workers is None and gpus and not args.scheduler:
-        workers = default_workers_that_fit(workers, gpus, plans, device_memory_bytes(backend))
+        workers = default_workers_that_fit(workers, gpus, plans, gpu_bytes)
+    args.device_share_bytes = worker_share_bytes(args.worker_memory, gpu_bytes, workers, gpus, bool(args.scheduler))
     store = ResultStore(args.store)
     log_size = worker_log(args).stat().st_size if worker_log(args).is_file() else 0
     for plan in plans:
@@ -656,7 +677,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
             in_slots(again, run_one, 1)
         for _plan, item in items:
             if item.short_of_memory is not None and not interrupted(args):
-                item.failure += "; it ran alone on the device: it needs a device with more memory"
+                item.failure += ("; it ran alone on the device: a smaller --worker-memory keeps fewer of its trials "
+                                 "there, or it needs a device with more memory")
     finally:
         for plan, item in items:
             if item is not plan:  # a shard: what it learnt is its plan's

@@ -565,7 +565,13 @@ def _damaging(monkeypatch, campaign_worker, when):
     """first_failure fails every run once when() holds, and then, like a stray write, changes every trial."""
     built = []
     real_prepare = campaign_worker.prepare_trials
-    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+
+    def prepare(*args):
+        trials = real_prepare(*args)
+        built.extend(trials.built)
+        return trials
+
+    monkeypatch.setattr(campaign_worker, "prepare_trials", prepare)
 
     def first_failure(run, expected, entry):
         if not when():
@@ -649,7 +655,7 @@ def test_the_trials_poison_flags_read_at_once_are_each_official_outputs_own():
 
     import torch
 
-    from harness.engine.worker import prepare_trials
+    from harness.engine.worker import prepare_trials, trial_checksum
     from harness.gate.checks.guards import POISON_BYTES, poison_held
     from harness.gate.phases import PhaseClock
 
@@ -664,8 +670,9 @@ def test_the_trials_poison_flags_read_at_once_are_each_official_outputs_own():
     assert [(trial.suite, trial.t) for trial in trials] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
     assert [trial.expected_poison for trial in trials] == [(False, False), (True, False), (False, True),
                                                            (True, True), None]
-    for trial in trials[:4]:  # what a read of each gives
+    for trial in trials.built[:4]:  # what a read of each gives
         assert trial.expected_poison == tuple(bool(poison_held(trial.expected, p)) for p in POISON_BYTES)
+    assert trials.checksums == [trial_checksum(trial) for trial in trials]  # read with the flags, each its own
 
 
 def test_the_trials_checksums_read_at_once_are_each_trials_own():
@@ -924,7 +931,13 @@ def _foreseeing(monkeypatch, campaign_worker, conn, faulting: str, kill: str, da
 
     built, orders = [], []
     real_prepare, real_order = campaign_worker.prepare_trials, campaign_worker.trial_order
-    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+
+    def prepare(*args):
+        trials = real_prepare(*args)
+        built.extend(trials.built)
+        return trials
+
+    monkeypatch.setattr(campaign_worker, "prepare_trials", prepare)
     monkeypatch.setattr(campaign_worker, "trial_order",
                         lambda kills, costs: orders.append(dict(kills)) or real_order(kills, costs))
 
@@ -1217,8 +1230,8 @@ def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path,
         return
     assert status == 1
     assert ("not run: short: the unmutated source on T0_original trial 0: the device's memory ran out (CUDA out of "
-            "memory. Tried to allocate 9.00 GiB); it ran alone on the device: it needs a device with more memory\n"
-            ) in captured.out
+            "memory. Tried to allocate 9.00 GiB); it ran alone on the device: a smaller --worker-memory keeps fewer "
+            "of its trials there, or it needs a device with more memory\n") in captured.out
     assert {m["status"] for m in mutants["rule_compliant.cu"]["mutants"]} == {"Killed"}
 
 
@@ -1239,8 +1252,7 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
     said = [m for m in conn.sent if m[0] == "short_of_memory"]
     assert said == [("short_of_memory", "rule_compliant",
                      "building its trials, the device's memory ran out (CUDA out of memory. Tried to allocate 16.00 "
-                     "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.): a campaign worker "
-                     "keeps every trial of its substrate on the device")]
+                     "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.)")]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
     def fails(*args):
@@ -1266,3 +1278,45 @@ def test_a_campaign_worker_never_builds_get_inputs_on_the_meta_device(admitted, 
     campaign_worker.run_campaign_job(job, conn)
     assert [m[1]["status"] for m in conn.sent if m[0] == "result"] in (["killed"], ["survived"])
     assert built_on_meta == []
+
+
+@pytest.mark.parametrize("matrix", [False, True], ids=["suites", "matrix"])
+def test_a_worker_whose_trials_are_parked_in_host_memory_judges_every_mutant_as_one_that_keeps_them(admitted, matrix):
+    # kb_avgpool2d's five 16 GiB T0 trials do not fit an H100 beside the runs: past the worker's share of the device a
+    # trial waits in host memory and is brought in, a fresh copy, when a kernel runs on it. A share of nothing parks
+    # every trial (on the CPU backend the copy is a clone, as a kernel's stray write would find it on a GPU).
+    import dataclasses
+
+    from harness.engine import worker as campaign_worker
+    from harness.engine.mutants import generate
+
+    template = _template_job(admitted, "arithmetic_swap", 1)
+    entry = campaign_worker._load_entry(template)
+    ids = tuple(m.id for m in generate(entry.cuda, entry.name))
+    outcomes = {}
+    for share in (None, 1):
+        job = dataclasses.replace(template, mutant_ids=ids, run_baseline=True, matrix=matrix, device_share_bytes=share)
+        conn = _Messages()
+        campaign_worker.run_campaign_job(job, conn)
+        results = [m[1] for m in conn.sent if m[0] == "result"]
+        outcomes[share] = [(r["mutant_id"], r["status"], r["detail"], r.get("cells")) for r in results]
+        timings = [m[1] for m in conn.sent if m[0] == "timings"][-1]
+        assert ("mutants: kernel: a parked trial brought to the device" in timings) == (share == 1)
+        assert ("trials and references: parked in host memory" in timings) == (share == 1)
+    statuses = {status for _id, status, _detail, _cells in outcomes[None]}
+    assert len(outcomes[None]) == len(ids) and {"killed", "survived"} <= statuses, statuses
+    assert outcomes[1] == outcomes[None]
+
+
+def test_worker_memory_reaches_the_workers_and_parks_their_trials(admitted, tmp_path, capsys):
+    reports = {}
+    for memory in ("default", "0"):
+        reports[memory] = tmp_path / f"report-{memory}.json"
+        assert main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store",
+                     str(tmp_path / f"results-{memory}.jsonl"), "--no-progress", *OPERATORS, "--json",
+                     str(reports[memory]), *(["--worker-memory", memory] if memory != "default" else []),
+                     "rule_compliant"]) == 0
+        (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mutants' time: ")]
+        assert ("kernel: a parked trial brought to the device" in line) == (memory == "0"), line
+    kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
+    assert status_differences(kept, parked) == []

@@ -104,6 +104,30 @@ def test_mutants_run_from_their_schema_get_every_status_they_get_compiled_alone(
     assert ran and 20 <= int(ran.group(1)) < int(ran.group(2)), line  # pad_const_b4: 28 switched of 52
 
 
+@pytest.mark.parametrize("matrix", [False, True], ids=["suites", "matrix"])
+def test_trials_parked_in_host_memory_give_every_status_and_cell_that_trials_kept_on_the_device_give(
+        admitted_on_cuda, capsys, matrix):
+    # --worker-memory 0 parks every trial (kb_avgpool2d's 16 GiB T0 trials on an H100): each is copied in, fresh, when a
+    # kernel runs on it, faults and stray writes included.
+    reports, lines = {}, {}
+    for memory in ("default", "0"):
+        reports[memory] = admitted_on_cuda / f"report-parked-{memory}-{matrix}.json"
+        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                     "--store", str(admitted_on_cuda / f"results-parked-{memory}-{matrix}.jsonl"), "--no-progress",
+                     "--oracles", "values", "--workers", "1", "--json", str(reports[memory]),
+                     *(["--worker-memory", memory] if memory != "default" else []),
+                     *(["--matrix"] if matrix else [])]) == 0
+        lines[memory] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mutants' time: ")]
+    kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
+    assert status_differences(kept, parked) == []
+    assert kept["files"].keys() == parked["files"].keys()
+    for name, file in kept["files"].items():
+        assert ([(m["id"], sorted(m.get("killedBy", []))) for m in file["mutants"]]
+                == [(m["id"], sorted(m.get("killedBy", []))) for m in parked["files"][name]["mutants"]])
+    assert "a parked trial brought to the device" not in lines["default"][0]
+    assert "a parked trial brought to the device" in lines["0"][0]
+
+
 @pytest.mark.parametrize("blocking", [True, False])
 def test_a_campaign_workers_waits_for_its_gpu_sleep(blocking):
     """A campaign worker's backend (CAMPAIGN_BACKEND_SETTINGS) makes its context with blocking sync; another keeps the

@@ -249,7 +249,13 @@ def _damaging_during_runs(monkeypatch, campaign_worker, when):
 
     built, damaged = [], []
     real_prepare, real_run = campaign_worker.prepare_trials, pipeline.run_kernel
-    monkeypatch.setattr(campaign_worker, "prepare_trials", lambda *a: built.extend(real_prepare(*a)) or built)
+
+    def prepare(*args):
+        trials = real_prepare(*args)
+        built.extend(trials.built)
+        return trials
+
+    monkeypatch.setattr(campaign_worker, "prepare_trials", prepare)
 
     def run_kernel(*args, **kwargs):
         read_beside = kwargs.get("read_beside")

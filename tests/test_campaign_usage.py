@@ -69,3 +69,22 @@ def test_a_folder_whose_only_candidate_does_not_import_has_nothing_to_run(tmp_pa
 def test_zero_large_index_processes_is_a_usage_error(capsys):
     assert _usage(capsys, ["--backend", "cpu", "--large-index-processes", "0", "pad_const_b4"]) == (
         "campaign: error: --large-index-processes must be at least 1, not 0\n")
+
+
+def test_a_negative_worker_memory_is_a_usage_error(capsys):
+    for value in ("-1", "nan"):
+        assert _usage(capsys, ["--backend", "cpu", "--worker-memory", value, "pad_const_b4"]) == (
+            f"campaign: error: --worker-memory must be at least 0 GiB, not {float(value)}\n")
+
+
+def test_a_workers_share_of_the_device_is_its_gpus_memory_over_the_workers_on_it_or_what_it_is_given():
+    from harness.campaign import worker_share_bytes
+
+    gib = 2**30
+    assert worker_share_bytes(None, 80 * gib, 1, 1, False) == 80 * gib
+    assert worker_share_bytes(None, 80 * gib, 12, 2, False) == 80 * gib // 6  # six workers on each GPU
+    assert worker_share_bytes(None, 80 * gib, 13, 2, False) == 80 * gib // 7  # seven on the first
+    assert worker_share_bytes(None, None, 4, 1, False) is None  # not known: every trial kept
+    assert worker_share_bytes(None, 80 * gib, 4, 0, False) is None  # the CPU backend
+    assert worker_share_bytes(None, 80 * gib, 4, 1, True) is None  # a cluster's items: their GPUs not known here
+    assert worker_share_bytes(1.5, None, 4, 0, False) == int(1.5 * gib)  # --worker-memory, on any backend

@@ -438,7 +438,8 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        schemata=uses_schemata(args, backend), matrix=bool(getattr(args, "matrix", False)),
                        checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches,
                        row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)),
-                       checkers_apart=tuple(sorted(apart & waiting)))
+                       checkers_apart=tuple(sorted(apart & waiting)),
+                       device_share_bytes=getattr(args, "device_share_bytes", None))
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).

@@ -36,6 +36,8 @@ from harness.backends.base import out_of_device_memory
 from harness.compiler.nvrtc import CompileError
 from harness.engine.compile import CAMPAIGN_BACKEND_SETTINGS
 from harness.engine.report import MutantStatus
+from harness.engine.trials import (Trial, Trials, checksum_of, input_sums, trial_bytes, trial_checksum,
+                                   trial_checksum_parts, trial_checksums)
 
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
@@ -99,35 +101,28 @@ class CampaignJob:
     # --checker: mutants whose fault on the suites ended an earlier worker (their suites' verdict stored), judged here
     # by the checkers alone.
     checkers_apart: tuple[str, ...] = ()
+    # The worker's share of its device's memory (the GPU's over the campaign's workers on it): trials past it wait in
+    # host memory (harness.engine.trials). None: every trial on the device (the CPU backend, or not known).
+    device_share_bytes: int | None = None
 
 
-@dataclass
-class Trial:
-    suite: str
-    t: int
-    inputs: list
-    expected: object
-    # Whether the official output holds poison pattern one, and two, somewhere (run_kernel's expected_poison).
-    expected_poison: tuple[bool, bool] | None = None
-
-    @property
-    def where(self) -> str:
-        return f"{self.suite} trial {self.t}"
-
-
-def prepare_trials(entry, official, device, clock, state: tuple = (), after_first_t0=None) -> list[Trial]:
+def prepare_trials(entry, official, device, clock, state: tuple = (), after_first_t0=None,
+                   share_bytes: int | None = None) -> Trials:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
     the seconds of each as parts of "trials and references". `state`: the entry's model_state tensors, appended to
     each trial's inputs after the official output is computed (the kernel reads them, the Model holds them).
     `after_first_t0(inputs, n_trials)`, called with T0's first trial as built, may return its further trials as
-    helpers build them (harness.engine.draws_ahead.DrawsAhead), or None."""
+    helpers build them (harness.engine.draws_ahead.DrawsAhead), or None. Trials past the worker's `share_bytes` of
+    the device wait in host memory (harness.engine.trials.Parking), their checksums taken on the device first."""
     import torch
 
+    from harness.engine.trials import Parking
     from harness.gate.checks.guards import POISON_BYTES, poison_held, read_together
     from harness.gate.checks.suite_rules import T0_NAME
     from harness.gate.trial_inputs import build_trial
 
-    made = []  # (suite, t, inputs, expected, each pattern's poison_held on the device, or None)
+    made = []  # (trial, each pattern's poison_held on the device or None, its checksum parts)
+    parking = Parking(share_bytes, clock)
     for suite, n_trials, builder in entry.suites():
         ahead = None
         for t in range(n_trials):
@@ -145,14 +140,19 @@ def prepare_trials(entry, official, device, clock, state: tuple = (), after_firs
                 expected = official(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
                 held = ([poison_held(expected, pattern) for pattern in POISON_BYTES]
                         if isinstance(expected, torch.Tensor) else None)
-            made.append((suite, t, [*inputs, *state], expected, held))
-    # Whether each official output holds the poison patterns, read in one transfer: a read of each (two a trial)
-    # waited for a GPU that the campaign's other workers share.
+            trial = Trial(suite, t, [*inputs, *state], expected)
+            made.append((trial, held, trial_checksum_parts(trial)))
+            del inputs, expected
+            parking.place(len(made) - 1, trial)
+    # Whether each official output holds the poison patterns, and each trial's checksum, read in one transfer: a read
+    # of each waited for a GPU that the campaign's other workers share.
     with clock.timing("trials and references: official outputs"):
-        read = iter(read_together([signal for *_, held in made if held is not None for signal in held]))
-        return [Trial(suite, t, inputs, expected,
-                      None if held is None else tuple(bool(next(read)[0]) for _ in held))
-                for suite, t, inputs, expected, held in made]
+        read = iter(read_together([signal for _trial, held, parts in made for signal in (*(held or ()), *parts)]))
+        checksums = []
+        for trial, held, parts in made:
+            trial.expected_poison = None if held is None else tuple(bool(next(read)[0]) for _ in held)
+            checksums.append(checksum_of([next(read) for _ in parts]))
+    return Trials([trial for trial, *_ in made], parking.parked, checksums, device)
 
 
 def _unswitched_cubins(compiled: dict, batch: tuple[str, ...], switches: dict) -> dict:
@@ -194,58 +194,6 @@ def trial_order(kills: dict[int, int], costs: list[int]) -> list[int]:
     every run. Kills start at one each, so untried trials still get their turn.
     """
     return sorted(range(len(costs)), key=lambda i: (-(kills.get(i, 0) + 1) / max(costs[i], 1), i))
-
-
-def trial_checksum(trial: "Trial") -> tuple[int, ...]:
-    """A sum of each tensor of a trial (inputs and official output), taken where it lives.
-
-    The bytes are summed as 64-bit words (wrapping), the last few as bytes: one read of the trial,
-    about 5 ms per 100 MB on this project's 2-core CPU (summing single bytes took 50 times that), so
-    cheap enough to take for every trial when a worker starts and again when a kill is found. A
-    stray write that changes a trial changes its sums, except by a coincidence no fault pattern makes.
-    """
-    return trial_checksums([trial])[0]
-
-
-def trial_checksums(trials: list["Trial"]) -> list[tuple[int, ...]]:
-    """trial_checksum of each trial, read from the device in one transfer where they share one (a wait for the
-    device each, not one a tensor: a checked campaign sums every trial after each fault the check foresees)."""
-    from harness.gate.checks.guards import read_together
-
-    parts = [trial_checksum_parts(trial) for trial in trials]
-    read = iter(read_together([part for group in parts for part in group]))
-    return [checksum_of([next(read) for _ in group]) for group in parts]
-
-
-def trial_checksum_parts(trial: "Trial") -> list:
-    """trial_checksum's terms on the device, two int64 a tensor (guards.checksum_parts): read with other signals."""
-    import torch
-
-    from harness.gate.checks.guards import checksum_parts
-
-    return [checksum_parts(x) for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)]
-
-
-def checksum_of(values: list[list[int]]) -> tuple[int, ...]:
-    """trial_checksum from the values of trial_checksum_parts."""
-    return tuple(sum(pair) for pair in values)
-
-
-def input_sums(trial: "Trial", checksum: tuple[int, ...]) -> list:
-    """Each input's part of `trial_checksum` (None for a non-tensor input): what run_kernel compares the
-    inputs' guarded copies with after each run, so a mutant's trial need not sum its fresh copies again."""
-    import torch
-
-    sums = iter(checksum)
-    return [next(sums) if isinstance(x, torch.Tensor) else None for x in trial.inputs]
-
-
-def trial_bytes(trial: "Trial") -> int:
-    """What a trial moves: the bytes of its tensor inputs and of the official output."""
-    import torch
-
-    tensors = [x for x in (*trial.inputs, trial.expected) if isinstance(x, torch.Tensor)]
-    return sum(x.numel() * x.element_size() for x in tensors)
 
 
 def first_failure(run, expected, entry) -> str:
@@ -484,7 +432,8 @@ class _SubstrateRun:
         with _Phase(self.phases, "trials and references"):
             try:
                 self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
-                                             self.draws_ahead_from)
+                                             self.draws_ahead_from, job.device_share_bytes)
+                self.trials.clock = self.mutant_parts
             except Exception as error:
                 if out_of_device_memory(error):
                     raise self.trials_do_not_fit(error) from error
@@ -544,9 +493,10 @@ class _SubstrateRun:
             self.batching = self.original_variant is not None
             self.original_digest = ((self.original_variant.digest if self.batching else self.compile_digest(entry.cuda))
                                     if self.job.check_equivalence else None)
-        self.costs = [trial_bytes(trial) for trial in self.trials]
-        self.checksums = trial_checksums(self.trials)
-        self.sums_of_inputs = [input_sums(trial, checksum) for trial, checksum in zip(self.trials, self.checksums)]
+        self.costs = [trial_bytes(trial) for trial in self.trials.built]
+        self.checksums = self.trials.checksums
+        self.sums_of_inputs = [input_sums(trial, checksum)
+                               for trial, checksum in zip(self.trials.built, self.checksums)]
 
     def take_job(self) -> None:
         """A spare warmed ahead: the job itself, read from `conn` as the fork server's worker reads one."""
@@ -759,8 +709,10 @@ class _SubstrateRun:
         self.conn.send(("timings", timings(self.phases, self.mutant_parts, self.setup_parts, self.processor_since)))
 
     def trials_damaged(self) -> bool:
-        """Whether any of the worker's trials differs from what it was built as (a stray write's doing)."""
-        return trial_checksums(self.trials) != self.checksums
+        """Whether any of the worker's trials on the device differs from what it was built as (a stray write's doing;
+        a parked trial's host copy is out of a kernel's reach)."""
+        held = self.trials.held()
+        return trial_checksums([self.trials[i] for i in held]) != [self.checksums[i] for i in held]
 
     def judge(self, kernel, mutant_id: str) -> _Verdict:
         """Run the trials, those that kill soonest first, until one fails (under --matrix, judge_row).
@@ -843,7 +795,9 @@ class _SubstrateRun:
     def queues_row(self, mutant_id: str) -> bool:
         from harness.engine.row import queues_rows
 
+        # Queued, every trial of the row is on the device at once: not where some are parked.
         return (len(self.trials) > 1 and self.row_timeout is not None and mutant_id not in self.job.rows_alone
+                and not self.trials.parked
                 and queues_rows(self.backend))
 
     def queue_rest(self, kernel, mutant_id: str) -> "_QueuedRow | None":
@@ -957,6 +911,7 @@ class _SubstrateRun:
         from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
 
         clock = clock or self.mutant_parts
+        self.trials.evict()  # a parked trial's copy: the checkers' own trials and outputs need the room
         if self.built_problem is None:  # one for every kernel the worker judges: it keeps what checkers draw
             self.built_problem = BuiltProblem(self.problem, self.official, self.backend.device, ahead=self.draws_ahead)
             self._give_t0_trials(self.built_problem)
@@ -994,18 +949,17 @@ class _SubstrateRun:
         from harness.gate.checks.suite_rules import T0_NAME
 
         own = len(self.state)  # the Model's tensors appended to each trial's inputs: not the builder's
-        for trial in self.trials:
+        for trial in self.trials.built:  # a parked one from host memory: the checkers copy their inputs in
             if trial.suite == T0_NAME:
                 problem.give((T0_NAME, trial.t), trial.inputs[:len(trial.inputs) - own])
 
     def trials_do_not_fit(self, error: BaseException) -> "TrialsDoNotFit":
-        """Building the trials ran out of the device's memory (`error`): the substrate is not run on, said to the
-        campaign, since the worker keeps every trial on the device (kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB
-        H100 ended its worker, `lost outside any mutant`). Returns the exception that ends the job."""
+        """Building the trials ran out of the device's memory (`error`): the substrate is not run on by this worker,
+        said to the campaign (kb_avgpool2d's five 16 GiB T0 trials, all kept on an 80 GiB H100, ended its worker,
+        `lost outside any mutant`). Returns the exception that ends the job."""
         words = _first_words(error)
         self.conn.send(("short_of_memory", self.job.name,
-                        f"building its trials, the device's memory ran out ({words}): a campaign worker keeps every "
-                        f"trial of its substrate on the device"))
+                        f"building its trials, the device's memory ran out ({words})"))
         return TrialsDoNotFit(words)
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
