@@ -75,10 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
                              "substrates' trials fit in a GPU's memory; 1 on cpu)")
     parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
-                        help="the device memory each worker may keep its substrate's trials in, beside what its runs "
-                             "need; the trials past it wait in host memory and are copied in when a kernel runs on "
-                             "them, slower but the same verdicts (default: the GPU's memory over the workers on it; "
-                             "on cpu, none: every trial kept)")
+                        help="each worker's share of its device's memory: its substrate's trials stay on the device "
+                             "up to the share less room for its runs (four times its largest trial), and the rest wait "
+                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts "
+                             "(default: the GPU's memory over the workers on it; on cpu every trial is kept)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "

@@ -87,19 +87,24 @@ def test_mutants_whose_faults_end_their_workers_are_judged_by_the_checkers_alone
         assert verdict["accepted"] in (True, False) and "apart" not in verdict, record
 
 
+def _pad_const_b4_report(root, capsys, tag: str, prefix: str, *options) -> tuple[dict, list[str]]:
+    """pad_const_b4's values campaign on one worker with `options`, its own store: its report, and the lines it
+    printed that start with `prefix`."""
+    report = root / f"report-{tag}.json"
+    assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(root / "substrates"), "--store",
+                 str(root / f"results-{tag}.jsonl"), "--no-progress", "--oracles", "values", "--workers", "1",
+                 "--json", str(report), *options]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(prefix)]
+    return json.loads(report.read_text()), lines
+
+
 def test_mutants_run_from_their_schema_get_every_status_they_get_compiled_alone(admitted_on_cuda, capsys):
-    reports, lines = {}, {}
-    for schemata in ("off", "on"):
-        reports[schemata] = admitted_on_cuda / f"report-schemata-{schemata}.json"
-        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
-                     "--store", str(admitted_on_cuda / f"results-schemata-{schemata}.jsonl"), "--no-progress",
-                     "--oracles", "values", "--workers", "1", "--json", str(reports[schemata]),
-                     "--schemata", schemata]) == 0
-        lines[schemata] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("schemata: ")]
-    alone, switched = (json.loads(reports[schemata].read_text()) for schemata in ("off", "on"))
+    (alone, lines_off), (switched, lines_on) = (
+        _pad_const_b4_report(admitted_on_cuda, capsys, f"schemata-{schemata}", "schemata: ", "--schemata", schemata)
+        for schemata in ("off", "on"))
     assert status_differences(alone, switched) == []
-    assert lines["off"] == []
-    (line,) = lines["on"]
+    assert lines_off == []
+    (line,) = lines_on
     ran = re.match(r"schemata: (\d+) of (\d+) mutants run came from their substrate's schema", line)
     assert ran and 20 <= int(ran.group(1)) < int(ran.group(2)), line  # pad_const_b4: 28 switched of 52
 
@@ -109,23 +114,18 @@ def test_trials_parked_in_host_memory_give_every_status_and_cell_that_trials_kep
         admitted_on_cuda, capsys, matrix):
     # --worker-memory 0 parks every trial (kb_avgpool2d's 16 GiB T0 trials on an H100): each is copied in, fresh, when a
     # kernel runs on it, faults and stray writes included.
-    reports, lines = {}, {}
-    for memory in ("default", "0"):
-        reports[memory] = admitted_on_cuda / f"report-parked-{memory}-{matrix}.json"
-        assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
-                     "--store", str(admitted_on_cuda / f"results-parked-{memory}-{matrix}.jsonl"), "--no-progress",
-                     "--oracles", "values", "--workers", "1", "--json", str(reports[memory]),
-                     *(["--worker-memory", memory] if memory != "default" else []),
-                     *(["--matrix"] if matrix else [])]) == 0
-        lines[memory] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mutants' time: ")]
-    kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
+    (kept, lines_kept), (parked, lines_parked) = (
+        _pad_const_b4_report(admitted_on_cuda, capsys, f"parked-{memory}-{matrix}", "mutants' time: ",
+                             *(["--worker-memory", memory] if memory != "default" else []),
+                             *(["--matrix"] if matrix else []))
+        for memory in ("default", "0"))
     assert status_differences(kept, parked) == []
     assert kept["files"].keys() == parked["files"].keys()
     for name, file in kept["files"].items():
         assert ([(m["id"], sorted(m.get("killedBy", []))) for m in file["mutants"]]
                 == [(m["id"], sorted(m.get("killedBy", []))) for m in parked["files"][name]["mutants"]])
-    assert "a parked trial brought to the device" not in lines["default"][0]
-    assert "a parked trial brought to the device" in lines["0"][0]
+    assert "a parked trial brought to the device" not in lines_kept[0]
+    assert "a parked trial brought to the device" in lines_parked[0]
 
 
 @pytest.mark.parametrize("blocking", [True, False])
