@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="each worker's share of its device's memory: its substrate's trials stay on the device "
                              "up to the share less room for its runs (four times its largest trial), and the rest wait "
                              "in host memory, copied in when a kernel runs on them: slower, the same verdicts "
-                             "(default: the GPU's memory over the workers on it; on cpu every trial is kept)")
+                             "(default: the GPU's memory over the workers on it; on cpu, and for a --scheduler's "
+                             "items, every trial is kept)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "

@@ -300,6 +300,26 @@ def test_an_item_with_compilers_hands_its_plan_s_batches_to_a_pool_and_judges_as
     assert statuses == {mutant_id: local[mutant_id] for mutant_id in statuses}
 
 
+def test_an_items_workers_get_the_worker_memory_the_campaign_was_given(tmp_path):
+    import pickle
+
+    from harness.campaign import build_parser, worker_share_bytes
+    from harness.cluster.campaign import item_spec
+    from harness.engine.plan import plans
+    from harness.engine.run import _plan_job
+    from harness.engine.store import ResultStore
+
+    args = build_parser().parse_args(_campaign_args(tmp_path)[:1] + _campaign_args(tmp_path)[2:]
+                                     + ["--worker-memory", "2"])
+    (plan,), _refused = plans(args, "cpu")
+    for given, share in ((2.0, 2 * 2**30), (None, None)):  # a cluster's GPUs are not known here: no default share
+        args.device_share_bytes = worker_share_bytes(given, 80 * 2**30, 4, 1, remote=True)
+        item_args = pickle.loads(item_spec(plan, args, "cpu", ResultStore(args.store)))["args"]
+        assert item_args.device_share_bytes == share
+        job = _plan_job(plan, item_args, "cpu", ["m"], [], 1, True, {}, False, set())
+        assert job.device_share_bytes == share
+
+
 def test_an_item_runs_in_the_process_the_item_before_it_started_ahead_if_their_environments_match(tmp_path):
     from harness.candidates import candidate_files
     from harness.cluster.item import SpareItems, _run_item

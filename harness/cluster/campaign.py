@@ -18,7 +18,8 @@ def item_spec(plan, args, backend: str, store) -> bytes:
     # The workers' log goes to a folder of the host that runs the item, not to this host's store folder.
     remote_store = Path(".campaign-cluster") / "results.jsonl"
     item_args = ItemArgs(batch_size=args.batch_size, cache_dir=args.cache_dir, kb_root=args.kb_root,
-                         store=remote_store, spare_workers=args.spare_workers)
+                         store=remote_store, spare_workers=args.spare_workers,
+                         device_share_bytes=getattr(args, "device_share_bytes", None))
     return pickle.dumps({"plan": plan, "args": item_args, "backend": backend, "known": known,
                          "thread_caps": client_thread_caps()})
 

@@ -43,6 +43,7 @@ class ItemArgs:
     kb_root: Path | None
     store: Path  # only its folder is used: the workers' log, on the host that runs the item
     spare_workers: str = "auto"  # --spare-workers: here, whether item processes are started ahead
+    device_share_bytes: int | None = None  # --worker-memory, where given: the item's workers park trials past it
 
 
 class ItemLost(Exception):
