@@ -70,21 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("names", nargs="*", metavar="NAME", help="substrates (default: every admitted one)")
     parser.add_argument("--backend", choices=("auto",) + BACKEND_NAMES, default="auto",
                         help="where mutants run; auto picks cuda when a GPU is visible (default: auto)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="worker processes, each running one substrate at a time, spread over every GPU "
-                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
-                             "substrates' trials fit in a GPU's memory; 1 on cpu)")
-    parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
-                        help="each worker's share of its device's memory: its substrate's trials stay on the device "
-                             "up to the share less room for its runs (four times its largest trial), and the rest wait "
-                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts "
-                             "(default: the GPU's memory over the workers on it; on cpu, and for a --scheduler's "
-                             "items, every trial is kept)")
-    parser.add_argument("--compilers", type=int, default=None, metavar="N",
-                        help="processes compiling batches ahead of the workers of a local run (default: every CPU "
-                             "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
-                             "leave on cpu); those beyond the cores the workers leave run at a lower "
-                             "priority (nice 10). A cluster item's pool has its host's cores shared among its items")
+    _add_worker_arguments(parser)
     parser.add_argument("--operator", action="append", choices=[o.value for o in Operator], metavar="OP",
                         help="only mutants of this operator (repeatable; default: all): "
                              + ", ".join(o.value for o in Operator))
@@ -144,6 +130,24 @@ def build_parser() -> argparse.ArgumentParser:
                              "(tcp://host:8786), or local for a cluster on this host, one Dask worker per GPU "
                              f"(--workers on the CPU backend); needs {INSTALL}")
     return parser
+
+
+def _add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="worker processes, each running one substrate at a time, spread over every GPU "
+                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
+                             "substrates' trials fit in a GPU's memory; 1 on cpu)")
+    parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
+                        help="each worker's share of its device's memory: its substrate's trials stay on the device "
+                             "up to the share less room for its runs (four times its largest trial), and the rest wait "
+                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts "
+                             "(default: the GPU's memory over the workers on it; on cpu, and for a --scheduler's "
+                             "items, every trial is kept)")
+    parser.add_argument("--compilers", type=int, default=None, metavar="N",
+                        help="processes compiling batches ahead of the workers of a local run (default: every CPU "
+                             "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "
+                             "leave on cpu); those beyond the cores the workers leave run at a lower "
+                             "priority (nice 10). A cluster item's pool has its host's cores shared among its items")
 
 
 def _add_oracle_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1320,3 +1320,9 @@ def test_worker_memory_reaches_the_workers_and_parks_their_trials(admitted, tmp_
         assert ("kernel: a parked trial brought to the device" in line) == (memory == "0"), line
     kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
     assert status_differences(kept, parked) == []
+
+
+def test_a_naive_campaigns_workers_park_their_trials_as_the_engines_do(admitted, capsys):
+    assert _campaign(admitted, "rule_compliant", "--naive", "--worker-memory", "0") == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mutants' time: ")]
+    assert "kernel: a parked trial brought to the device" in line, line
