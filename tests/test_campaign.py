@@ -1316,8 +1316,14 @@ def test_worker_memory_reaches_the_workers_and_parks_their_trials(admitted, tmp_
                      str(tmp_path / f"results-{memory}.jsonl"), "--no-progress", *OPERATORS, "--json",
                      str(reports[memory]), *(["--worker-memory", memory] if memory != "default" else []),
                      "rule_compliant"]) == 0
-        (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mutants' time: ")]
+        captured = capsys.readouterr()
+        (line,) = [line for line in captured.out.splitlines() if line.startswith("mutants' time: ")]
         assert ("kernel: a parked trial brought to the device" in line) == (memory == "0"), line
+        said = [line for line in captured.err.splitlines() if "wait in host memory" in line]
+        assert said == ([] if memory == "default" else [
+            "campaign: rule_compliant: 11 of its 11 trials wait in host memory, copied to the device when a kernel runs "
+            "on them (slower, the same verdicts): beside room for its runs they do not fit the worker's 0.0 GiB share "
+            "of the device (--worker-memory)"])
     kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
     assert status_differences(kept, parked) == []
 

@@ -38,6 +38,7 @@ class Plan:
     # Mutants not judged where a worker ran out of the device's memory (ran_out_of_memory): the campaign runs them
     # again with its substrate alone on the device (harness.campaign.run_short_of_memory_alone).
     short_of_memory: list[str] | None = None
+    parked_said: bool = False  # a worker's trials parked in host memory: said once, however many workers park them
 
     def ran_out_of_memory(self, where: str, why: str, left: list[str]) -> None:
         """A worker's `short_of_memory`: the substrate is not run on, `left` its mutants not judged. `where` is a

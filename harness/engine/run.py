@@ -16,6 +16,7 @@ from harness.engine.compile import batches
 from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
+from harness.engine.trials import parked_note
 from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
                                    make_backend_ahead, run_campaign_job)
 from harness.processes import WorkerLost, WorkerStarter, converse
@@ -283,6 +284,9 @@ class _PlanMessages:
             state["current"] = None
         elif kind == "step_timeout":
             plan.step_timeout = float(message[1])
+        elif kind == "parked" and not plan.parked_said:
+            plan.parked_said = True
+            self.progress.note(parked_note(plan.name, *message[1:]))
         elif kind == "row_timeout":
             plan.row_timeout = float(message[1])
         elif kind in JUDGING_MESSAGES:

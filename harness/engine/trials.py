@@ -113,6 +113,13 @@ class Parking:
         self.parked.add(i)
 
 
+def parked_note(name: str, parked: int, total: int, share_bytes: int) -> str:
+    """The line a campaign prints once for a substrate whose worker parked trials (its ("parked", ...) message)."""
+    return (f"campaign: {name}: {parked} of its {total} trials wait in host memory, copied to the device when a kernel "
+            f"runs on them (slower, the same verdicts): beside room for its runs they do not fit the worker's "
+            f"{share_bytes / 2**30:.1f} GiB share of the device (--worker-memory)")
+
+
 def _moved(trial: Trial, device) -> Trial:
     """A copy of `trial` whose tensors are on `device`: fresh copies even where they are there already (a kernel's
     stray write must not reach the parked trial)."""

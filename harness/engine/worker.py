@@ -18,7 +18,8 @@ before a batch compiles with NVRTC and ("compiled",) after (a timeout or crash b
 mutant; on the CPU backend g++ then builds the batch in a process beside the worker, and the next
 batch is compiled before the mutants of this one run); ("mutant", id) as each mutant starts;
 ("step", what) before each compile and trial (("step", what, s) for a --matrix cell: its own limit);
-("result", {...}) per mutant. Under --matrix and --checker, the row's and the checkers' messages beside
+("result", {...}) per mutant; ("parked", n, trials, share bytes) where n of the trials wait in host memory
+(harness.engine.trials). Under --matrix and --checker, the row's and the checkers' messages beside
 (harness.engine.run.JUDGING_MESSAGES), ("row_timeout", s) with the step timeout, and ("queued", id) before a row's
 trials are queued on the device (a loss before its next cell: the mutant is judged again a trial at a time).
 """
@@ -434,6 +435,8 @@ class _SubstrateRun:
                 self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
                                              self.draws_ahead_from, job.device_share_bytes)
                 self.trials.clock = self.mutant_parts
+                if self.trials.parked:
+                    self.conn.send(("parked", len(self.trials.parked), len(self.trials), job.device_share_bytes))
             except Exception as error:
                 if out_of_device_memory(error):
                     raise self.trials_do_not_fit(error) from error
