@@ -1302,6 +1302,8 @@ def test_a_worker_whose_trials_are_parked_in_host_memory_judges_every_mutant_as_
         outcomes[share] = [(r["mutant_id"], r["status"], r["detail"], r.get("cells")) for r in results]
         timings = [m[1] for m in conn.sent if m[0] == "timings"][-1]
         assert ("mutants: kernel: a parked trial brought to the device" in timings) == (share == 1)
+        # the unmutated kernel's runs bring the trials in first: timed as that phase's, not the mutants'
+        assert ("unmutated runs: kernel: a parked trial brought to the device" in timings) == (share == 1)
         assert ("trials and references: parked in host memory" in timings) == (share == 1)
     statuses = {status for _id, status, _detail, _cells in outcomes[None]}
     assert len(outcomes[None]) == len(ids) and {"killed", "survived"} <= statuses, statuses

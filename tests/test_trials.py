@@ -64,3 +64,16 @@ def test_trials_kept_on_the_device_are_the_trials_themselves():
     built = [trial for trial, _ in made]
     trials = Trials(built, parking.parked, [trial_checksum(t) for t in built], torch.device("cpu"))
     assert trials[0] is built[0] and trials[1] is built[1] and trials.held() == [0, 1]
+
+
+def test_the_copies_in_are_timed_on_the_clock_of_the_block_they_are_made_in():
+    made, parking = _trials([50, 50], share=0)
+    built = [trial for trial, _ in made]
+    mutants, unmutated = PhaseClock(), PhaseClock()
+    trials = Trials(built, parking.parked, [trial_checksum(t) for t in built], torch.device("cpu"), mutants)
+    with trials.timed_on(unmutated):
+        trials[0]
+    trials[1]
+    assert list(unmutated.seconds()) == ["kernel: a parked trial brought to the device"]
+    assert list(mutants.seconds()) == ["kernel: a parked trial brought to the device"]
+    assert trials.clock is mutants

@@ -9,6 +9,7 @@ when a kernel runs on it. Parking changes where a trial waits, never what a kern
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 # Of the worker's share of the device, this many times its largest trial is left free beside the trials it keeps:
@@ -160,6 +161,15 @@ class Trials:
                 trial = _moved(self.built[i], self.device)
         self._brought = (i, trial)
         return trial
+
+    @contextlib.contextmanager
+    def timed_on(self, clock):
+        """Parked trials brought in within the block timed on `clock` (the unmutated runs' own parts, say)."""
+        before, self.clock = self.clock, clock
+        try:
+            yield
+        finally:
+            self.clock = before
 
     def evict(self) -> None:
         """The parked trial brought in dropped, its memory the device's again."""

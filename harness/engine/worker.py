@@ -664,8 +664,11 @@ class _SubstrateRun:
         conn, job = self.conn, self.job
         slowest = queued = 0.0
         if job.run_baseline:
+            from harness.gate.phases import PrefixedClock
+
             started = time.perf_counter()
-            with _Phase(self.phases, "unmutated runs"):
+            with (_Phase(self.phases, "unmutated runs"),
+                  self.trials.timed_on(PrefixedClock(self.setup_parts, "unmutated runs: "))):
                 for i, trial in enumerate(self.trials):
                     conn.send(("step", f"unmutated {trial.where}"))
                     began = time.perf_counter()
@@ -693,8 +696,6 @@ class _SubstrateRun:
             conn.send(("baseline", True, "", time.perf_counter() - started))
             if self.checkers:
                 # Its own phase: at real sizes the checkers' draws for every kernel after it are made here.
-                from harness.gate.phases import PrefixedClock
-
                 with _Phase(self.phases, "unmutated runs"):
                     verdicts, _end, _foreseen = self.run_checkers(
                         self.original(), "the unmutated kernel", PrefixedClock(self.setup_parts, "unmutated runs: "))
