@@ -36,7 +36,7 @@ class Plan:
     learn_batches: tuple[tuple[str, ...], ...] = ()
 
     # Mutants not judged where a worker ran out of the device's memory (ran_out_of_memory): the campaign runs them
-    # again with its substrate alone on the device (harness.campaign.run_short_of_memory_alone).
+    # again with its substrate alone on the device (harness.campaign.short_of_memory_again).
     short_of_memory: list[str] | None = None
     parked_said: bool = False  # a worker's trials parked in host memory: said once, however many workers park them
 

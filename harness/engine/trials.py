@@ -139,7 +139,10 @@ class Trials:
 
     def __init__(self, built: list[Trial], parked: set[int], checksums: list[tuple[int, ...]], device,
                  clock=None):
-        self.built, self.parked, self.checksums, self.device, self.clock = built, parked, checksums, device, clock
+        from harness.gate.phases import PhaseClock
+
+        self.built, self.parked, self.checksums, self.device = built, parked, checksums, device
+        self.clock = clock if clock is not None else PhaseClock()  # a PhaseClock: what the copies in took
         self._brought: tuple[int, Trial] | None = None
 
     def __len__(self) -> int:
@@ -154,11 +157,8 @@ class Trials:
         if self._brought is not None and self._brought[0] == i:
             return self._brought[1]
         self.evict()
-        if self.clock is None:
+        with self.clock.timing("kernel: a parked trial brought to the device"):
             trial = _moved(self.built[i], self.device)
-        else:
-            with self.clock.timing("kernel: a parked trial brought to the device"):
-                trial = _moved(self.built[i], self.device)
         self._brought = (i, trial)
         return trial
 
