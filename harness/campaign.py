@@ -140,7 +140,8 @@ def _add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
                         help="each worker's share of its device's memory: its substrate's trials stay on the device "
                              "up to the share less room for its runs (four times its largest trial), and the rest wait "
-                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts "
+                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts (but that an access outside "
+                             "every allocation may meet other memory) "
                              "(default: the GPU's memory over the workers on it; on cpu, and for a --scheduler's "
                              "items, every trial is kept)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",

@@ -1324,8 +1324,8 @@ def test_worker_memory_reaches_the_workers_and_parks_their_trials(admitted, tmp_
         said = [line for line in captured.err.splitlines() if "wait in host memory" in line]
         assert said == ([] if memory == "default" else [
             "campaign: rule_compliant: 11 of its 11 trials wait in host memory, copied to the device when a kernel runs "
-            "on them (slower, the same verdicts): beside room for its runs they do not fit the worker's 0.0 GiB share "
-            "of the device (--worker-memory)"])
+            "on them (slower, the same verdicts but where an access outside every allocation meets other memory): "
+            "beside room for its runs they do not fit the worker's 0.0 GiB share of the device (--worker-memory)"])
     kept, parked = (json.loads(reports[memory].read_text()) for memory in ("default", "0"))
     assert status_differences(kept, parked) == []
 

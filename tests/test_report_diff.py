@@ -56,6 +56,11 @@ def test_comparing_reports_needs_no_torch():
 MISALIGNED = "misaligned trial 6: output_matches: 204 of 210 elements differ"
 REFLECT = "reflect_limit trial 3: output_matches: 672 of 864 elements differ"
 FAULT = "wide_pads trial 4: kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+OUTSIDE = ("T0_original trial 0: kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
+           "encountered (foreseen by the address check: a 4-byte access at 0x7f00, outside every allocation of the "
+           "process, and 511 more; not made)")
+MISALIGNED_FAULT = ("misaligned trial 2: kernel run: CUDA error 716 CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address "
+                    "(foreseen by the address check: a 4-byte access at 0x7f02, not aligned to its size; not made)")
 
 
 def test_the_killer_is_the_trial_that_detected_the_mutant():
@@ -90,9 +95,34 @@ def test_a_mutant_detected_by_another_trial_is_named_and_is_exit_1(tmp_path, cap
 def test_a_changed_status_is_not_also_counted_as_a_changed_killer(tmp_path, capsys):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     one.write_text(json.dumps(report(a=("killed", MISALIGNED))))
-    two.write_text(json.dumps(report(a=("runtime_error", FAULT))))
+    two.write_text(json.dumps(report(a=("runtime_error", MISALIGNED_FAULT))))
     assert main([str(one), str(two), "--json"]) == 1
     assert json.loads(capsys.readouterr().out) == {
         "mutants": 1, "differences": [{"substrate": "pad_const_b4", "mutant_id": "a", "first": "killed",
-                                       "second": "runtime_error"}],
+                                       "second": "runtime_error", "by_memory": False}],
         "detected_in_both": 0, "killer_differences": []}
+
+
+def test_an_access_outside_every_allocation_that_faults_in_one_report_only_is_told_apart_by_memory(tmp_path, capsys):
+    # Whether it faults depends on what lies there (trials kept on the device or parked in host memory): a detection
+    # either way, listed and not counted. A misaligned access faults wherever memory lies: a real difference.
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    one.write_text(json.dumps(report(a=("runtime_error", OUTSIDE), b=("runtime_error", OUTSIDE), c="survived")))
+    two.write_text(json.dumps(report(a=("killed", "T0_original trial 0: output_matches: 8 of 9 elements differ"),
+                                     b=("runtime_error", OUTSIDE.replace("T0_original trial 0", "probe trial 1")),
+                                     c="survived")))
+    assert status_differences(json.loads(one.read_text()), json.loads(two.read_text())) == [
+        StatusDifference("pad_const_b4", "a", "runtime_error", "killed", by_memory=True)]
+    assert main([str(one), str(two)]) == 0
+    assert capsys.readouterr().out == (
+        f"a: runtime_error in {one}, killed in {two} (told apart by memory: an access outside every allocation)\n"
+        f"b: runtime_error by T0_original trial 0 in {one}, by probe trial 1 in {two} (told apart by memory: an access "
+        f"outside every allocation)\n"
+        "2 of 3 mutants have the same status in both reports; 0 of the 1 detected in both by the same trial; 2 told "
+        "apart by memory alone (whether an access outside every allocation faults depends on what lies there: a "
+        "detection either way)\n")
+    one.write_text(json.dumps(report(a=("runtime_error", MISALIGNED_FAULT), c="survived")))
+    two.write_text(json.dumps(report(a=("killed", MISALIGNED), c=("runtime_error", OUTSIDE))))
+    assert main([str(one), str(two)]) == 1
+    assert capsys.readouterr().out.startswith(f"a: runtime_error in {one}, killed in {two}\nc: survived in {one}, "
+                                              f"runtime_error in {two}\n")

@@ -4,7 +4,9 @@ they fit the worker's share of its memory, the rest parked in host memory and br
 Every mutant runs every trial it needs, so a worker keeps its trials where the kernels run. At KernelBench's real sizes
 five T0 trials do not fit an 80 GiB H100 beside the runs (kb_avgpool2d's are 16 GiB each), although the gate admits
 the substrate there: a trial past the worker's share is parked, and copied back to the device (a fresh copy, as built)
-when a kernel runs on it. Parking changes where a trial waits, never what a kernel is given.
+when a kernel runs on it. Parking changes where a trial waits, never what a kernel is given; only the memory around
+its buffers differs, so a mutant's access outside every allocation may fault where it read a neighbour, or the
+reverse (harness.report_diff.told_apart_by_memory): a detection either way.
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ class Parking:
 def parked_note(name: str, parked: int, total: int, share_bytes: int) -> str:
     """The line a campaign prints once for a substrate whose worker parked trials (its ("parked", ...) message)."""
     return (f"campaign: {name}: {parked} of its {total} trials wait in host memory, copied to the device when a kernel "
-            f"runs on them (slower, the same verdicts): beside room for its runs they do not fit the worker's "
+            f"runs on them (slower, the same verdicts but where an access outside every allocation meets other "
+            f"memory): beside room for its runs they do not fit the worker's "
             f"{share_bytes / 2**30:.1f} GiB share of the device (--worker-memory)")
 
 
