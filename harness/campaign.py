@@ -429,6 +429,8 @@ def _plan_and_run(args, started: float, backend: str, remote: bool, gpus: int, c
         kill_descendants()
         run.progress.close()
         _report_interrupted(args, plans, store, backend, chosen, where, log_size, interrupt)
+        for line in run.start_times.describe_unfinished():
+            print(line, file=sys.stderr, flush=True)
         if run.worker_time.workers:  # where the time went until then: what a run cut short is measured by
             print(run.worker_time.describe(), flush=True)
         raise
@@ -660,8 +662,8 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
                     run_plan_naively(plan, args, backend, naive_results, progress, starter, worker_time)
                 elif plan.to_run:
                     start_times.given(plan.name)
-                    run_plan(plan, args, backend, store, progress, starter, worker_time, start_times)
-                    start_times.ended(plan.name)
+                    if run_plan(plan, args, backend, store, progress, starter, worker_time, start_times):
+                        start_times.ended(plan.name)
             finally:
                 with devices_lock:
                     free_devices.append(slot)

@@ -417,6 +417,26 @@ def test_the_end_is_when_the_last_substrates_one_a_slot_ended_and_which_was_last
     assert times.describe_end(5).startswith("the end, s from the run's start: the last 3 substrate(s) ended at 3.0")
 
 
+def test_a_run_cut_short_says_what_each_unfinished_substrates_worker_was_doing_and_for_how_long(monkeypatch):
+    # kb_avgpool2d's worker spent the whole of a 309 s device call building its five 16 GiB T0 trials on the H100: the
+    # interrupted campaign said only "0 mutant(s) judged".
+    from harness.engine import run
+
+    now = iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 309.5])
+    monkeypatch.setattr(run.time, "perf_counter", lambda: next(now))
+    times = run.StartTimes(started=0.0)
+    times.given("kb_avgpool2d")                                           # 1.0
+    times.saw("kb_avgpool2d", ("step", "building the trials"))            # 2.0
+    times.given("kb_argmax")                                              # 3.0
+    times.saw("kb_argmax", ("step", "building the trials"))               # 4.0
+    times.saw("kb_argmax", ("step", "compiling the unmutated source"))    # 5.0
+    times.ended("kb_argmax")                                              # 6.0: ended, not said
+    assert times.describe_unfinished() == [                                # 309.5
+        "campaign: kb_avgpool2d: cut short building its trials, 307.5 s into it (308.5 s since its worker was given "
+        "it)"]
+    assert run.StartTimes(started=0.0).describe_unfinished(now=1.0) == []
+
+
 def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fresh_worker(tmp_path, capsys):
     # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`. The CPU
     # shim catches the SIGSEGV, which used to end the worker: the mutant is the second of its worker, so

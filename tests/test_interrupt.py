@@ -167,6 +167,7 @@ def test_an_interrupted_campaign_says_so_once_and_the_same_command_goes_on_witho
     assert partial["substrateHarness"]["incomplete"] == {"interrupted_by": "SIGINT", "not_judged": total - len(stored)}
     assert re.search(rf"^pad_const_b4 +{len(stored)} ", out, re.M), out  # the table of the judged ones
     assert f"campaign: interrupted: {len(stored)} mutant(s) judged, {total - len(stored)} not;" in err
+    assert re.search(r"^campaign: pad_const_b4: cut short judging its mutants, [\d.]+ s into it", err, re.M), err
     assert re.search(r"^worker time [\d.]+ s over \d+ worker\(s\)", out, re.M), out  # where the time went so far
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr

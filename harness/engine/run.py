@@ -120,6 +120,11 @@ class StartTimes:
     MILESTONES = (("started", ("step", "building the trials")), ("trials", ("step", "compiling the unmutated source")),
                   ("baseline", ("baseline",)), ("first result", ("result",)))
 
+    # What a substrate's worker does after each milestone until the next: said of a run cut short.
+    DOING_AFTER = {"given": "starting its worker", "started": "building its trials",
+                   "trials": "compiling and running its unmutated source", "baseline": "judging its first mutant",
+                   "first result": "judging its mutants"}
+
     def __init__(self, started: float | None = None):
         self.started = time.perf_counter() if started is None else started
         self.lock = threading.Lock()
@@ -140,6 +145,21 @@ class StartTimes:
         """The substrate's last mutant judged (its slot free for the next)."""
         with self.lock:
             self.jobs.setdefault(name, {})["ended"] = time.perf_counter() - self.started
+
+    def describe_unfinished(self, now: float | None = None) -> list[str]:
+        """For each substrate given a worker that has not ended, what the worker was doing when the run was cut short
+        and for how long (its last milestone's next step): where a long start went, when nothing was judged yet."""
+        now = (time.perf_counter() if now is None else now) - self.started
+        with self.lock:
+            jobs = sorted((job.get("given", 0.0), name, job) for name, job in self.jobs.items() if "ended" not in job)
+        lines = []
+        for _given, name, job in jobs:
+            reached = [m for m in ("given", *(m for m, _ in self.MILESTONES)) if m in job]
+            if reached:
+                last = reached[-1]
+                lines.append(f"campaign: {name}: cut short {self.DOING_AFTER[last]}, {now - job[last]:.1f} s into "
+                             f"it ({now - job.get('given', job[last]):.1f} s since its worker was given it)")
+        return lines
 
     def describe_end(self, slots: int) -> str:
         """When the last `slots` substrates to end ended (once no substrate waits for a slot, when each slot fell
@@ -315,9 +335,10 @@ class _PlanMessages:
 
 
 def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progress, starter: WorkerStarter,
-             worker_time: WorkerTime, start_times: StartTimes | None = None) -> None:
+             worker_time: WorkerTime, start_times: StartTimes | None = None) -> bool:
     """Run one substrate's remaining mutants in warm workers, restarting one after a fault or a timeout;
-    `start_times` hears of its workers' milestones."""
+    `start_times` hears of its workers' milestones. Whether the substrate ended: every mutant judged, or a failure
+    that stops it (False where an interrupt cut it short)."""
     remaining = list(plan.to_run)
     baseline_needed = True
     check = checks_addresses(args, backend)
@@ -346,7 +367,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             if interrupted(args):
                 # The signal killed the worker: the mutant it was judging is neither a fault of its own to store nor
                 # one to judge again in a fresh worker; the same command judges it when it goes on.
-                return
+                return False
             current = state["current"]
             if state["compiling_batch"]:
                 batch_size = 1  # a batch that hangs or crashes the compiler: each mutant alone, with its own limit
@@ -354,7 +375,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 continue
             if current is None:
                 plan.failure = plan.failure or f"the worker was lost outside any mutant: {lost}"
-                return
+                return True
             if current in apart and not (_lost_status(lost) is MutantStatus.RUNTIME_ERROR and state["started"] > 1):
                 status = _lost_apart(store, ResultKey(plan.source_sha256, backend, current), job, lost)
                 remaining.remove(current)
@@ -384,7 +405,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             remaining.remove(current)
             progress.done(status.value)
         if plan.failure:
-            return
+            return True
         if state.get("unchecked_baseline"):
             # What the check stopped is memory its table does not know of, not a fault: without the check, as
             # before it, a fault ends the worker.
@@ -392,6 +413,7 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
             check = False
             continue
         baseline_needed = False
+    return not remaining
 
 
 def interrupted(args) -> bool:
