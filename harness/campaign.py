@@ -680,13 +680,13 @@ def _run_here(plans, args, backend, store, progress, worker_time, naive_results,
     try:
         in_slots([item for _plan, item in work_order(items)], run_one, workers)
         if again := short_of_memory_again(items, workers, args):
-            print(f"campaign: {', '.join(sorted({item.name for item in again}))}: the device's memory ran out beside the "
+            print(f"campaign: {', '.join(sorted({item.name for item in again}))}: the memory ran out beside the "
                   f"campaign's other workers: judged again, alone on the device", flush=True)
             in_slots(again, run_one, 1)
         for _plan, item in items:
             if item.short_of_memory is not None and not interrupted(args):
                 item.failure += ("; it ran alone on the device: a smaller --worker-memory keeps fewer of its trials "
-                                 "there, or it needs a device with more memory")
+                                 "there, or it needs a device (or a host) with more memory")
     finally:
         for plan, item in items:
             if item is not plan:  # a shard: what it learnt is its plan's

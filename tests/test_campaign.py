@@ -1240,7 +1240,7 @@ def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path,
                    "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
                    str(tmp_path / "report.json")])
     captured = capsys.readouterr()
-    assert ("campaign: short: the device's memory ran out beside the campaign's other workers: judged again, alone "
+    assert ("campaign: short: the memory ran out beside the campaign's other workers: judged again, alone "
             "on the device\n") in captured.out
     mutants = json.loads((tmp_path / "report.json").read_text())["files"]
     if short == "once":
@@ -1251,8 +1251,29 @@ def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path,
     assert status == 1
     assert ("not run: short: the unmutated source on T0_original trial 0: the device's memory ran out (CUDA out of "
             "memory. Tried to allocate 9.00 GiB); it ran alone on the device: a smaller --worker-memory keeps fewer "
-            "of its trials there, or it needs a device with more memory\n") in captured.out
+            "of its trials there, or it needs a device (or a host) with more memory\n") in captured.out
     assert {m["status"] for m in mutants["rule_compliant.cu"]["mutants"]} == {"Killed"}
+
+
+def test_trials_past_the_devices_share_that_the_host_has_no_room_for_say_so_and_the_substrate_is_not_run_on(
+        admitted, monkeypatch):
+    import dataclasses
+
+    from harness.engine import trials
+    from harness.engine import worker as campaign_worker
+
+    monkeypatch.setattr(trials, "host_short_for", lambda size: "parked, it would leave 20.0 GiB of the host's 128 GiB "
+                                                              "available, under the 25% kept for draws and other workers")
+    conn = _Messages()
+    job = dataclasses.replace(_template_job(admitted, "narrow_long_long", 2), device_share_bytes=0)
+    assert campaign_worker.run_campaign_job(job, conn) is False
+    (said,) = [m for m in conn.sent if m[0] == "short_of_memory"]
+    assert said[:2] == ("short_of_memory", "rule_compliant")
+    assert re.fullmatch(r"building its trials, the host's memory ran out: \w+ trial 0 \(0\.0 GiB\) is past the worker's "
+                        r"0\.0 GiB share of the device, and the host's memory has no room for it: parked, it would "
+                        r"leave 20\.0 GiB of the host's 128 GiB available, under the 25% kept for draws and other "
+                        r"workers", said[2]), said[2]
+    assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
 
 def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_is_not_run_on(admitted, monkeypatch):

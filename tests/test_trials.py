@@ -3,7 +3,10 @@
 
 import torch
 
-from harness.engine.trials import RESERVED_TRIALS, Parking, Trial, Trials, parks, trial_checksum
+import pytest
+
+from harness.engine.trials import (RESERVED_TRIALS, HostMemoryShort, Parking, Trial, Trials, host_short_for, parks,
+                                   trial_checksum)
 from harness.gate.phases import PhaseClock
 
 GIB = 2**30
@@ -20,8 +23,8 @@ def test_trials_past_the_workers_share_less_the_reserve_are_parked():
     assert parks(0, 1, 1, 0)  # a share of nothing parks everything
 
 
-def _trials(sizes: list[int], share: int | None) -> tuple[list[Trial], Parking]:
-    parking = Parking(share, PhaseClock())
+def _trials(sizes: list[int], share: int | None, host_short=lambda size: "") -> tuple[list[Trial], Parking]:
+    parking = Parking(share, PhaseClock(), host_short)
     made = []
     for t, size in enumerate(sizes):
         trial = Trial("T0_original", t, [torch.full((size,), float(t)), 3], torch.full((size,), -float(t)))
@@ -77,3 +80,22 @@ def test_the_copies_in_are_timed_on_the_clock_of_the_block_they_are_made_in():
     assert list(unmutated.seconds()) == ["kernel: a parked trial brought to the device"]
     assert list(mutants.seconds()) == ["kernel: a parked trial brought to the device"]
     assert trials.clock is mutants
+
+
+def test_a_trial_the_host_has_no_room_to_park_is_said_and_parks_nothing_more(monkeypatch):
+    # Three workers parking kb_argmax's five 8 GiB trials each would take 120 GiB of a 128 GiB host: a quarter of it
+    # stays available, and a trial past both the device's share and that is the substrate's trials not fitting.
+    made, parking = _trials([100], share=0)  # room: parked
+    assert parking.parked == {0}
+    with pytest.raises(HostMemoryShort) as raised:
+        _trials([100, 100], share=0, host_short=lambda size: "no room here" if size else "")
+    assert str(raised.value) == ("T0_original trial 0 (0.0 GiB) is past the worker's 0.0 GiB share of the device, "
+                                 "and the host's memory has no room for it: no room here")
+    gib = 2**30
+    monkeypatch.setattr("harness.gate.trial_inputs.host_memory_total", lambda: 128 * gib)
+    monkeypatch.setattr("harness.gate.trial_inputs.host_memory_available", lambda: 40 * gib)
+    assert host_short_for(8 * gib) == ""  # 32 GiB left: a quarter of 128
+    assert host_short_for(9 * gib) == ("parked, it would leave 31.0 GiB of the host's 128 GiB available, under the "
+                                       "25% kept for draws and other workers")
+    monkeypatch.setattr("harness.gate.trial_inputs.host_memory_available", lambda: None)
+    assert host_short_for(9 * gib) == ""  # the system does not say: parked as before

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 # a parked trial brought in, the kernel's guarded copies of the inputs and its output, a checker's own trial and
 # reference.
 RESERVED_TRIALS = 4
+# Of the host's memory, this share stays available beside the trials a worker parks, as beside the checkers' kept draws
+# (harness.checkers.under_test): the worker's next draws, the campaign's other workers', the system's. Three workers
+# on an H100 parking kb_argmax's 8 GiB trials, five each, would take 120 GiB of a 128 GiB host.
+HOST_RESERVE_SHARE = 0.25
 
 
 @dataclass
@@ -94,22 +98,45 @@ def parks(kept_bytes: int, trial_size: int, largest: int, share_bytes: int | Non
     return share_bytes is not None and kept_bytes + trial_size > share_bytes - RESERVED_TRIALS * largest
 
 
+class HostMemoryShort(Exception):
+    """A trial past the worker's share of the device that the host's memory has no room for either."""
+
+
+def host_short_for(size: int, reserve_share: float = HOST_RESERVE_SHARE) -> str:
+    """Why the host cannot take `size` more bytes of parked trials: what would be left available under
+    `reserve_share` of its memory; '' where it can, or where the system does not say."""
+    from harness.gate.trial_inputs import host_memory_available, host_memory_total
+
+    available, total = host_memory_available(), host_memory_total()
+    if available is None or not total or available - size >= reserve_share * total:
+        return ""
+    return (f"parked, it would leave {max(0, available - size) / 2**30:.1f} GiB of the host's {total / 2**30:.0f} "
+            f"GiB available, under the {reserve_share:.0%} kept for draws and other workers")
+
+
 class Parking:
     """Where each trial waits, decided as the trials are made (the largest, T0's, first): kept on the device while
     they fit the worker's share (`parks`), else moved to host memory; `parked` holds the indices of those moved."""
 
-    def __init__(self, share_bytes: int | None, clock):
+    def __init__(self, share_bytes: int | None, clock, host_short=None):
         self.share_bytes, self.clock = share_bytes, clock  # clock: a PhaseClock, timing the moves
+        # why the host has no room for a trial's bytes ('' where it has): host_short_for unless given
+        self.host_short = host_short or host_short_for
         self.kept_bytes = self.largest = 0
         self.parked: set[int] = set()
 
     def place(self, i: int, trial: Trial) -> None:
-        """Trial i, just made on the device: kept there, or its tensors replaced by host copies."""
+        """Trial i, just made on the device: kept there, or its tensors replaced by host copies; HostMemoryShort
+        where the host has no room for them either."""
         size = trial_bytes(trial)
         self.largest = max(self.largest, size)
         if not parks(self.kept_bytes, size, self.largest, self.share_bytes):
             self.kept_bytes += size
             return
+        if why := self.host_short(size):
+            raise HostMemoryShort(f"{trial.where} ({size / 2**30:.1f} GiB) is past the worker's "
+                                  f"{self.share_bytes / 2**30:.1f} GiB share of the device, and the host's memory has "
+                                  f"no room for it: {why}")
         with self.clock.timing("trials and references: parked in host memory"):
             parked = _moved(trial, "cpu")
         trial.inputs, trial.expected = parked.inputs, parked.expected

@@ -37,8 +37,8 @@ from harness.backends.base import out_of_device_memory
 from harness.compiler.nvrtc import CompileError
 from harness.engine.compile import CAMPAIGN_BACKEND_SETTINGS
 from harness.engine.report import MutantStatus
-from harness.engine.trials import (Trial, Trials, checksum_of, input_sums, trial_bytes, trial_checksum,
-                                   trial_checksum_parts, trial_checksums)
+from harness.engine.trials import (HostMemoryShort, Trial, Trials, checksum_of, input_sums, trial_bytes,
+                                   trial_checksum, trial_checksum_parts, trial_checksums)
 
 # A mutant may take this many times the slowest unmutated trial, plus the allowance, per step.
 STEP_TIMEOUT_FACTOR = 20
@@ -438,7 +438,7 @@ class _SubstrateRun:
                 if self.trials.parked:
                     self.conn.send(("parked", len(self.trials.parked), len(self.trials), job.device_share_bytes))
             except Exception as error:
-                if out_of_device_memory(error):
+                if out_of_device_memory(error) or isinstance(error, HostMemoryShort):
                     raise self.trials_do_not_fit(error) from error
                 raise
         self.program = f"{self.entry.name}.cu"
@@ -958,12 +958,15 @@ class _SubstrateRun:
                 problem.give((T0_NAME, trial.t), trial.inputs[:len(trial.inputs) - own])
 
     def trials_do_not_fit(self, error: BaseException) -> "TrialsDoNotFit":
-        """Building the trials ran out of the device's memory (`error`): the substrate is not run on by this worker,
+        """Building the trials ran out of the device's memory, or of the host's for those past the worker's share of
+        the device (`error`): the substrate is not run on by this worker,
         said to the campaign (kb_avgpool2d's five 16 GiB T0 trials, all kept on an 80 GiB H100, ended its worker,
         `lost outside any mutant`). Returns the exception that ends the job."""
-        words = _first_words(error)
+        host = isinstance(error, HostMemoryShort)  # its words are ours, whole: no advice of torch's to cut
+        words = str(error) if host else _first_words(error)
         self.conn.send(("short_of_memory", self.job.name,
-                        f"building its trials, the device's memory ran out ({words})"))
+                        f"building its trials, the host's memory ran out: {words}" if host
+                        else f"building its trials, the device's memory ran out ({words})"))
         return TrialsDoNotFit(words)
 
     def short_of_memory(self, mutant_id: str, trial: Trial, error: RuntimeError) -> _Verdict:
