@@ -1276,6 +1276,33 @@ def test_trials_past_the_devices_share_that_the_host_has_no_room_for_say_so_and_
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
 
+def test_a_worker_sigkilled_from_outside_gives_no_verdict_and_its_substrate_goes_again_alone(admitted, tmp_path, capsys):
+    # The host's out-of-memory killer sends SIGKILL (three workers parking 8 GiB trials each on a 128 GiB host): no
+    # kernel does, so the mutant being judged is no runtime error. Here a checker kills its own worker as it judges
+    # the first mutant, every time: alone too, so the substrate is not run, its mutants unjudged.
+    checks = tmp_path / "killing.py"
+    checks.write_text("import os, signal\n\n_calls = [0]\n\n"
+                      "def check(problem, kernel, device):\n"
+                      "    _calls[0] += 1\n"
+                      "    if _calls[0] > 1:  # the unmutated kernel first\n"
+                      "        os.kill(os.getpid(), signal.SIGKILL)\n"
+                      "    return True\n")
+    store = tmp_path / "results.jsonl"
+    status = main(["--backend", "cpu", "--substrates-dir", str(admitted / "substrates"), "--store", str(store),
+                   "--no-progress", *OPERATORS, "--checker", f"{checks}:check", "--spare-workers", "never",
+                   "rule_compliant"])
+    out = capsys.readouterr().out
+    assert status == 1
+    (line,) = [line for line in out.splitlines() if line.startswith("not run: rule_compliant: ")]
+    assert re.fullmatch(r"not run: rule_compliant: the worker process died during \S+ .*\(killed by signal SIGKILL\): "
+                        r"SIGKILL comes from outside the worker \(nothing of the harness's or of a kernel's sends "
+                        r"it\), most often the host's out-of-memory killer; it ran alone on the device: a smaller "
+                        r"--worker-memory keeps fewer of its trials there, or it needs a device \(or a host\) with "
+                        r"more memory", line), line
+    stored = [json.loads(row) for row in store.read_text().splitlines()] if store.is_file() else []
+    assert not [row for row in stored if "SIGKILL" in row.get("detail", "")], stored
+
+
 def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_is_not_run_on(admitted, monkeypatch):
     # kb_avgpool2d's five 16 GiB T0 trials on an 80 GiB H100 ended its worker, reported only as `lost outside any
     # mutant`: the worker keeps every trial of its substrate on the device.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import signal
 import sys
 import threading
 import time
@@ -368,6 +369,10 @@ def run_plan(plan: Plan, args, backend: str, store: ResultStore, progress: Progr
                 # The signal killed the worker: the mutant it was judging is neither a fault of its own to store nor
                 # one to judge again in a fresh worker; the same command judges it when it goes on.
                 return False
+            if killed_from_outside(lost):
+                # No verdict of the mutant: the substrate's mutants not judged go again alone, after the others.
+                plan.ran_out_of_memory(plan.name, f"{lost}: {FROM_OUTSIDE}", remaining)
+                return True
             current = state["current"]
             if state["compiling_batch"]:
                 batch_size = 1  # a batch that hangs or crashes the compiler: each mutant alone, with its own limit
@@ -558,6 +563,16 @@ def uses_schemata(args, backend: str) -> bool:
     on the CPU backend and on cuda address-checked, unless --schemata off (or --naive)."""
     return ((checks_addresses(args, backend) or (backend == "cpu" and not getattr(args, "naive", False)))
             and getattr(args, "schemata", "on") == "on" and getattr(args, "batch_size", 2) > 1)
+
+
+FROM_OUTSIDE = ("SIGKILL comes from outside the worker (nothing of the harness's or of a kernel's sends it), most "
+                "often the host's out-of-memory killer")
+
+
+def killed_from_outside(lost: WorkerLost) -> bool:
+    """Whether a worker was SIGKILLed by something other than the campaign's own timeout (which says so): the host's
+    out-of-memory killer beside the other workers' draws and parked trials, most often; never the kernel's doing."""
+    return not lost.timed_out and lost.exitcode == -signal.SIGKILL
 
 
 def _lost_status(lost: WorkerLost) -> MutantStatus:
