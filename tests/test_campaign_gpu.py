@@ -10,7 +10,7 @@ import pytest
 
 from harness.campaign import main
 from harness.gate.command import main as gate_main
-from harness.report_diff import differences_beyond_memory, status_differences
+from harness.report_diff import differences_beyond_memory, killer_differences, status_differences
 
 pytestmark = pytest.mark.gpu
 
@@ -121,9 +121,9 @@ def test_trials_parked_in_host_memory_give_every_status_and_cell_that_trials_kep
                              *(["--worker-memory", memory] if memory != "default" else []),
                              *(["--matrix"] if matrix else []))
         for memory in ("default", "0"))
-    differences = status_differences(kept, parked)
+    differences = [*status_differences(kept, parked), *killer_differences(kept, parked)]
     assert differences_beyond_memory(differences) == []
-    assert len(differences) <= 5, differences  # of pad_const_b4's 52
+    assert len(differences) <= 8, differences  # of pad_const_b4's 52 (6 on the H100 with --matrix)
     assert kept["files"].keys() == parked["files"].keys()
     if matrix:
         rows = {memory: {record["mutant_id"]: record.get("cells", []) for record in map(
