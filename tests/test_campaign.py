@@ -1255,6 +1255,36 @@ def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path,
     assert {m["status"] for m in mutants["rule_compliant.cu"]["mutants"]} == {"Killed"}
 
 
+_KILLED_ONCE = """    out = torch.empty_like(x)
+    import os, pathlib, signal
+
+    marker = pathlib.Path(__file__).with_name("killed.marker")
+    if marker.exists():  # the host's out-of-memory killer, beside the campaign's other workers
+        marker.unlink()
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_substrate_whose_worker_is_sigkilled_beside_others_is_judged_again_alone(tmp_path, capsys):
+    rule_candidates.write_candidates(tmp_path, [])
+    substrates = tmp_path / "substrates"
+    (substrates / "candidate_RuleSeveral.py").unlink()
+    (substrates / "candidate_killed.py").write_text(
+        rule_candidates.variant_text("killed", [("    out = torch.empty_like(x)\n", _KILLED_ONCE)]))
+    assert gate_main([str(substrates), "--backend", "cpu", "--no-progress", "--timeout", "60"]) == 0
+    (substrates / "killed.marker").write_text("")
+    status = main(["--backend", "cpu", "--substrates-dir", str(substrates), "--store", str(tmp_path / "r.jsonl"),
+                   "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
+                   str(tmp_path / "report.json")])
+    captured = capsys.readouterr()
+    assert status == 0, captured.out
+    assert ("campaign: killed: the memory ran out beside the campaign's other workers: judged again, alone "
+            "on the device\n") in captured.out
+    mutants = json.loads((tmp_path / "report.json").read_text())["files"]
+    assert {m["status"] for m in mutants["killed.cu"]["mutants"]} == {"Killed"}
+    assert "SIGKILL" not in (tmp_path / "r.jsonl").read_text()
+
+
 def test_trials_past_the_devices_share_that_the_host_has_no_room_for_say_so_and_the_substrate_is_not_run_on(
         admitted, monkeypatch):
     import dataclasses
