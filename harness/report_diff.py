@@ -10,11 +10,13 @@ what no campaign decides: whether a kernel's access outside every allocation fau
 lies there (a neighbouring buffer of the worker, the trials it keeps on the device, the order of its
 allocations). Such a mutant may be a runtime error in one report and killed in the other, or faulted
 on another trial: a detection either way, listed as told apart by memory and not counted as a
-difference. A mutant a later oracle killed (compute-sanitizer's tools, on a survivor of the value suites) reads "killed by
-<tool>"; with --values-only it reads as the value suites left it ("survived"), so a report made with
-the oracles compares with one made before them. --statuses-only leaves the killers out.
+difference. A mutant a later oracle killed (compute-sanitizer's tools, on a survivor of the value
+suites) reads "killed by <tool>"; with --values-only it reads as the value suites left it
+("survived"), so a report made with the oracles compares with one made before them. --statuses-only
+leaves the killers out.
 
-Exit status: 0 the reports agree on every mutant (or differ only by memory), 1 they differ, 2 a report could not be read.
+Exit status: 0 the reports agree on every mutant (or differ only by memory), 1 they differ, 2 a report
+could not be read.
 """
 
 from __future__ import annotations

@@ -1299,14 +1299,15 @@ def test_trials_past_the_devices_share_that_the_host_has_no_room_for_say_so_and_
     assert campaign_worker.run_campaign_job(job, conn) is False
     (said,) = [m for m in conn.sent if m[0] == "short_of_memory"]
     assert said[:2] == ("short_of_memory", "rule_compliant")
-    assert re.fullmatch(r"building its trials, the host's memory ran out: \w+ trial 0 \(0\.0 GiB\) is past the worker's "
-                        r"0\.0 GiB share of the device, and the host's memory has no room for it: parked, it would "
+    assert re.fullmatch(r"building its trials, the host's memory ran out: \w+ trial 0 \(0\.0 GiB\) is past the "
+                        r"worker's 0\.0 GiB share of the device, and the host's memory has no room for it: parked, it would "
                         r"leave 20\.0 GiB of the host's 128 GiB available, under the 25% kept for draws and other "
                         r"workers", said[2]), said[2]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
 
-def test_a_worker_sigkilled_from_outside_gives_no_verdict_and_its_substrate_goes_again_alone(admitted, tmp_path, capsys):
+def test_a_worker_sigkilled_from_outside_gives_no_verdict_and_its_substrate_goes_again_alone(admitted, tmp_path,
+                                                                                              capsys):
     # The host's out-of-memory killer sends SIGKILL (three workers parking 8 GiB trials each on a 128 GiB host): no
     # kernel does, so the mutant being judged is no runtime error. Here a checker kills its own worker as it judges
     # the first mutant, every time: alone too, so the substrate is not run, its mutants unjudged.

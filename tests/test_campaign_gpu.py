@@ -126,9 +126,10 @@ def test_trials_parked_in_host_memory_give_every_status_and_cell_that_trials_kep
     assert len(differences) <= 8, differences  # of pad_const_b4's 52 (6 on the H100 with --matrix)
     assert kept["files"].keys() == parked["files"].keys()
     if matrix:
-        rows = {memory: {record["mutant_id"]: record.get("cells", []) for record in map(
-                    json.loads, (admitted_on_cuda / f"results-parked-{memory}-{matrix}.jsonl").read_text().splitlines())}
-                for memory in ("default", "0")}
+        stores = {memory: admitted_on_cuda / f"results-parked-{memory}-{matrix}.jsonl" for memory in ("default", "0")}
+        rows = {memory: {record["mutant_id"]: record.get("cells", [])
+                         for record in map(json.loads, store.read_text().splitlines())}
+                for memory, store in stores.items()}
         assert rows["default"].keys() == rows["0"].keys()
         for mutant_id, cells in rows["default"].items():
             assert _rows_alike_but_by_memory(cells, rows["0"][mutant_id]), mutant_id
