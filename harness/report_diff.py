@@ -87,13 +87,19 @@ def killers(report: dict) -> dict[tuple[str, str], str]:
     return found
 
 
+def faulted_outside_every_allocation(detail: str) -> bool:
+    """Whether a runtime error's detail is a fault of an access outside every allocation (the GPU's, or the CPU
+    backend's), which where memory lies decides."""
+    return bool(_OUTSIDE_EVERY_ALLOCATION.search(detail))
+
+
 def told_apart_by_memory(first: dict, second: dict) -> bool:
     """Whether two outcomes of one mutant differ only as the memory around its buffers decides: both detected by the
     value suites, and one of them a runtime error of an access outside every allocation, which the other run's
     memory may have mapped (then read, and the trial failed, or the fault met on a later trial)."""
     return (not first.get("oracle") and not second.get("oracle")
             and first["status"] in DETECTED and second["status"] in DETECTED
-            and any(outcome["status"] == "runtime_error" and _OUTSIDE_EVERY_ALLOCATION.search(outcome.get("detail", ""))
+            and any(outcome["status"] == "runtime_error" and faulted_outside_every_allocation(outcome.get("detail", ""))
                     for outcome in (first, second)))
 
 
