@@ -427,13 +427,14 @@ def test_a_run_cut_short_says_what_each_unfinished_substrates_worker_was_doing_a
     times = run.StartTimes(started=0.0)
     times.given("kb_avgpool2d")                                           # 1.0
     times.saw("kb_avgpool2d", ("step", "building the trials"))            # 2.0
+    times.saw("kb_avgpool2d", ("step", "building the trials: T0_original trial 4, 5 of 18"))  # no milestone
     times.given("kb_argmax")                                              # 3.0
     times.saw("kb_argmax", ("step", "building the trials"))               # 4.0
     times.saw("kb_argmax", ("step", "compiling the unmutated source"))    # 5.0
     times.ended("kb_argmax")                                              # 6.0: ended, not said
     assert times.describe_unfinished() == [                                # 309.5
         "campaign: kb_avgpool2d: cut short building its trials, 307.5 s into it (308.5 s since its worker was given "
-        "it)"]
+        "it; its last step: building the trials: T0_original trial 4, 5 of 18)"]
     assert run.StartTimes(started=0.0).describe_unfinished(now=1.0) == []
 
 
@@ -586,8 +587,8 @@ def _damaging(monkeypatch, campaign_worker, when):
     built = []
     real_prepare = campaign_worker.prepare_trials
 
-    def prepare(*args):
-        trials = real_prepare(*args)
+    def prepare(*args, **named):
+        trials = real_prepare(*args, **named)
         built.extend(trials.built)
         return trials
 
@@ -952,8 +953,8 @@ def _foreseeing(monkeypatch, campaign_worker, conn, faulting: str, kill: str, da
     built, orders = [], []
     real_prepare, real_order = campaign_worker.prepare_trials, campaign_worker.trial_order
 
-    def prepare(*args):
-        trials = real_prepare(*args)
+    def prepare(*args, **named):
+        trials = real_prepare(*args, **named)
         built.extend(trials.built)
         return trials
 
@@ -1304,6 +1305,10 @@ def test_trials_past_the_devices_share_that_the_host_has_no_room_for_say_so_and_
                         r"leave 20\.0 GiB of the host's 128 GiB available, under the 25% kept for draws and other "
                         r"workers", said[2]), said[2]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
+    # Each trial begun is a step (a cut-short campaign names the last): here the first, which could not be parked.
+    steps = [m[1] for m in conn.sent if m[0] == "step" and m[1].startswith("building the trials")]
+    assert steps[0] == "building the trials" and re.fullmatch(r"building the trials: \w+ trial 0, 1 of 11", steps[1])
+    assert len(steps) == 2, steps
 
 
 def test_a_worker_sigkilled_from_outside_gives_no_verdict_and_its_substrate_goes_again_alone(admitted, tmp_path,
@@ -1341,7 +1346,7 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
 
     from harness.engine import worker as campaign_worker
 
-    def prepare_trials(*args):
+    def prepare_trials(*args, **named):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity "
                                      "of 79.19 GiB of which 12.50 GiB is free.")
 
@@ -1354,7 +1359,7 @@ def test_trials_that_do_not_fit_in_the_devices_memory_say_so_and_the_substrate_i
                      "GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.50 GiB is free.)")]
     assert not [m for m in conn.sent if m[0] in ("result", "mutant")]
 
-    def fails(*args):
+    def fails(*args, **named):
         raise ValueError("a builder's own error")
 
     monkeypatch.setattr(campaign_worker, "prepare_trials", fails)  # any other error: as before, the worker's end

@@ -250,8 +250,8 @@ def _damaging_during_runs(monkeypatch, campaign_worker, when):
     built, damaged = [], []
     real_prepare, real_run = campaign_worker.prepare_trials, pipeline.run_kernel
 
-    def prepare(*args):
-        trials = real_prepare(*args)
+    def prepare(*args, **named):
+        trials = real_prepare(*args, **named)
         built.extend(trials.built)
         return trials
 

@@ -130,13 +130,17 @@ class StartTimes:
         self.started = time.perf_counter() if started is None else started
         self.lock = threading.Lock()
         self.jobs: dict[str, dict[str, float]] = {}  # substrate -> milestone -> seconds; "given" when its job was
+        self.steps: dict[str, str] = {}  # substrate -> the last step its worker said (a cut-short run says it)
 
     def given(self, name: str) -> None:
         with self.lock:
             self.jobs.setdefault(name, {"given": time.perf_counter() - self.started})
 
     def saw(self, name: str, message: tuple) -> None:
-        """Record the milestone `message` marks, the first time a substrate's worker reaches it."""
+        """Record the milestone `message` marks, the first time a substrate's worker reaches it, and the last step."""
+        if message[0] == "step":
+            with self.lock:
+                self.steps[name] = message[1]
         for milestone, marker in self.MILESTONES:
             if message[:len(marker)] == marker:
                 with self.lock:
@@ -158,8 +162,10 @@ class StartTimes:
             reached = [m for m in ("given", *(m for m, _ in self.MILESTONES)) if m in job]
             if reached:
                 last = reached[-1]
+                step = self.steps.get(name)
                 lines.append(f"campaign: {name}: cut short {self.DOING_AFTER[last]}, {now - job[last]:.1f} s into "
-                             f"it ({now - job.get('given', job[last]):.1f} s since its worker was given it)")
+                             f"it ({now - job.get('given', job[last]):.1f} s since its worker was given it"
+                             + (f"; its last step: {step})" if step else ")"))
         return lines
 
     def describe_end(self, slots: int) -> str:

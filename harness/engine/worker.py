@@ -108,13 +108,14 @@ class CampaignJob:
 
 
 def prepare_trials(entry, official, device, clock, state: tuple = (), after_first_t0=None,
-                   share_bytes: int | None = None) -> Trials:
+                   share_bytes: int | None = None, say=None) -> Trials:
     """Every suite trial's inputs (on the device) and official output, computed once; `clock` (a PhaseClock) gets
     the seconds of each as parts of "trials and references". `state`: the entry's model_state tensors, appended to
     each trial's inputs after the official output is computed (the kernel reads them, the Model holds them).
     `after_first_t0(inputs, n_trials)`, called with T0's first trial as built, may return its further trials as
     helpers build them (harness.engine.draws_ahead.DrawsAhead), or None. Trials past the worker's `share_bytes` of
-    the device wait in host memory (harness.engine.trials.Parking), their checksums taken on the device first."""
+    the device wait in host memory (harness.engine.trials.Parking), their checksums taken on the device first.
+    `say(what)`, where given, hears of each trial as it is begun (a real-size T0 takes tens of seconds a trial)."""
     import torch
 
     from harness.engine.trials import Parking
@@ -124,9 +125,13 @@ def prepare_trials(entry, official, device, clock, state: tuple = (), after_firs
 
     made = []  # (trial, each pattern's poison_held on the device or None, its checksum parts)
     parking = Parking(share_bytes, clock)
-    for suite, n_trials, builder in entry.suites():
+    suites = list(entry.suites())
+    total = sum(n_trials for _suite, n_trials, _builder in suites)
+    for suite, n_trials, builder in suites:
         ahead = None
         for t in range(n_trials):
+            if say is not None:
+                say(f"building the trials: {suite} trial {t}, {len(made) + 1} of {total}")
             with clock.timing("trials and references: inputs"):
                 # As the gate builds it (the global RNG seeded alike; a large T0 in helpers, as the gate's): the t0
                 # checker's T0 trials are these.
@@ -433,7 +438,8 @@ class _SubstrateRun:
         with _Phase(self.phases, "trials and references"):
             try:
                 self.trials = prepare_trials(self.entry, official, self.backend.device, setup_parts, self.state,
-                                             self.draws_ahead_from, job.device_share_bytes)
+                                             self.draws_ahead_from, job.device_share_bytes,
+                                             say=lambda what: self.conn.send(("step", what)))
                 self.trials.clock = self.mutant_parts
                 if self.trials.parked:
                     self.conn.send(("parked", len(self.trials.parked), len(self.trials), job.device_share_bytes))
