@@ -438,6 +438,30 @@ def test_a_run_cut_short_says_what_each_unfinished_substrates_worker_was_doing_a
     assert run.StartTimes(started=0.0).describe_unfinished(now=1.0) == []
 
 
+def test_the_bar_shows_what_a_worker_is_doing_at_most_twice_a_second(monkeypatch):
+    # kb_avgpool2d's worker built its trials for five minutes, the bar at 0 all along.
+    import io
+
+    from tqdm import tqdm
+
+    from harness.engine import run
+
+    now = iter([10.0, 10.2, 10.6])
+    monkeypatch.setattr(run.time, "monotonic", lambda: next(now))
+    progress = run.Progress(2, disabled=True)
+    progress.step("kb_avgpool2d: building the trials")  # a disabled bar: nothing, no clock read
+    shown = io.StringIO()
+    progress.bar = tqdm(total=2, file=shown, disable=False)
+    progress.step("kb_avgpool2d: building the trials: T0_original trial 1, 2 of 18")  # 10.0
+    progress.step("kb_avgpool2d: building the trials: T0_original trial 2, 3 of 18")  # 10.2: too soon
+    assert "now=kb_avgpool2d: building the trials: T0_original trial 1, 2 of 18" in shown.getvalue()
+    assert "trial 2, 3 of 18" not in shown.getvalue()
+    progress.step("kb_avgpool2d: building the trials: T0_original trial 3, 4 of 18")  # 10.6
+    assert "killed=0, survived=0, now=kb_avgpool2d: building the trials: T0_original trial 3, 4 of 18" in (
+        shown.getvalue())
+    progress.close()
+
+
 def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fresh_worker(tmp_path, capsys):
     # `n < 0` never holds, so the wild write is dead code; its negation writes 4 TiB past `out`. The CPU
     # shim catches the SIGSEGV, which used to end the worker: the mutant is the second of its worker, so

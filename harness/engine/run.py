@@ -26,7 +26,10 @@ STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling 
 
 
 class Progress:
-    """The tqdm bar: mutants done, killed, survived; safe to update from several threads."""
+    """The tqdm bar: mutants done, killed, survived, and what a worker is doing; safe to update from several
+    threads."""
+
+    STEP_EVERY = 0.5  # s: a worker's step shown at most this often (a campaign's workers say thousands a second)
 
     def __init__(self, total: int, disabled: bool):
         from tqdm import tqdm
@@ -35,6 +38,19 @@ class Progress:
                         file=sys.stderr)
         self.counts = {"killed": 0, "survived": 0}
         self.lock = threading.Lock()
+        self._stepped = float("-inf")
+
+    def step(self, text: str) -> None:
+        """What a worker is doing, after the counts: a real-size substrate builds its trials for minutes before its
+        first mutant ends, and the bar shows it moving."""
+        if self.bar.disable:
+            return
+        now = time.monotonic()
+        with self.lock:
+            if now - self._stepped < self.STEP_EVERY:
+                return
+            self._stepped = now
+            self.bar.set_postfix({**self.counts, "now": text})
 
     def done(self, status: str) -> None:
         with self.lock:
@@ -281,6 +297,8 @@ class _PlanMessages:
         kind, state, plan = message[0], self.state, self.plan
         if self.start_times:
             self.start_times.saw(plan.name, message)
+        if kind == "step":
+            self.progress.step(f"{plan.name}: {message[1]}")
         if kind == "batch":
             state["compiling_batch"], state["current"] = True, None
         elif kind == "compiled":  # the batch's NVRTC run is over (g++ may go on beside, in a process)
