@@ -135,15 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes, each running one substrate at a time, spread over every GPU "
-                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as the largest "
-                             "substrates' trials fit in a GPU's memory; 1 on cpu)")
+                             "(default: 12 per GPU on cuda, at most three quarters of the CPU cores and as many as "
+                             "the largest substrates' trials fit in a GPU's memory; 1 on cpu)")
     parser.add_argument("--worker-memory", type=float, default=None, metavar="GIB",
                         help="each worker's share of its device's memory: its substrate's trials stay on the device "
                              "up to the share less room for its runs (four times its largest trial), and the rest wait "
-                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts (but that an access outside "
-                             "every allocation may meet other memory) "
-                             "(default: the GPU's memory over the workers on it; on cpu, and for a --scheduler's "
-                             "items, every trial is kept)")
+                             "in host memory, copied in when a kernel runs on them: slower, the same verdicts (but that "
+                             "an access outside every allocation may meet other memory) (default: the GPU's memory "
+                             "over the workers on it; on cpu, and for a --scheduler's items, every trial is kept)")
     parser.add_argument("--compilers", type=int, default=None, metavar="N",
                         help="processes compiling batches ahead of the workers of a local run (default: every CPU "
                              "core on cuda, whose workers sleep while they wait for the GPU; the cores the workers "

@@ -14,20 +14,19 @@ from harness.gate.phases import PhaseClock
 
 # The host memory a worker keeps the checkers' drawn inputs in whatever the host has (BuiltProblem.drawn): the 28
 # family problems' five trials take at most a few hundred MiB. Past it, a draw is kept while the host keeps
-# HOST_RESERVE_SHARE of its memory available beside it (the campaign's other workers keep theirs likewise, and each
+# HOST_RESERVE_SHARE (harness.gate.trial_inputs) of its memory available beside it (the campaign's other workers keep theirs likewise, and each
 # one's kept draws are counted in what the others see); else it is drawn again for each kernel, as eval.py draws it.
 # A KernelBench problem at its real size draws GiBs a trial, on the CPU, for tens of seconds.
 DRAWN_BYTES = 512 * 2**20
-HOST_RESERVE_SHARE = 0.25
 
 
-def host_has_room(reserve_share: float = HOST_RESERVE_SHARE) -> bool:
-    """Whether the host's available memory (a draw just made counted in it) is at least `reserve_share` of the
-    whole; False where the system does not say."""
-    from harness.gate.trial_inputs import host_memory_available, host_memory_total
+def host_has_room() -> bool:
+    """Whether the host's available memory (a draw just made counted in it) keeps HOST_RESERVE_SHARE of the whole
+    (harness.gate.trial_inputs); False where the system does not say."""
+    from harness.gate.trial_inputs import keeps_host_reserve
 
-    available, total = host_memory_available(), host_memory_total()
-    return available is not None and bool(total) and available >= reserve_share * total
+    kept = keeps_host_reserve()
+    return kept is not None and kept[0]
 
 
 def kept(problem, key, draw) -> list:

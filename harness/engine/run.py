@@ -137,6 +137,8 @@ class StartTimes:
     MILESTONES = (("started", ("step", "building the trials")), ("trials", ("step", "compiling the unmutated source")),
                   ("baseline", ("baseline",)), ("first result", ("result",)))
 
+    ORDER = ("given", *(milestone for milestone, _ in MILESTONES))  # "given" first, when its job was given
+
     # What a substrate's worker does after each milestone until the next: said of a run cut short.
     DOING_AFTER = {"given": "starting its worker", "started": "building its trials",
                    "trials": "compiling and running its unmutated source", "baseline": "judging its first mutant",
@@ -175,7 +177,7 @@ class StartTimes:
             jobs = sorted((job.get("given", 0.0), name, job) for name, job in self.jobs.items() if "ended" not in job)
         lines = []
         for _given, name, job in jobs:
-            reached = [m for m in ("given", *(m for m, _ in self.MILESTONES)) if m in job]
+            reached = [m for m in self.ORDER if m in job]
             if reached:
                 last = reached[-1]
                 step = self.steps.get(name)
@@ -207,7 +209,7 @@ class StartTimes:
         with self.lock:
             jobs = sorted(self.jobs.values(), key=lambda job: job.get("given", float("inf")))[:first]
         parts = []
-        for milestone in ("given", *(m for m, _ in self.MILESTONES)):
+        for milestone in self.ORDER:
             seconds = sorted(job[milestone] for job in jobs if milestone in job)
             if seconds:
                 parts.append(f"{milestone} {statistics.median(seconds):.1f}/{seconds[-1]:.1f}")

@@ -18,10 +18,6 @@ from dataclasses import dataclass
 # a parked trial brought in, the kernel's guarded copies of the inputs and its output, a checker's own trial and
 # reference.
 RESERVED_TRIALS = 4
-# Of the host's memory, this share stays available beside the trials a worker parks, as beside the checkers' kept draws
-# (harness.checkers.under_test): the worker's next draws, the campaign's other workers', the system's. Three workers
-# on an H100 parking kb_argmax's 8 GiB trials, five each, would take 120 GiB of a 128 GiB host.
-HOST_RESERVE_SHARE = 0.25
 
 
 @dataclass
@@ -102,16 +98,19 @@ class HostMemoryShort(Exception):
     """A trial past the worker's share of the device that the host's memory has no room for either."""
 
 
-def host_short_for(size: int, reserve_share: float = HOST_RESERVE_SHARE) -> str:
-    """Why the host cannot take `size` more bytes of parked trials: what would be left available under
-    `reserve_share` of its memory; '' where it can, or where the system does not say."""
-    from harness.gate.trial_inputs import host_memory_available, host_memory_total
+def host_short_for(size: int) -> str:
+    """Why the host cannot take `size` more bytes of parked trials: what would be left available under the share of
+    its memory a worker leaves (harness.gate.trial_inputs.HOST_RESERVE_SHARE, as beside the checkers' kept draws;
+    three workers on an H100 parking kb_argmax's five 8 GiB trials each would take 120 GiB of a 128 GiB host);
+    '' where it can, or where the system does not say."""
+    from harness.gate.trial_inputs import HOST_RESERVE_SHARE, keeps_host_reserve
 
-    available, total = host_memory_available(), host_memory_total()
-    if available is None or not total or available - size >= reserve_share * total:
+    kept = keeps_host_reserve(size)
+    if kept is None or kept[0]:
         return ""
-    return (f"parked, it would leave {max(0, available - size) / 2**30:.1f} GiB of the host's {total / 2**30:.0f} "
-            f"GiB available, under the {reserve_share:.0%} kept for draws and other workers")
+    _kept, left, total = kept
+    return (f"parked, it would leave {max(0, left) / 2**30:.1f} GiB of the host's {total / 2**30:.0f} GiB available, "
+            f"under the {HOST_RESERVE_SHARE:.0%} kept for draws and other workers")
 
 
 class Parking:

@@ -64,6 +64,20 @@ def host_memory_total() -> int | None:
     return _meminfo("MemTotal:")
 
 
+# Of the host's memory, the share a campaign worker leaves available beside what it holds there past its trials on
+# the device (the checkers' kept draws, its parked trials): its next draws, the other workers', the system's.
+HOST_RESERVE_SHARE = 0.25
+
+
+def keeps_host_reserve(taking: int = 0, reserve_share: float = HOST_RESERVE_SHARE) -> tuple[bool, int, int] | None:
+    """(whether the host's available memory less `taking` bytes is still `reserve_share` of the whole, what it would
+    be, the whole), or None where the system does not say."""
+    available, total = host_memory_available(), host_memory_total()
+    if available is None or not total:
+        return None
+    return available - taking >= reserve_share * total, available - taking, total
+
+
 def _meminfo(field: str) -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
