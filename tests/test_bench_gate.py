@@ -83,7 +83,8 @@ def test_trace_keeps_every_timed_call_of_the_gate_in_the_json(tmp_path, capsys):
         assert len(calls) == only["gate_phase_calls"][phase]["calls"]
         assert sum(call["seconds"] for call in calls) == pytest.approx(seconds, abs=1e-3)
     assert {"MainThread"} < {call["thread"] for call in trace}
-    assert all(0 <= call["start"] <= only["gate_pipeline_seconds"] for call in trace)
+    # The report keeps the pipeline's seconds to the millisecond (a call may start in its last half-millisecond).
+    assert all(0 <= call["start"] <= only["gate_pipeline_seconds"] + 0.0005 for call in trace)
 
 
 def _silu_copy(tmp_path, old: str, new: str) -> Path:
