@@ -114,6 +114,8 @@ def test_a_sound_checker_counts_what_it_accepts_of_the_detected_mutants_and_kill
     assert view.view.own["checkers"]["mine"]["substrates"] == {"s": {"sound": True, "detected": 2, "judged": 2,
                                                                      "accepted": 1}}
     assert view.view.own["matrix"]["total"]["mutants"] == 3  # the equivalent mutant has no row
+    # A row a fault ended says where and why; one that ran to its end says nothing.
+    assert view.view.own["matrix"]["rowEnds"] == {"s": {"s:fault": "T0_original trial 0: fault: f"}}
 
 
 def test_a_checker_that_rejects_an_unmutated_kernel_is_unsound_and_kills_nothing_in_the_tests_view():

@@ -126,3 +126,98 @@ def test_an_access_outside_every_allocation_that_faults_in_one_report_only_is_to
     assert main([str(one), str(two)]) == 1
     assert capsys.readouterr().out.startswith(f"a: runtime_error in {one}, killed in {two}\nc: survived in {one}, "
                                               f"runtime_error in {two}\n")
+
+
+def matrix_report(rows: dict, statuses: dict, row_ends: dict | None = None, checkers: dict | None = None) -> dict:
+    """A --matrix report of pad_const_b4: rows maps a mutant id to (trials that ran it, trials that killed it), each
+    trial "suite/trial"; statuses a mutant id to its status (or (status, detail)); checkers goes under OWN_KEY."""
+    def test(trial: str) -> str:
+        return f"pad_const_b4/{trial}"
+
+    own = report(**statuses)
+    own[OWN_KEY]["substrates"]["pad_const_b4"]["file"] = "pad_const_b4.cu"
+    own[OWN_KEY]["matrix"] = {"rowEnds": {"pad_const_b4": row_ends or {}}}
+    if checkers is not None:
+        own[OWN_KEY]["checkers"] = checkers
+    own["files"] = {"pad_const_b4.cu": {"mutants": [
+        {"id": m, "coveredBy": [*map(test, ran), "checker:t0"], "killedBy": [*map(test, killed), "checker:t0"]}
+        for m, (ran, killed) in rows.items()]}}
+    return own
+
+
+ROW = (["T0_original/0", "T0_original/1", "misaligned/0"], ["T0_original/1"])
+
+
+def test_a_matrix_row_killed_by_other_trials_is_named_with_the_trials_each_report_alone_has(tmp_path, capsys):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    one.write_text(json.dumps(matrix_report({"a": ROW, "b": ROW}, {"a": ("killed", REFLECT), "b": "killed"})))
+    two.write_text(json.dumps(matrix_report({"a": ROW, "b": (ROW[0], ["T0_original/1", "misaligned/0"])},
+                                            {"a": ("killed", REFLECT), "b": "killed"})))
+    assert main([str(one), str(two)]) == 1
+    assert capsys.readouterr().out == (
+        f"b: matrix row killed by 1 of 3 trials in {one}, 2 of 3 in {two}; only in {two}: misaligned trial 0\n"
+        "2 of 2 mutants have the same status in both reports; 2 of the 2 detected in both by the same trial; 1 of 2 "
+        "matrix rows the same\n")
+    assert main([str(one), str(two), "--statuses-only"]) == 0
+
+
+def test_a_matrix_row_a_fault_outside_every_allocation_ended_in_one_report_is_told_apart_by_memory(tmp_path, capsys):
+    # Parked trials against kept ones: the access that faulted in one report read a neighbour in the other and the row
+    # ran on. A row a misaligned access ended is ended so wherever memory lies: a real difference.
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    short = (ROW[0][:2], ROW[1])
+    one.write_text(json.dumps(matrix_report({"a": short}, {"a": "killed"},
+                                            {"a": "T0_original trial 1: fault: " + OUTSIDE.split(": ", 1)[1]})))
+    two.write_text(json.dumps(matrix_report({"a": ROW}, {"a": "killed"})))
+    assert main([str(one), str(two)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"a: matrix row killed by 1 of 2 trials in {one}, 1 of 3 in {two} (told apart by memory: an access outside "
+        "every allocation)",
+        "1 of 1 mutants have the same status in both reports; 1 of the 1 detected in both by the same trial; 0 of 1 "
+        "matrix rows the same; 1 told apart by memory alone (whether an access outside every allocation faults depends "
+        "on what lies there: a detection either way)"]
+    one.write_text(json.dumps(matrix_report({"a": short}, {"a": "killed"},
+                                            {"a": "T0_original trial 1: fault: " + MISALIGNED_FAULT.split(": ", 1)[1]})))
+    assert main([str(one), str(two)]) == 1
+
+
+def checkers(accepted=(), rejected=(), unjudged=(), sound=True) -> dict:
+    return {"sound": sound, "accepted": list(accepted), "rejected": list(rejected), "unjudged": list(unjudged)}
+
+
+def test_a_checkers_changed_verdict_and_soundness_are_each_named_and_a_checker_one_report_lacks_is_said(
+        tmp_path, capsys):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    statuses = {"a": "killed", "b": "killed", "c": "killed"}
+    one.write_text(json.dumps(matrix_report({}, statuses, checkers={
+        "kernelbench": checkers(["a"], ["b", "c"]), "t0": checkers(rejected=["a", "b", "c"]),
+        "mine": checkers(["a", "b", "c"])})))
+    two.write_text(json.dumps(matrix_report({}, statuses, checkers={
+        "kernelbench": checkers(["a", "b"], [], ["c"]), "t0": checkers(rejected=["a", "b", "c"], sound=False)})))
+    assert main([str(one), str(two)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"b: checker kernelbench rejected it in {one}, accepted in {two}",
+        f"c: checker kernelbench rejected it in {one}, not judged in {two}",
+        f"checker t0: sound in {one}, unsound in {two}",
+        "checker mine: in the first report only, not compared",
+        "3 of 3 mutants have the same status in both reports; 3 of the 3 detected in both by the same trial; "
+        "checker kernelbench: 1 of 3 verdicts the same; checker t0: 3 of 3 verdicts the same"]
+    # A checker only one report ran is no disagreement.
+    two.write_text(json.dumps(matrix_report({}, statuses, checkers={
+        "kernelbench": checkers(["a"], ["b", "c"]), "t0": checkers(rejected=["a", "b", "c"])})))
+    assert main([str(one), str(two), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert (found["checkers_compared"], found["checker_differences"], found["not_compared"]) == (
+        {"kernelbench": 3, "t0": 3}, [], ["checker mine: in the first report only, not compared"])
+
+
+def test_a_checkers_verdict_on_a_mutant_that_faulted_outside_every_allocation_is_told_apart_by_memory(tmp_path, capsys):
+    # What the checker's run of that kernel read where the suites' run faulted is whatever lay there.
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    statuses = {"a": ("runtime_error", OUTSIDE)}
+    one.write_text(json.dumps(matrix_report({}, statuses, checkers={"kernelbench": checkers(["a"])})))
+    two.write_text(json.dumps(matrix_report({}, statuses, checkers={"kernelbench": checkers(rejected=["a"])})))
+    assert main([str(one), str(two)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"a: checker kernelbench accepted it in {one}, rejected in {two} (told apart by memory: an access outside "
+        "every allocation)")

@@ -87,6 +87,14 @@ def stored_cells(record: dict | None) -> list[Cell] | None:
     return [Cell.from_json(cell) for cell in record[CELLS]]
 
 
+def row_end(cells: list[Cell]) -> str:
+    """What ended a row before its last trial ("T0_original trial 3: fault: <detail>"), or "" where nothing did: a
+    row that covers fewer trials than its neighbours says why."""
+    if cells and cells[-1].status in (CellStatus.FAULT, CellStatus.TIMEOUT):
+        return f"{cells[-1].where}: {cells[-1].status.value}: {cells[-1].detail}"
+    return ""
+
+
 def mutant_row(substrate: str, mutant_id: str, cells: list[Cell]) -> MutantRow:
     tests = [(trial_test_id(substrate, cell.suite, cell.trial), cell.status) for cell in cells]
     return MutantRow(mutant_id, frozenset(test for test, _ in tests),
@@ -135,8 +143,10 @@ def analyses(rows: list[MutantRow]) -> dict:
     }
 
 
-def matrix_json(rows_by_substrate: dict[str, list[MutantRow]]) -> dict:
-    """The report's `substrateHarness.matrix`: each substrate's analyses and those over every substrate."""
+def matrix_json(rows_by_substrate: dict[str, list[MutantRow]], row_ends: dict[str, dict[str, str]] | None = None
+                ) -> dict:
+    """The report's `substrateHarness.matrix`: each substrate's analyses and those over every substrate, and where
+    `row_ends` has any, what ended each row cut short (substrate -> mutant id -> row_end's)."""
     every = [row for rows in rows_by_substrate.values() for row in rows]
     return {
         "definitions": {
@@ -149,9 +159,11 @@ def matrix_json(rows_by_substrate: dict[str, list[MutantRow]]) -> dict:
             "subsuming": "dynamic subsumption (Kurtz and Ammann): one killed mutant of each class of equal "
                          "killing tests that no other killed mutant's killing tests strictly contain",
             "subsumingScore": "the score over the subsuming mutants only",
+            "rowEnds": "per substrate, each mutant whose row a fault or a timeout ended: the trial and what ended it",
         },
         "total": analyses(every),
         "substrates": {name: analyses(rows) for name, rows in rows_by_substrate.items()},
+        "rowEnds": {name: ends for name, ends in (row_ends or {}).items() if ends},
     }
 
 

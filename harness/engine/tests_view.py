@@ -58,18 +58,18 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
     test_files: dict[str, dict] = {}
     covered: dict[str, dict[str, list[str]]] = {s.name: {} for s in substrates}
     killed: dict[str, dict[str, list[str]]] = {s.name: {} for s in substrates}
-    rows_by_substrate = {}
+    rows_by_substrate, row_ends = {}, {}
     for substrate in substrates:
         if with_matrix:
-            rows = _matrix_rows(substrate)
+            rows, row_ends[substrate.name] = _matrix_rows(substrate)
             rows_by_substrate[substrate.name] = rows
             for row in rows:
                 covered[substrate.name][row.mutant] = sorted(row.covered)
                 killed[substrate.name][row.mutant] = sorted(row.killed_by)
     test_files.update(_trial_files({test for rows in rows_by_substrate.values() for row in rows
                                     for test in row.covered}))
-    result = Judged(TestView(test_files, covered, killed), matrix.matrix_json(rows_by_substrate) if with_matrix
-                    else None)
+    result = Judged(TestView(test_files, covered, killed),
+                    matrix.matrix_json(rows_by_substrate, row_ends) if with_matrix else None)
     for spec in specs:
         verdicts, counts, errors = _checker(spec, substrates)
         result.checkers.append(verdicts)
@@ -92,16 +92,18 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
     return result
 
 
-def _matrix_rows(substrate: SubstrateRecords) -> list:
-    """A row per valid mutant (equivalent, duplicate and compile-error mutants run no trial); a mutant stored without
-    cells (not run under --matrix) has none."""
-    rows = []
+def _matrix_rows(substrate: SubstrateRecords) -> tuple[list, dict[str, str]]:
+    """A row per valid mutant (equivalent, duplicate and compile-error mutants run no trial; a mutant stored without
+    cells, not run under --matrix, has an empty one), and what ended each row a fault or a timeout cut short."""
+    rows, ends = [], {}
     for mutant, status in substrate.statuses.items():
         if status in NOT_VALID:
             continue
         cells = matrix.stored_cells(substrate.records.get(mutant)) or []
         rows.append(matrix.mutant_row(substrate.name, mutant, cells))
-    return rows
+        if matrix.row_end(cells):
+            ends[mutant] = matrix.row_end(cells)
+    return rows, ends
 
 
 def _trial_files(tests: set[str]) -> dict[str, dict]:
