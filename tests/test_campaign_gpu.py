@@ -10,8 +10,7 @@ import pytest
 
 from harness.campaign import main
 from harness.gate.command import main as gate_main
-from harness.report_diff import (differences_beyond_memory, faulted_outside_every_allocation, killer_differences,
-                                 status_differences)
+from harness.report_diff import compare, differences_beyond_memory, matrix_rows, status_differences
 
 pytestmark = pytest.mark.gpu
 
@@ -122,38 +121,21 @@ def test_trials_parked_in_host_memory_give_every_status_and_cell_that_trials_kep
                              *(["--worker-memory", memory] if memory != "default" else []),
                              *(["--matrix"] if matrix else []))
         for memory in ("default", "0"))
-    differences = [*status_differences(kept, parked), *killer_differences(kept, parked)]
-    assert differences_beyond_memory(differences) == []
+    found = compare(kept, parked)
+    assert differences_beyond_memory(found.every_difference()) == []
     assert kept["files"].keys() == parked["files"].keys()
-    if matrix:
-        stores = {memory: admitted_on_cuda / f"results-parked-{memory}-{matrix}.jsonl" for memory in ("default", "0")}
-        rows = {memory: {record["mutant_id"]: record.get("cells", [])
-                         for record in map(json.loads, store.read_text().splitlines())}
-                for memory, store in stores.items()}
-        assert rows["default"].keys() == rows["0"].keys()
-        for mutant_id, cells in rows["default"].items():
-            assert _rows_alike_but_by_memory(cells, rows["0"][mutant_id]), mutant_id
+    if matrix:  # each row compared (the trials that killed it, of those that ran it) but where the statuses differ
+        rows_kept, rows_parked = matrix_rows(kept), matrix_rows(parked)
+        assert rows_kept.keys() == rows_parked.keys()
+        assert found.rows_compared == len(rows_kept) - len(found.differences) > 0
     else:
-        by_memory = {d.mutant_id for d in differences}
+        by_memory = {d.mutant_id for d in found.differences}
         for name, file in kept["files"].items():
             assert ([(m["id"], sorted(m.get("killedBy", []))) for m in file["mutants"] if m["id"] not in by_memory]
                     == [(m["id"], sorted(m.get("killedBy", []))) for m in parked["files"][name]["mutants"]
                         if m["id"] not in by_memory])
     assert "a parked trial brought to the device" not in lines_kept[0]
     assert "a parked trial brought to the device" in lines_parked[0]
-
-
-def _rows_alike_but_by_memory(first: list[dict], second: list[dict]) -> bool:
-    """Two --matrix rows of one mutant (stored cells) alike, cell by cell, in trial and status up to their first
-    difference, if any, which is a fault of an access outside every allocation on one side (what follows it is then
-    the other memory's). (Which check a failed cell names may differ too: an out-of-bounds read of the guard band's
-    poison reads as output_matches, of the output's own as output_fully_written.)"""
-    for a, b in zip(first, second):
-        if (a["suite"], a["trial"], a["status"]) != (b["suite"], b["trial"], b["status"]):
-            return a["trial"] == b["trial"] and a["suite"] == b["suite"] and any(
-                cell["status"] == "fault" and faulted_outside_every_allocation(cell.get("detail", ""))
-                for cell in (a, b))
-    return len(first) == len(second)
 
 
 @pytest.mark.parametrize("blocking", [True, False])
