@@ -1,12 +1,13 @@
 """Turns at the device's memory for large-index processes side by side (harness.oracles.memory_turns)."""
 
 import multiprocessing
+import threading
 import time
 
 import pytest
 
 from harness.oracles import memory_turns
-from harness.oracles.memory_turns import MemoryWait, memory_turn, wait_for_memory
+from harness.oracles.memory_turns import MemoryWait, goes_now, turn_with_room, wait_for_memory
 
 GIB = 2**30
 
@@ -69,7 +70,7 @@ def test_a_wait_ends_at_its_deadline_and_a_process_alone_does_not_wait():
 
 
 def _hold_the_turn(lock: str, entered, release) -> None:
-    with memory_turn(lock):
+    with turn_with_room(lock, 0, lambda: (0, 0), lambda: 0, 0):
         entered.set()
         release.wait(30)
 
@@ -86,13 +87,84 @@ def test_a_process_takes_its_turn_only_once_the_one_holding_it_lets_go(tmp_path,
         assert entered.wait(60)
         beats, got = [], []
         releasing = time.monotonic() + 0.5
-        with memory_turn(lock, heartbeat=lambda waited: (beats.append(waited),
-                                                          release.set() if time.monotonic() > releasing else None)):
+
+        def heartbeat(waited, free):
+            beats.append((waited, free))
+            if time.monotonic() > releasing:
+                release.set()
+
+        with turn_with_room(lock, GIB, lambda: (80 * GIB, 80 * GIB), lambda: 0, 60, heartbeat) as wait:
             got.append(time.monotonic())
         assert got and got[0] >= releasing and release.is_set()
         assert len(beats) >= 5 and beats == sorted(beats)  # it said it waited, as it waited
+        assert {free for _waited, free in beats} == {None}  # for the turn, not for room
+        assert wait.fits and wait.turn_seconds >= 0.5 and wait.seconds >= wait.turn_seconds
     finally:
         release.set()
         holder.join(30)
-    with memory_turn(None):  # alone: no turn to take
-        pass
+    with turn_with_room(None, GIB, lambda: (80 * GIB, 80 * GIB), lambda: 0, 0) as alone:  # no turn to take
+        assert alone.fits
+
+
+def test_a_trial_that_fits_goes_unless_an_earlier_waiter_fits_too_or_has_waited_past_the_backfill():
+    # 30 GiB free; a waiter since t=0 needs 60 (it does not fit), another 20 (it does).
+    assert goes_now(10 * GIB, 30 * GIB, [], now=5.0)
+    assert not goes_now(40 * GIB, 30 * GIB, [], now=5.0)
+    assert goes_now(10 * GIB, 30 * GIB, [(60 * GIB, 0.0)], now=5.0, backfill_seconds=10.0)  # it passes the 60
+    assert not goes_now(10 * GIB, 30 * GIB, [(60 * GIB, 0.0)], now=11.0, backfill_seconds=10.0)  # not any more
+    assert not goes_now(10 * GIB, 30 * GIB, [(60 * GIB, 0.0), (20 * GIB, 4.0)], now=5.0)  # the 20 goes first
+
+
+def _waiting_then_going(lock, need, memory, me, log, **kwargs):
+    with turn_with_room(lock, need, lambda: (memory["free"], 80 * GIB), lambda: 0, 30, me=me,
+                        alive=lambda pid: True, **kwargs) as wait:
+        log.append((me, "in", wait.fits))
+        if "then" in memory and me in memory["then"]:
+            memory["free"] = memory["then"][me]
+    log.append((me, "out", wait.fits))
+
+
+def _two_waiters(tmp_path, monkeypatch, backfill: float) -> list:
+    """A process needing 60 GiB of the 30 free, waiting; then one needing 10 asks. Whichever of them gets its turn
+    first frees 50 GiB inside it, and the running processes give 50 GiB back 0.5 s after the second asks (memory
+    comes back either way), so the other then has room too."""
+    monkeypatch.setattr(memory_turns, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(memory_turns, "BACKFILL_SECONDS", backfill)
+    lock, log = str(tmp_path / "turns.lock"), []
+    memory = {"free": 30 * GIB, "then": {1: 80 * GIB, 2: 80 * GIB}}
+    given_back = threading.Timer(0.5, lambda: memory.update(free=80 * GIB))
+    big = threading.Thread(target=_waiting_then_going, args=(lock, 60 * GIB, memory, 1, log))
+    big.start()
+    ledger = memory_turns.WaitersLedger(lock, alive=lambda pid: True)
+    deadline = time.monotonic() + 10
+    while 1 not in ledger.read() and time.monotonic() < deadline:  # the big one waits, its need written down
+        time.sleep(0.01)
+    assert ledger.read()[1]["need"] == 60 * GIB
+    time.sleep(0.05)
+    small = threading.Thread(target=_waiting_then_going, args=(lock, 10 * GIB, memory, 2, log))
+    small.start()
+    given_back.start()
+    small.join(20)
+    big.join(20)
+    given_back.join()
+    return log
+
+
+def test_a_process_waiting_for_room_lets_the_turn_go_to_a_later_one_whose_trial_fits(tmp_path, monkeypatch):
+    # Waiting in the turn, the 60 GiB trial held back every process behind it: the convoy (8 to 41 s a backward pad
+    # on the H100).
+    log = _two_waiters(tmp_path, monkeypatch, backfill=60.0)
+    assert log == [(2, "in", True), (2, "out", True), (1, "in", True), (1, "out", True)]
+    assert memory_turns.WaitersLedger(str(tmp_path / "turns.lock")).read() == {}  # nobody left waiting
+
+
+def test_once_the_longest_waiter_has_waited_past_the_backfill_no_later_process_passes_it(tmp_path, monkeypatch):
+    log = _two_waiters(tmp_path, monkeypatch, backfill=0.0)
+    assert log == [(1, "in", True), (1, "out", True), (2, "in", True), (2, "out", True)]
+
+
+def test_a_waiter_that_died_holds_no_one_back(tmp_path):
+    lock = str(tmp_path / "turns.lock")
+    memory_turns.WaitersLedger(lock).write({2**22 + 12345: {"need": 60 * GIB, "since": 0.0}})  # no such process
+    with turn_with_room(lock, 10 * GIB, lambda: (30 * GIB, 80 * GIB), lambda: 0, 0, clock=lambda: 1e9) as wait:
+        assert wait.fits and wait.seconds == 0.0

@@ -10,7 +10,7 @@ the longest the counts allow: the same values, the same pads, so within every pr
 indices past 2^31 (the contract's counts are u32: no trial passes 2^32 - 1). The official Model's output is made
 once a trial (the tiling is done on the device; a device without the memory for it makes the program say `skipped`
 with the bytes; beside other processes, plan["memory_lock"], it builds the trial in its turn at the device's memory,
-waiting up to plan["memory_wait"] seconds for room and saying `waiting` meanwhile: harness.oracles.memory_turns);
+taken once there is room, waited for up to plan["memory_wait"] seconds, saying `waiting`: harness.oracles.memory_turns);
 then each kernel runs once and is compared as the gate compares, its out poisoned as the gate poisons one. Events,
 each with its trial's number: `trial` (its shapes), then per kernel a `start` (the parent's clock: a mutant running
 far past the unmutated kernel is killed as hung) and a `result`, the unmutated source first, then `done`. A trial
@@ -27,10 +27,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.gate.phases import PhaseClock
-from harness.oracles.memory_turns import memory_turn, wait_for_memory
+from harness.oracles.memory_turns import turn_with_room
 
 LOST_EXIT = 3
 LOWEST_RANK = "lowest-rank"  # plan["source"]: the suites' lowest-rank trial, not T0 trial 0
@@ -379,12 +380,10 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
     # In this process's turn (harness.oracles.memory_turns), so that a trial built beside it in another process
     # has taken, by the time the memory is read, all it will take.
     turn_asked = time.perf_counter()
-    with memory_turn(plan.get("memory_lock"), lambda waited: _write(events, event="waiting", trial=index,
-                                                                     waited=round(waited, 1), turn=True)):
-        clock.add(TURN, time.perf_counter() - turn_asked, turn_asked)
-        with clock.timing(ROOM):
-            room = _room_for(need, plan, index, backend, torch, events)
-        if not room:
+    with _room_for(need, plan, index, backend, torch, events) as wait:
+        clock.add(TURN, wait.turn_seconds, turn_asked)
+        clock.add(ROOM, wait.seconds - wait.turn_seconds, turn_asked + wait.turn_seconds)
+        if not wait.fits:
             return None
         try:
             with clock.timing(TILING):
@@ -409,18 +408,22 @@ def _build(plan: dict, index: int, model, small: list, largest: bool, axis: int,
     return inputs, expected, length, factor
 
 
-def _room_for(need: int, plan: dict, index: int, backend, torch, events) -> bool:
-    """Whether the device has `need` bytes free for trial `index`, waited for up to plan["memory_wait"] s (saying
-    `waiting`); where it has not, a `skipped` event says why. Called in the process's turn."""
-    wait = wait_for_memory(need, backend.memory_info, lambda: _held_here(backend, torch),
-                           float(plan.get("memory_wait", 0)),
-                           lambda waited, free: _write(events, event="waiting", trial=index, need=need, free=free,
-                                                       waited=round(waited, 1)))
-    if not wait.fits:  # beyond_device: alone on the device it would be skipped the same
-        _write(events, event="skipped", trial=index, memory=True, beyond_device=wait.beyond_device,
-               why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; {wait.free / 2**30:.1f} "
-                   f"GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
-    return wait.fits
+@contextmanager
+def _room_for(need: int, plan: dict, index: int, backend, torch, events):
+    """This process's turn at the device's memory once `need` bytes are free for trial `index`, waited for up to
+    plan["memory_wait"] s outside the turn (saying `waiting`); yields the MemoryWait, and where it does not fit,
+    a `skipped` event has said why."""
+    def say_waiting(waited: float, free: int | None) -> None:
+        _write(events, event="waiting", trial=index, waited=round(waited, 1),
+               **({"turn": True} if free is None else {"need": need, "free": free}))
+
+    with turn_with_room(plan.get("memory_lock"), need, backend.memory_info, lambda: _held_here(backend, torch),
+                        float(plan.get("memory_wait", 0)), say_waiting) as wait:
+        if not wait.fits:  # beyond_device: alone on the device it would be skipped the same
+            _write(events, event="skipped", trial=index, memory=True, beyond_device=wait.beyond_device,
+                   why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; "
+                       f"{wait.free / 2**30:.1f} GiB of {wait.total / 2**30:.1f} GiB are free ({wait.gave_up})")
+        yield wait
 
 
 def _held_here(backend, torch) -> int:
