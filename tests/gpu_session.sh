@@ -81,6 +81,9 @@
 #                  MATRIX_CHECKERS (default "kernelbench kernelbench-v0 t0") as a --checker (campaign matrix); the
 #                  per-suite table, the minimal sets and the checkers' lines printed last
 #   COMPARE_SPEED=1  tests/compare_speed.py on the device (compare_close over a 256 MiB output), before the rest
+#   ORACLES="NAME:ARGS;..."  issue 45's default campaign (every oracle) over the 28, cold, once per entry with ARGS
+#                  added ("base;li5:--large-index-processes 5"), each entry's oracle lines printed and its statuses
+#                  and killers compared with the first's (harness.report_diff)
 #   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
 #                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
 #                  so that their admissions are recorded (campaign matrix-kb)
@@ -587,6 +590,26 @@ print(f"many files: {files} at once {at_once:.1f} s; one at a time {len(alone)} 
       f"{serial:.1f} s: {serial / at_once:.2f}x; {sum(together.values())} of {len(together)} admitted at once; the "
       f"{len(one)} gated alone have the same verdicts: {all(together.get(n) == v for n, v in one.items())}")
 PY
+  pack
+fi
+if [ -n "${ORACLES:-}" ]; then
+  # Issue 45 criterion 2: the default campaign (every oracle) over the 28, cold, once per entry of
+  # ORACLES="NAME:ARGS;NAME:ARGS" (ARGS: more campaign arguments, split on spaces), each compared with the first.
+  IFS=';' read -ra oracle_runs <<< "$ORACLES"
+  first=""
+  for run in "${oracle_runs[@]}"; do
+    name="oracles-${run%%:*}" extra=""
+    [[ $run == *:* ]] && extra=${run#*:}
+    # shellcheck disable=SC2086
+    campaign "$name" $extra >> "$out/oracles-detail.log" 2>&1
+    echo "$name: $(grep -hE '^oracle (sanitizers|large-index): [0-9]+ survivor' "$out/campaign-$name.log" | tr '\n' ' ')"
+    if [ -z "$first" ]; then
+      first=$name
+    else
+      echo "$name against $first: $(python3 -m harness.report_diff "$out/campaign-$first.json" \
+        "$out/campaign-$name.json" | tail -n 1)"
+    fi
+  done | tee "$out/oracles.log"
   pack
 fi
 if [ "${CAMPAIGN:-}" = gpus ]; then
