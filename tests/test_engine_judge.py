@@ -30,6 +30,24 @@ def _substrate():
     return unmutated, Survivor("forms_row_sum", str(FORMS), raw["kernel_name"], 0, "f" * 64, MUTANT_ID, mutated)
 
 
+def test_each_substrates_survivors_follow_its_unmutated_kernel_into_the_tools(tmp_path, monkeypatch):
+    # A tool's process builds a substrate's cases once for its targets in a row (sanitized_run.Prepared).
+    from dataclasses import replace
+
+    from harness.engine import judge
+
+    given = []
+    monkeypatch.setattr(judge, "sanitize", lambda targets, *args, **kwargs: given.extend(targets) or {})
+    unmutated, survivor = _substrate()
+    other = replace(unmutated, substrate="forms_wrong_distribution")
+    survivors = [replace(survivor, mutant_id=f"{name}:L1C1:op:{n}", substrate=name)
+                 for n, name in enumerate(["forms_row_sum", "forms_wrong_distribution", "forms_row_sum"])]
+    judge_with_sanitizers([unmutated, other], survivors, ResultStore(tmp_path / "r.jsonl"), "cpu", ("memcheck",), FAKE)
+    assert [t.label or t.name for t in given] == [
+        "forms_row_sum", program_label("forms_row_sum:L1C1:op:0"), program_label("forms_row_sum:L1C1:op:2"),
+        "forms_wrong_distribution", program_label("forms_wrong_distribution:L1C1:op:1")]
+
+
 def _race_at(program: str) -> str:
     return (f"Error: Race reported between Write access at row_sum_atomic(const float *, float *, long long, long "
             f"long)+0x90 in {program}.cu:7|    and Write access at row_sum_atomic(...)+0x90 in {program}.cu:7 "

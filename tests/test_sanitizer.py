@@ -424,3 +424,43 @@ def test_a_target_the_gate_rejected_is_not_run_and_says_why_while_the_others_run
         assert check.detail == ("skipped: the gate rejected it (suite_rules); no finding of a sanitizer could "
                                 "change that verdict")
     assert [c.status for c in checks["forms_row_sum"]][0] is CheckStatus.PASSED
+
+
+def test_a_substrates_targets_in_a_row_build_its_cases_once_and_each_runs_on_fresh_copies(tmp_path, monkeypatch):
+    """A campaign's survivors of one substrate follow one another in a tool's process: its candidate imported and its
+    cases built once for all of them (the suites' trials, the Model), and each kernel launched on copies, so what a
+    mutant writes into its inputs never reaches the next target's."""
+    import ctypes
+    import io
+    import json
+
+    import torch
+
+    from harness.backends.cpu import CpuBackend
+    from harness.oracles import sanitized_run
+    from harness.oracles.sanitizer import MAX_CASE_BYTES
+
+    built, launched = [], []
+    real_cases = sanitized_run.cases
+    monkeypatch.setattr(sanitized_run, "cases", lambda entry, *args: built.append(entry) or real_cases(entry, *args))
+    target = {"file": str(FORMS), "name": "forms_row_sum", "max_bytes": MAX_CASE_BYTES}
+    source = register_candidate(import_candidate(FORMS), FORMS)["forms_row_sum"]["cuda"]
+    mutant = {**target, "label": "forms_row_sum:L1C1:op:0", "cuda": source + "\n"}
+    backend, events, prepared = CpuBackend(cache_dir=tmp_path / "cache"), io.StringIO(), sanitized_run.Prepared()
+    real_launch = backend.launch
+    monkeypatch.setattr(backend, "launch", lambda kernel, grid, block, args: launched.extend(
+        a.value for a in args if isinstance(a, ctypes.c_void_p)) or real_launch(kernel, grid, block, args))
+    for each in (target, mutant, mutant):
+        assert sanitized_run.run_substrate(each, backend, events, torch, "memcheck", prepared)
+    other = {"file": str(FORMS), "name": "forms_wrong_distribution", "max_bytes": MAX_CASE_BYTES}
+    launched.clear()  # the pointers of this target's launches, its kept inputs alive all the while
+    assert sanitized_run.run_substrate(other, backend, events, torch, "memcheck", prepared)
+
+    assert [e.name for e in built] == ["forms_row_sum", "forms_wrong_distribution"]  # once a substrate in a row
+    done = [json.loads(line) for line in events.getvalue().splitlines() if '"done"' in line]
+    assert [d["substrate"] for d in done] == ["forms_row_sum", "forms_row_sum:L1C1:op:0", "forms_row_sum:L1C1:op:0",
+                                              "forms_wrong_distribution"]
+    assert len({tuple(d["cases"]) for d in done[:3]}) == 1 and done[0]["cases"]  # the same cases, each run
+    found, _notes, _state = prepared.cases(other, backend, torch)
+    host = {x.data_ptr() for _where, inputs in found for x in inputs if isinstance(x, torch.Tensor)}
+    assert launched and host and not host & set(launched)  # never the kept inputs themselves

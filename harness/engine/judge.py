@@ -33,10 +33,14 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     `stop` is set (the campaign interrupted, its processes killed) nothing is stored: the tools' findings may be their
     deaths'.
     """
+    # Each substrate's unmutated kernel, then its survivors: a tool's process builds a substrate's cases once for the
+    # targets of it that come in a row (harness.oracles.sanitized_run.Prepared).
+    order = {u.substrate: place for place, u in enumerate(unmutated)}
     targets = [SanitizerTarget(u.file, u.substrate, u.kernel_name, u.t0_bytes, u.source, kb_root=kb_root or "")
                for u in unmutated]
     targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source, kb_root=kb_root or "",
                                 label=program_label(s.mutant_id), replaces_cuda=True) for s in survivors]
+    targets.sort(key=lambda target: order.get(target.name, len(order)))  # stable: the unmutated kernel first
     checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes)
     if stop is not None and stop.is_set():
         return {}

@@ -6,7 +6,9 @@ own); for each, the cases are the probe's entries and the smallest trial of ever
 of at most `max_bytes` of input (a KernelBench-sized T0 is left to the probe, whose first entry is
 aligned like it). Inputs are plain device copies, without the gate's guard bands, which would put
 an out-of-bounds access into valid memory; the parent sets PYTORCH_NO_CUDA_MEMORY_CACHING=1 so that
-every tensor is an allocation of its own, as memcheck needs to see an overrun.
+every tensor is an allocation of its own, as memcheck needs to see an overrun. Targets of one substrate
+in a row (a campaign's survivors follow their unmutated kernel) share its cases, built once; each
+kernel runs on fresh copies of them.
 
 Each line of EVENTS is a JSON object: `ready` once, with the wall clock, when the program has started (its
 imports and backend made); then `start`, `case`, `done` per substrate, so the parent knows which substrate a
@@ -84,19 +86,49 @@ def _model_state(entry, path: Path, kb_root: str | None, device) -> list:
     return model_state(load_problem(entry.kb_file, search).build_model(device), entry.model_state)
 
 
-def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
-    """Launch one substrate's kernel on its cases under `tool`; False when the CUDA context was lost."""
-    from harness.candidates import import_candidate, make_entry, register_candidate
+class Prepared:
+    """What the targets of one substrate share (its entry, cases, notes and Model state), kept for the next target:
+    a campaign's survivors of a substrate come one after another, each its substrate with other CUDA source, and
+    building the cases (every suite's trials, to find each one's smallest) and the official Model again for each
+    was work the tool's process repeated."""
+
+    def __init__(self):
+        self._key, self._entry, self._cases = None, None, None
+
+    def entry(self, target: dict):
+        """The target's substrate's entry (its candidate imported once for all its targets)."""
+        from harness.candidates import import_candidate, make_entry, register_candidate
+
+        key = (target["file"], target["name"], target.get("t0_bytes", 0), target["max_bytes"], target.get("kb_root"))
+        if key != self._key:
+            path, registered = Path(target["file"]), target["name"]
+            entry, problems = make_entry(registered, register_candidate(import_candidate(path), path)[registered], path)
+            if entry is None:
+                raise ValueError("; ".join(problems))
+            self._key, self._entry, self._cases = key, entry, None
+        return self._entry
+
+    def cases(self, target: dict, backend, torch) -> tuple[list, list[str], list]:
+        """The substrate's (where, host inputs) cases, a note for each suite left out, and its Model's state."""
+        if self._cases is None:
+            found, notes = cases(self._entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
+            state = _model_state(self._entry, Path(target["file"]), target.get("kb_root"), backend.device)
+            self._cases = (found, notes, state)
+        found, notes, state = self._cases
+        return found, list(notes), state
+
+
+def run_substrate(target: dict, backend, events, torch, tool: str = "", prepared: Prepared | None = None) -> bool:
+    """Launch one substrate's kernel on its cases under `tool`; False when the CUDA context was lost. `prepared`:
+    what the targets before it built of the same substrate."""
     from harness.compiler import signature
 
-    registered, name = target["name"], target.get("label") or target["name"]  # name: the program's, a mutant's
+    prepared = prepared or Prepared()
+    name = target.get("label") or target["name"]  # the program's, a mutant's
     started = time.perf_counter()
     _write(events, event="start", substrate=name)
     try:
-        path = Path(target["file"])
-        entry, problems = make_entry(registered, register_candidate(import_candidate(path), path)[registered], path)
-        if entry is None:
-            raise ValueError("; ".join(problems))
+        entry = prepared.entry(target)
         kernel = backend.load(target.get("cuda") or entry.cuda, entry.kernel_name, f"{name}.cu",
                               entry.locate_cuda_line)
         loaded = time.perf_counter() - started  # the candidate imported and its kernel loaded (under the tool)
@@ -104,14 +136,14 @@ def run_substrate(target: dict, backend, events, torch, tool: str = "") -> bool:
             _write(events, event="done", substrate=name, cases=[], notes=[], skipped=NO_SHARED_MEMORY,
                    seconds=round(time.perf_counter() - started, 3), load_seconds=round(loaded, 3))
             return True
-        found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
-        state = _model_state(entry, path, target.get("kb_root"), backend.device)
+        found, notes, state = prepared.cases(target, backend, torch)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
         return True
     ran = []
     for where, inputs in found:
-        views = [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in [*inputs, *state]]
+        # Copies, even on the device they are on (the CPU backend's): the next target of the substrate runs on them.
+        views = [x.to(backend.device, copy=True) if isinstance(x, torch.Tensor) else x for x in [*inputs, *state]]
         try:
             out, grid, block, args = entry.launch(views, torch)
         except Exception as error:  # the gate reports launch's own errors; here the case is only not run
@@ -161,6 +193,7 @@ def main(argv: list[str]) -> int:
 
         watch_process(plan["watch_pid"])
     backend = create_backend(plan["backend"], cache_dir=Path(plan["cache_dir"]) if plan.get("cache_dir") else None)
+    prepared = Prepared()
     with open(argv[1], "a") as events:
         _write(events, event="ready", wall=time.time())  # the parent counts the tool's and this start from it
         if started_ahead:
@@ -172,7 +205,7 @@ def main(argv: list[str]) -> int:
                     _write(events, event="done", substrate=target.get("label") or target["name"], cases=[],
                            notes=[], skipped=verdict.removeprefix("skip: "))
                     continue
-            if not run_substrate(target, backend, events, torch, plan.get("tool", "")):
+            if not run_substrate(target, backend, events, torch, plan.get("tool", ""), prepared):
                 return LOST_EXIT
     return 0
 
