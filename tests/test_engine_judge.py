@@ -496,6 +496,7 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
 
     def sanitizers(*args, **kwargs):
         both_running.wait()
+        args[-1].append("memcheck 3.0 s (start 1.0 s, loading 0.5 s, cases 1.5 s; slowest forms_row_sum 1.5 s)")
         return {}
 
     def large_index(unmutated, survivors, store, backend, settings, on_substrate=None):
@@ -512,8 +513,11 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
                                  ("values", SANITIZERS, LARGE_INDEX), ("memcheck",), check_addresses=True)
     lines = said.splitlines()
     assert re.fullmatch(r"oracle sanitizers: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[0]), lines
-    assert re.fullmatch(r"oracle large-index: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[1]), lines
-    assert lines[2:] == ["  forms_row_sum: T0 trial 0 along axis -1: skipped"]
+    # Where each tool's time went, a line under the sanitizers' own.
+    assert lines[1] == ("  sanitizers' time: memcheck 3.0 s (start 1.0 s, loading 0.5 s, cases 1.5 s; slowest "
+                        "forms_row_sum 1.5 s)")
+    assert re.fullmatch(r"oracle large-index: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[2]), lines
+    assert lines[3:] == ["  forms_row_sum: T0 trial 0 along axis -1: skipped"]
     assert seen == {"check_addresses": True, "at_once": 3}
     out = capsys.readouterr().out
     assert "  large-index: forms_row_sum: 1 survivor(s) judged, 0 killed, in 2.5 s, 4 process(es)\n" in out
@@ -841,7 +845,7 @@ def test_an_interrupt_while_the_oracles_judge_stops_their_threads_and_stores_not
 
     large_index_started = threading.Event()
 
-    def sanitizers(unmutated, survivors, store, backend, tools, sanitizer, cache_dir, processes, kb_root, stop):
+    def sanitizers(unmutated, survivors, store, backend, tools, sanitizer, cache_dir, processes, kb_root, stop, timings):
         large_index_started.wait(20)
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: the main thread gets it, both oracles running
         return waits_for_the_stop("sanitizers", stop)

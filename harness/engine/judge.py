@@ -26,12 +26,12 @@ from harness.oracles.sanitizer import SanitizerTarget, sanitize
 def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor], store: ResultStore, backend: str,
                           tools: tuple[str, ...], sanitizer, cache_dir: str | None = None,
                           processes: int = 1, kb_root: str | None = None,
-                          stop: threading.Event | None = None) -> dict[str, str]:
+                          stop: threading.Event | None = None, timings: list[str] | None = None) -> dict[str, str]:
     """Run the tools over the survivors (and their unmutated substrates) and store a judgement per survivor.
 
     Returns, per substrate, why a tool could not judge its mutants (the unmutated substrate fails it), if so. Once
     `stop` is set (the campaign interrupted, its processes killed) nothing is stored: the tools' findings may be their
-    deaths'.
+    deaths'. `timings`, where given, gets where each tool's time went (harness.oracles.sanitizer.ToolRun.timing).
     """
     # Each substrate's unmutated kernel, then its survivors: a tool's process builds a substrate's cases once for the
     # targets of it that come in a row (harness.oracles.sanitized_run.Prepared).
@@ -41,7 +41,7 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source, kb_root=kb_root or "",
                                 label=program_label(s.mutant_id), replaces_cuda=True) for s in survivors]
     targets.sort(key=lambda target: order.get(target.name, len(order)))  # stable: the unmutated kernel first
-    checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes)
+    checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes, timings=timings)
     if stop is not None and stop.is_set():
         return {}
     unusable: dict[str, str] = {}
@@ -155,16 +155,17 @@ def _judge_by(oracle: str, unmutated: list[Unmutated], survivors: list[Survivor]
     """One oracle over its survivors, stored as judged; its lines for the campaign's output. `large` holds what both
     oracles read (the KernelBench checkout, the compile cache, the stop), `tools_run` the sanitizers' (tools,
     compute-sanitizer, processes)."""
-    started = time.perf_counter()
+    started, timings = time.perf_counter(), []
     if oracle == SANITIZERS:
         tools, sanitizer, processes = tools_run
         notes = judge_with_sanitizers(unmutated, survivors, store, backend, tools, sanitizer, large.cache_dir,
-                                      processes, large.kb_root, large.stop)
+                                      processes, large.kb_root, large.stop, timings)
     else:
         notes = judge_on_large_trial(
             unmutated, survivors, store, backend, large,
             on_substrate=lambda name, outcome: print(f"  {oracle}: {name}: {outcome.describe()}", flush=True))
     killed = sum(1 for s in survivors if (r := store.get(oracle_key(s.source_sha256, backend, s.mutant_id, oracle)))
                  and r.get("killed_by"))
-    return [f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
-            f"{time.perf_counter() - started:.1f} s"] + [f"  {name}: {why}" for name, why in notes.items()]
+    return ([f"oracle {oracle}: {len(survivors)} survivor(s) judged, {killed} killed, in "
+             f"{time.perf_counter() - started:.1f} s"] + [f"  {oracle}' time: {'; '.join(timings)}"] * bool(timings)
+            + [f"  {name}: {why}" for name, why in notes.items()])
