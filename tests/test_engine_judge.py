@@ -1027,3 +1027,37 @@ def test_a_substrate_no_large_trial_judged_says_why_in_its_line():
     judged = SubstrateJudged(judged={"m": (True, "d", "t")}, why_not=[why], processes=1, seconds=5.0,
                              parts={"running kernels": 0.5})
     assert judged.describe() == "1 survivor(s) judged, 1 killed, in 5.0 s, 1 process(es) (running kernels 0.5 s)"
+
+
+def test_the_survivors_are_compiled_alone_ahead_of_the_tools_as_the_tools_load_them(tmp_path, monkeypatch):
+    # Each compile was in the path of the first tool to reach its survivor: here they are in the cache before.
+    from harness.compiler import cache, nvrtc
+    from harness.engine import judge
+
+    monkeypatch.setenv("SUBSTRATE_CACHE_DIR", str(tmp_path / "default-cache"))
+    found = {}
+
+    def tools(targets, tools, sanitizer, backend, cache_dir, **kwargs):
+        for target in targets:
+            compiled, from_cache = cache.compile_cached(
+                target.cuda, target.kernel_name, nvrtc.DEFAULT_ARCH, tmp_path / "cache", f"{target.label}.cu")
+            found[target.label or target.name] = from_cache
+        return {}
+
+    monkeypatch.setattr("harness.backends.gpu_arch", lambda: None)
+    monkeypatch.setattr(judge, "sanitize", tools)
+    started = []
+    real = judge._survivors_compiled_ahead
+
+    def ahead_then_wait(targets, backend, cache_dir):
+        executor = real(targets, backend, cache_dir)
+        started.append(executor)
+        executor.shutdown(wait=True)  # here the tools start after it: every survivor compiled by then
+        return executor
+
+    monkeypatch.setattr(judge, "_survivors_compiled_ahead", ahead_then_wait)
+    unmutated, survivor = _substrate()
+    judge_with_sanitizers([unmutated], [survivor], ResultStore(tmp_path / "r.jsonl"), "cuda", ("memcheck",), FAKE,
+                          str(tmp_path / "cache"))
+    assert started and found == {program_label(MUTANT_ID): True, "forms_row_sum": False}  # survivors only
+    assert real([], "cpu", None) is None  # the CPU backend's tools do not run

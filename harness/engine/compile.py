@@ -290,3 +290,34 @@ def compile_ahead(processes: int, plans: list, size: int, backend: str, cache_di
     pool.submit(precompile_order(plans, size, arch, str(cache_dir or default_cache_dir()), address_checked, slots,
                                  schemata))
     return pool
+
+
+def compile_alone_ahead(kernels: list[tuple[str, str, str]], arch: str, cache_dir: str | None, processes: int):
+    """Each (source, kernel name, program name) compiled alone into the cache by `processes` spawned processes, in
+    order, for programs about to load them as they are: the sanitizers' tools load each survivor alone, where the
+    campaign compiled it in a batch, and each compile was in the path of the first tool to reach it (about 0.06 s
+    of NVRTC a family kernel). A program that reaches one being compiled waits for it (lookup_or_make); a source
+    that does not compile alone is left to the program, which says so. Returns the executor: shut it down, its
+    tasks not begun cancelled, once the programs are done."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    # _lower_some with none to lower: each process dies quietly on Ctrl-C.
+    executor = ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context, initializer=_lower_some,
+                                   initargs=(context.Value("i", 0),))
+    for source, kernel_name, program_name in kernels:
+        executor.submit(_compile_alone, source, kernel_name, program_name, arch, cache_dir)
+    return executor
+
+
+def _compile_alone(source: str, kernel_name: str, program_name: str, arch: str, cache_dir: str | None) -> bool:
+    from pathlib import Path
+
+    from harness.compiler import cache, nvrtc
+
+    try:
+        cache.compile_cached(source, kernel_name, arch, Path(cache_dir) if cache_dir else None, program_name)
+    except nvrtc.CompileError:
+        return False
+    return True

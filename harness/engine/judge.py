@@ -10,6 +10,7 @@ if the unmutated substrate passes it. What is judged and where it is stored: har
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 
@@ -41,7 +42,12 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
     targets += [SanitizerTarget(s.file, s.substrate, s.kernel_name, s.t0_bytes, s.source, kb_root=kb_root or "",
                                 label=program_label(s.mutant_id), replaces_cuda=True) for s in survivors]
     targets.sort(key=lambda target: order.get(target.name, len(order)))  # stable: the unmutated kernel first
-    checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes, timings=timings)
+    ahead = _survivors_compiled_ahead(targets, backend, cache_dir)
+    try:
+        checks = sanitize(targets, tools, sanitizer, backend, cache_dir, processes=processes, timings=timings)
+    finally:
+        if ahead is not None:
+            ahead.shutdown(wait=False, cancel_futures=True)
     if stop is not None and stop.is_set():
         return {}
     unusable: dict[str, str] = {}
@@ -66,6 +72,26 @@ def judge_with_sanitizers(unmutated: list[Unmutated], survivors: list[Survivor],
                   "judged_by": sorted(judging.get(s.substrate, set()))}
         store.put(oracle_key(s.source_sha256, backend, s.mutant_id, SANITIZERS), record)
     return unusable
+
+
+# Processes that compile the survivors for the tools while the tools start (seconds each under compute-sanitizer).
+COMPILE_AHEAD_PROCESSES = 8
+
+
+def _survivors_compiled_ahead(targets: list[SanitizerTarget], backend: str, cache_dir: str | None):
+    """The survivors' sources compiled alone, as the tools' program loads them, by processes of their own while the
+    tools start (harness.engine.compile.compile_alone_ahead; the executor, or None on the CPU backend)."""
+    if backend != "cuda":
+        return None
+    from harness.backends import gpu_arch
+    from harness.compiler.nvrtc import DEFAULT_ARCH
+    from harness.engine.compile import compile_alone_ahead
+
+    kernels = [(t.cuda, t.kernel_name, f"{t.label}.cu") for t in targets if t.replaces_cuda]
+    if not kernels:
+        return None
+    processes = min(COMPILE_AHEAD_PROCESSES, max(1, (os.cpu_count() or 2) // 2), len(kernels))
+    return compile_alone_ahead(kernels, gpu_arch() or DEFAULT_ARCH, cache_dir, processes)
 
 
 def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen: tuple[str, ...],
