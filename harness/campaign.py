@@ -47,6 +47,7 @@ from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
 from harness.interrupt import EXIT_INTERRUPTED, Interruption, caught, kill_descendants
 from harness.oracles import sanitizer as sanitizer_tools
+from harness.oracles.memory_turns import BACKFILL_SECONDS
 from harness.problems import KB_ROOT_ENV, kb_root_from_env, kb_root_usage_error
 from harness.processes import WorkerStarter, stop_all
 
@@ -165,6 +166,9 @@ def _add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"substrates the large-index oracle judges side by side, a process each on the GPU; one "
                              f"the device's memory falls short of beside the others is judged again alone, so N "
                              f"changes no verdict (default: {LARGE_AT_ONCE})")
+    parser.add_argument("--large-index-backfill", type=float, default=BACKFILL_SECONDS, metavar="SECONDS",
+                        help=f"side by side, how long a large-index process waiting for room lets later ones whose "
+                             f"trials fit go first; 0: first come, first served (default: {BACKFILL_SECONDS:g})")
 
 
 def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -294,6 +298,8 @@ def _run(args) -> int:
         raise UsageError(problem)
     if args.large_index_processes < 1:
         raise UsageError(f"--large-index-processes must be at least 1, not {args.large_index_processes}")
+    if not args.large_index_backfill >= 0:
+        raise UsageError(f"--large-index-backfill must be 0 or more seconds, not {args.large_index_backfill:g}")
     if kb_root_error := kb_root_usage_error(args.kb_root):
         raise UsageError(kb_root_error)
     if args.compilers is not None and args.compilers < 0:

@@ -71,6 +71,12 @@ def test_zero_large_index_processes_is_a_usage_error(capsys):
         "campaign: error: --large-index-processes must be at least 1, not 0\n")
 
 
+def test_a_negative_large_index_backfill_is_a_usage_error(capsys):
+    for value in ("-1", "nan"):
+        assert _usage(capsys, ["--backend", "cpu", "--large-index-backfill", value, "pad_const_b4"]) == (
+            f"campaign: error: --large-index-backfill must be 0 or more seconds, not {float(value):g}\n")
+
+
 def test_a_negative_worker_memory_is_a_usage_error(capsys):
     for value in ("-1", "nan"):
         assert _usage(capsys, ["--backend", "cpu", "--worker-memory", value, "pad_const_b4"]) == (

@@ -501,14 +501,15 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
 
     def large_index(unmutated, survivors, store, backend, settings, on_substrate=None):
         both_running.wait()
-        seen["check_addresses"], seen["at_once"] = settings.check_addresses, settings.at_once
+        seen["check_addresses"], seen["at_once"], seen["backfill"] = (settings.check_addresses, settings.at_once,
+                                                                      settings.backfill)
         on_substrate("forms_row_sum", SubstrateJudged(judged={"m": (False, "", "t")}, processes=4, seconds=2.5))
         return {"forms_row_sum": "T0 trial 0 along axis -1: skipped"}
 
     monkeypatch.setattr(judge, "judge_with_sanitizers", sanitizers)
     monkeypatch.setattr(judge, "judge_on_large_trial", large_index)
     args = argparse.Namespace(cache_dir=None, kb_root=None, sanitizer=FAKE, sanitize_processes=1,
-                              large_index_processes=3)
+                              large_index_processes=3, large_index_backfill=0.0)
     said = judge.judge_survivors([], args, "cuda", ResultStore(tmp_path / "results.jsonl"),
                                  ("values", SANITIZERS, LARGE_INDEX), ("memcheck",), check_addresses=True)
     lines = said.splitlines()
@@ -518,7 +519,7 @@ def test_the_oracles_judge_side_by_side_and_their_lines_keep_the_oracles_order(t
                         "forms_row_sum 1.5 s)")
     assert re.fullmatch(r"oracle large-index: 1 survivor\(s\) judged, 0 killed, in \d+\.\d s", lines[2]), lines
     assert lines[3:] == ["  forms_row_sum: T0 trial 0 along axis -1: skipped"]
-    assert seen == {"check_addresses": True, "at_once": 3}
+    assert seen == {"check_addresses": True, "at_once": 3, "backfill": 0.0}
     out = capsys.readouterr().out
     assert "  large-index: forms_row_sum: 1 survivor(s) judged, 0 killed, in 2.5 s, 4 process(es)\n" in out
 
@@ -533,9 +534,10 @@ def _two_substrates():
                                                                                         second.substrate))]
 
 
-def _large_index_events_with_memory(tmp_path, monkeypatch, free: list[int], total: int, wait: float) -> list[dict]:
+def _large_index_events_with_memory(tmp_path, monkeypatch, free: list[int], total: int, wait: float,
+                                    **plan_too) -> list[dict]:
     """The program's events beside other processes (a turn to take, `wait` s to wait for room), the backend's free
-    memory read as `free` says, one reading a poll."""
+    memory read as `free` says, one reading a poll; `plan_too` added to the plan."""
     import json
 
     from harness.backends.cpu import CpuBackend
@@ -553,9 +555,35 @@ def _large_index_events_with_memory(tmp_path, monkeypatch, free: list[int], tota
                                 "name": unmutated.substrate, "min_elements": 2**12, "max_elements": 2**21,
                                 "trials": [["t0", 0, "least"]], "memory_lock": str(tmp_path / "turns.lock"),
                                 "memory_wait": wait, "kernels": [[unmutated.substrate, unmutated.source],
-                                                                 ["same", unmutated.source]]}))
+                                                                 ["same", unmutated.source]], **plan_too}))
     assert large_index_run.main([str(plan), str(events)]) == 0
     return [json.loads(line) for line in events.read_text().splitlines()]
+
+
+def test_a_large_trial_that_fits_passes_a_waiter_within_the_plans_backfill_and_not_after_it(tmp_path, monkeypatch):
+    # Another process has waited since long ago for more than the device holds free; this trial fits.
+    import os
+    import threading
+    import time
+
+    from harness.oracles.memory_turns import WaitersLedger
+
+    def events_beside_a_waiter(folder, backfill: float) -> list[dict]:
+        folder.mkdir()
+        ledger = WaitersLedger(str(folder / "turns.lock"))
+        ledger.write({os.getppid(): {"need": 2**50, "since": 0.0}})  # alive: this test's parent
+        gone = threading.Timer(0.3, lambda: ledger.write({}))  # the waiter gives up after 0.3 s
+        gone.start()
+        started = time.monotonic()
+        events = _large_index_events_with_memory(folder, monkeypatch, [2**40], 2**40, 60.0, backfill=backfill)
+        gone.join()
+        return events, time.monotonic() - started
+
+    passed, _took = events_beside_a_waiter(tmp_path / "passes", 1e12)
+    assert [e["event"] for e in passed][0] == "trial"  # built at once
+    held, took = events_beside_a_waiter(tmp_path / "waits", 0.0)
+    assert [e["event"] for e in held][0] == "waiting" and held[0]["free"] == 2**40  # room, held back all the same
+    assert took >= 0.3 and [e["event"] for e in held if e["event"] != "waiting"][0] == "trial"
 
 
 def test_a_large_trial_beside_others_waits_in_its_turn_for_the_memory_they_give_back(tmp_path, monkeypatch):

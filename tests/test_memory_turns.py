@@ -129,11 +129,11 @@ def _two_waiters(tmp_path, monkeypatch, backfill: float) -> list:
     first frees 50 GiB inside it, and the running processes give 50 GiB back 0.5 s after the second asks (memory
     comes back either way), so the other then has room too."""
     monkeypatch.setattr(memory_turns, "POLL_SECONDS", 0.01)
-    monkeypatch.setattr(memory_turns, "BACKFILL_SECONDS", backfill)
     lock, log = str(tmp_path / "turns.lock"), []
     memory = {"free": 30 * GIB, "then": {1: 80 * GIB, 2: 80 * GIB}}
     given_back = threading.Timer(0.5, lambda: memory.update(free=80 * GIB))
-    big = threading.Thread(target=_waiting_then_going, args=(lock, 60 * GIB, memory, 1, log))
+    big = threading.Thread(target=_waiting_then_going, args=(lock, 60 * GIB, memory, 1, log),
+                           kwargs={"backfill_seconds": backfill})
     big.start()
     ledger = memory_turns.WaitersLedger(lock, alive=lambda pid: True)
     deadline = time.monotonic() + 10
@@ -141,7 +141,8 @@ def _two_waiters(tmp_path, monkeypatch, backfill: float) -> list:
         time.sleep(0.01)
     assert ledger.read()[1]["need"] == 60 * GIB
     time.sleep(0.05)
-    small = threading.Thread(target=_waiting_then_going, args=(lock, 10 * GIB, memory, 2, log))
+    small = threading.Thread(target=_waiting_then_going, args=(lock, 10 * GIB, memory, 2, log),
+                             kwargs={"backfill_seconds": backfill})
     small.start()
     given_back.start()
     small.join(20)

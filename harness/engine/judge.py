@@ -20,6 +20,7 @@ from harness.engine.survivors import (LARGE_INDEX, SANITIZERS, Survivor, Unmutat
                                       value_survivors)
 from harness.gate.records import CheckStatus
 from harness.interrupt import kill_descendants
+from harness.oracles.memory_turns import BACKFILL_SECONDS
 from harness.oracles import sanitizer as sanitizer_tools
 from harness.oracles.sanitizer import SanitizerTarget, sanitize
 
@@ -120,7 +121,8 @@ def judge_survivors(plans: list, args, backend: str, store: ResultStore, chosen:
         work.append((oracle, unmutated, survivors))
     large = LargeSettings(kb_root=str(args.kb_root) if args.kb_root else None,
                           cache_dir=str(args.cache_dir) if args.cache_dir else None, check_addresses=check_addresses,
-                          at_once=getattr(args, "large_index_processes", 1))
+                          at_once=getattr(args, "large_index_processes", 1),
+                          backfill=getattr(args, "large_index_backfill", BACKFILL_SECONDS))
     tools_run = (tools, sanitizer, args.sanitize_processes)
     lines.update(_side_by_side({oracle: functools.partial(_judge_by, oracle, unmutated, survivors, store, backend,
                                                           large, tools_run)

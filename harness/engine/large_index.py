@@ -28,6 +28,7 @@ from harness.engine.store import ResultStore
 from harness.engine.survivors import LARGE_INDEX, Survivor, Unmutated, oracle_key, program_label
 from harness.oracles import last_line, program_env
 from harness.oracles.large_index_run import ROOM, TURN
+from harness.oracles.memory_turns import BACKFILL_SECONDS
 
 MIN_LARGE_ELEMENTS = 2**31 + 2**20  # past int's range, within the contract's u32 counts
 MAX_LARGE_ELEMENTS = 2**32 - 1  # the contract's counts are u32
@@ -66,6 +67,9 @@ class LargeSettings:
     # made for each call of judge_on_large_trial that runs substrates side by side.
     memory_lock: str | None = None
     memory_wait: float = MEMORY_WAIT_SECONDS
+    # How long the longest waiter for room lets later processes whose trials fit build first (0: first come, first
+    # served; harness.oracles.memory_turns.goes_now).
+    backfill: float = BACKFILL_SECONDS
     # Set when the campaign is interrupted: no trial or process is started after it, and nothing is stored that a
     # killed process may have decided.
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
@@ -278,6 +282,7 @@ def _run_process(worker, prefix: Path, u: Unmutated, backend: str, settings: Lar
         "trials": [list(t) for t in LARGE_TRIALS[progress.position:]], "first_trial": progress.position,
         # Beside others, a process waits its turn, and for room; alone, nothing it could wait for is its own kind's.
         "memory_lock": settings.memory_lock, "memory_wait": settings.memory_wait if settings.memory_lock else 0.0,
+        "backfill": settings.backfill,
         "kernels": kernels, "judged": sorted(progress.judged_here)}))
     try:
         worker.connection.send((run_in_worker, (str(plan), str(events), str(stderr))))

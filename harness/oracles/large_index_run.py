@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.gate.phases import PhaseClock
-from harness.oracles.memory_turns import turn_with_room
+from harness.oracles.memory_turns import BACKFILL_SECONDS, turn_with_room
 
 LOST_EXIT = 3
 LOWEST_RANK = "lowest-rank"  # plan["source"]: the suites' lowest-rank trial, not T0 trial 0
@@ -418,7 +418,8 @@ def _room_for(need: int, plan: dict, index: int, backend, torch, events):
                **({"turn": True} if free is None else {"need": need, "free": free}))
 
     with turn_with_room(plan.get("memory_lock"), need, backend.memory_info, lambda: _held_here(backend, torch),
-                        float(plan.get("memory_wait", 0)), say_waiting) as wait:
+                        float(plan.get("memory_wait", 0)), say_waiting,
+                        backfill_seconds=float(plan.get("backfill", BACKFILL_SECONDS))) as wait:
         if not wait.fits:  # beyond_device: alone on the device it would be skipped the same
             _write(events, event="skipped", trial=index, memory=True, beyond_device=wait.beyond_device,
                    why=f"the large trial needs about {need / 2**30:.1f} GiB of device memory; "

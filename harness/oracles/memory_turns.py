@@ -136,10 +136,12 @@ def turn_with_room(lock_path: str | None, need: int, memory_info: Callable[[], t
                    held_here: Callable[[], int], deadline_seconds: float,
                    heartbeat: Callable[[float, int | None], None] = lambda waited, free: None,
                    clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                   me: int | None = None, alive: Callable[[int], bool] = _alive):
+                   me: int | None = None, alive: Callable[[int], bool] = _alive,
+                   backfill_seconds: float = BACKFILL_SECONDS):
     """This process's turn at the device's memory, taken once `need` bytes are free for it (goes_now), or not at all
     where it gives up (as wait_for_memory does: the device too small whatever the others give back, or no room
-    within `deadline_seconds`): yields the MemoryWait, the turn held while the block runs where it fits. Alone
+    within `deadline_seconds`): yields the MemoryWait, the turn held while the block runs where it fits; later
+    processes pass the waiters for `backfill_seconds` (goes_now). Alone
     (`lock_path` None) it is wait_for_memory's. `heartbeat(seconds waited, free bytes or None while it waits for the
     lock)` is called every HEARTBEAT_SECONDS while it waits."""
     if lock_path is None:
@@ -156,7 +158,7 @@ def turn_with_room(lock_path: str | None, need: int, memory_info: Callable[[], t
             waiters.pop(me, None)
             earlier = [(w["need"], w["since"]) for w in waiters.values() if since is None or w["since"] < since]
             ended = _wait_ended(need, free, total, held_here, clock() - started, deadline_seconds, turn_seconds)
-            if total == 0 or goes_now(need, free, earlier, clock(), BACKFILL_SECONDS) or ended is not None:
+            if total == 0 or goes_now(need, free, earlier, clock(), backfill_seconds) or ended is not None:
                 ledger.write(waiters)
                 try:
                     yield ended or MemoryWait(free, total, clock() - started, turn_seconds=turn_seconds)
