@@ -213,6 +213,12 @@ def test_a_matrix_campaigns_page_shows_its_analyses_as_the_terminal_prints_them(
     shown = re.search(r"<section id='matrix'><h2>Kill matrix</h2>\n<pre>(.*?)</pre>", page, re.S).group(1)
     assert html_module.unescape(shown) == format_matrix(matrix)
     assert "Idle trials: a/T0_original/0." in page  # it ran both mutants and killed neither
+    # A row a fault cut short says so under its mutant.
+    mutant = "scatter_add:L5C20:index_off_by_one:0"
+    report[OWN_KEY]["matrix"] = matrix_json({}, {"scatter_add": {mutant: "wide trial 2: fault: an illegal address"}})
+    by_id = {m["data-mutant-id"]: m["text"] for m in parse(report_page(report)).mutants}
+    assert "its matrix row ended at wide trial 2: fault: an illegal address" in by_id[mutant]
+    assert sum("its matrix row ended" in text for text in by_id.values()) == 1
     assert all(html_module.escape(meaning, quote=True) in page for meaning in matrix["definitions"].values())
 
 

@@ -47,6 +47,7 @@ class MutantView:
     replacement: str
     killers: tuple[str, ...]  # the schema's killedBy: trials, checkers, the oracle
     reason: str  # the schema's statusReason
+    row_end: str = ""  # under --matrix, what cut its row short (substrateHarness.matrix.rowEnds), if anything
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _original(lines: list[str], location: dict) -> str:
     return "\n".join([lines[line - 1][column - 1:], *middle, lines[end_line - 1][:end_column - 1]])
 
 
-def _mutant(entry: dict, lines: list[str], outcome: dict) -> MutantView:
+def _mutant(entry: dict, lines: list[str], outcome: dict, row_end: str = "") -> MutantView:
     location = entry["location"]
     # A location past the source (not one of ours: report_json refuses those) is listed on its last line.
     line = min(max(1, int(location["start"]["line"])), len(lines))
@@ -86,7 +87,7 @@ def _mutant(entry: dict, lines: list[str], outcome: dict) -> MutantView:
     return MutantView(str(entry["id"]), str(entry.get("mutatorName", "")),
                       outcome.get("status") or _FROM_SCHEMA.get(entry.get("status"), str(entry.get("status"))),
                       line, end_line, original, str(entry.get("replacement", "")),
-                      tuple(map(str, entry.get("killedBy", ()))), str(entry.get("statusReason", "")))
+                      tuple(map(str, entry.get("killedBy", ()))), str(entry.get("statusReason", "")), str(row_end))
 
 
 def _checker_cell_of(checker: dict, name: str) -> str:
@@ -100,6 +101,7 @@ def substrate_views(report: dict) -> list[SubstrateView]:
         raise NotAReport(f"not a campaign report (no {OWN_KEY} or no files)")
     own = report[OWN_KEY]
     checkers = own.get("checkers") or {}
+    row_ends = (own.get("matrix") or {}).get("rowEnds") or {}
     views = []
     try:
         for index, (name, mine) in enumerate(own.get("substrates", {}).items()):
@@ -109,7 +111,9 @@ def substrate_views(report: dict) -> list[SubstrateView]:
             if len(lines) > 1 and lines[-1] == "":
                 lines.pop()  # the newline that ends the last line starts none
             outcomes = mine.get("outcomes", {})
-            mutants = tuple(_mutant(m, lines, outcomes.get(m["id"], {})) for m in entry["mutants"])
+            ends = row_ends.get(name) or {}
+            mutants = tuple(_mutant(m, lines, outcomes.get(m["id"], {}), ends.get(m["id"], ""))
+                            for m in entry["mutants"])
             by_oracles = sum(1 for o in outcomes.values() if o.get("oracle"))
             cells = table_row(name, mine["mutants"], mine["counts"], by_oracles, mine["valueScore"], mine["score"])
             cells += [_checker_cell_of(checker, name) for checker in checkers.values()]
@@ -340,7 +344,7 @@ def _mutant_item(m: MutantView) -> str:
     return (f"<li class='mutant st-{_e(m.status)}' data-mutant-id='{_e(m.mutant_id)}' "
             f"data-status='{_e(m.status)}' data-line='{m.line}'><span class='badge'>{_e(status_word(m.status))}</span> "
             f"<span class='op'>{_e(m.operator)}</span> {change}{lines} <code class='mid'>{_e(m.mutant_id)}</code>"
-            f"{killers}{_reason(m.reason)}</li>")
+            f"{killers}{_reason(m.reason)}{_reason(f'its matrix row ended at {m.row_end}' if m.row_end else '')}</li>")
 
 
 def _reason(reason: str) -> str:
