@@ -602,7 +602,8 @@ if [ -n "${ORACLES:-}" ]; then
     [[ $run == *:* ]] && extra=${run#*:}
     # shellcheck disable=SC2086
     campaign "$name" $extra >> "$out/oracles-detail.log" 2>&1
-    echo "$name: $(grep -hE '^oracle (sanitizers|large-index): [0-9]+ survivor' "$out/campaign-$name.log" | tr '\n' ' ')"
+    echo "$name: $(grep -hE '^oracle (sanitizers|large-index): [0-9]+ survivor|^  sanitizers. time: |mutants run in' \
+      "$out/campaign-$name.log" | tr '\n' ' ')"
     if [ -z "$first" ]; then
       first=$name
     else
