@@ -571,7 +571,8 @@ def test_a_large_trial_that_fits_passes_a_waiter_within_the_plans_backfill_and_n
     def events_beside_a_waiter(folder, backfill: float) -> list[dict]:
         folder.mkdir()
         ledger = WaitersLedger(str(folder / "turns.lock"))
-        ledger.write({os.getppid(): {"need": 2**50, "since": 0.0}})  # alive: this test's parent
+        # Alive (this test's parent), waiting since long ago, its entry fresh.
+        ledger.write({os.getppid(): {"need": 2**50, "since": 0.0, "seen": time.monotonic()}})
         gone = threading.Timer(0.3, lambda: ledger.write({}))  # the waiter gives up after 0.3 s
         gone.start()
         started = time.monotonic()

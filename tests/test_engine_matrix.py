@@ -114,7 +114,7 @@ def test_a_sound_checker_counts_what_it_accepts_of_the_detected_mutants_and_kill
     assert view.view.own["checkers"]["mine"]["substrates"] == {"s": {"sound": True, "detected": 2, "judged": 2,
                                                                      "accepted": 1}}
     assert view.view.own["matrix"]["total"]["mutants"] == 3  # the equivalent mutant has no row
-    # A row a fault ended says where and why; one that ran to its end says nothing.
+    # A row that ended at a fault says where and why; one that ran to its end, passing or failing, says nothing.
     assert view.view.own["matrix"]["rowEnds"] == {"s": {"s:fault": "T0_original trial 0: fault: f"}}
 
 
@@ -135,3 +135,17 @@ def test_a_checkers_own_error_is_a_line_naming_what_it_was_judging_and_its_mutan
     view = judged([records], False, ("mine",))
     assert view.errors == ["it raised, judging s's unmutated kernel", "checker mine raised KeyError: 'x', judging s:fault"]
     assert view.checkers[0].unjudged == ("s:fault",)
+
+
+def test_a_row_that_ended_at_a_fault_or_a_timeout_says_where_and_why_even_on_the_last_trial():
+    cells = {"s:short": [Cell("T0_original", 0, CellStatus.FAULT, "", "an illegal address")],
+             "s:hung": [Cell("T0_original", 0, PASS), Cell("T0_original", 1, CellStatus.TIMEOUT, "", "silent 5 s"),
+                        ],
+             "s:last": [Cell("T0_original", 0, PASS), Cell("T0_original", 1, PASS),
+                        Cell("edge", 0, CellStatus.FAULT, "", "on the last trial")],
+             "s:whole": [Cell("T0_original", 0, PASS), Cell("T0_original", 1, PASS), Cell("edge", 0, PASS)]}
+    statuses = {m: MutantStatus.RUNTIME_ERROR for m in cells} | {"s:whole": MutantStatus.SURVIVED}
+    records = SubstrateRecords("s", statuses, {m: {"cells": [c.to_json() for c in row]} for m, row in cells.items()})
+    assert judged([records], True, ()).matrix["rowEnds"] == {"s": {
+        "s:short": "T0_original trial 0: fault: an illegal address", "s:hung": "T0_original trial 1: timeout: silent 5 s",
+        "s:last": "edge trial 0: fault: on the last trial"}}

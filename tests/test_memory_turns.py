@@ -169,3 +169,53 @@ def test_a_waiter_that_died_holds_no_one_back(tmp_path):
     memory_turns.WaitersLedger(lock).write({2**22 + 12345: {"need": 60 * GIB, "since": 0.0}})  # no such process
     with turn_with_room(lock, 10 * GIB, lambda: (30 * GIB, 80 * GIB), lambda: 0, 0, clock=lambda: 1e9) as wait:
         assert wait.fits and wait.seconds == 0.0
+
+
+def test_a_waiters_entry_not_written_again_for_a_minute_is_dropped(tmp_path):
+    # An entry its process left behind (an exception between two polls) holds no one back for ever.
+    lock = str(tmp_path / "turns.lock")
+    ledger = memory_turns.WaitersLedger(lock, alive=lambda pid: True)
+    ledger.write({7: {"need": 60 * GIB, "since": 0.0, "seen": 100.0}, 8: {"need": GIB, "since": 5.0, "seen": 150.0}})
+    assert set(ledger.read(now=150.0)) == {7, 8}
+    assert set(ledger.read(now=100.0 + memory_turns.STALE_SECONDS + 1)) == {8}
+    with turn_with_room(lock, 10 * GIB, lambda: (30 * GIB, 80 * GIB), lambda: 0, 0, clock=lambda: 1e9,
+                        alive=lambda pid: True, backfill_seconds=0.0) as wait:
+        assert wait.fits
+
+
+def test_the_deadline_counts_the_time_a_trial_did_not_fit_not_the_turn_nor_the_queue(tmp_path, monkeypatch):
+    # Two 60 GiB trials, 30 GiB free, first come first served, 1.5 s each to wait for room. 40 GiB come back at
+    # 1.2 s: the first builds and holds 60 until 1.8 s, when the second finds room. Counting from its first ask (1.7 s
+    # by then), the second gave up; it waited for room 0.5 s of it, as it would have in its turn.
+    monkeypatch.setattr(memory_turns, "POLL_SECONDS", 0.01)
+    lock, log, state, guard = str(tmp_path / "turns.lock"), [], {"others": 50 * GIB, "mine": 0}, threading.Lock()
+
+    def info():
+        with guard:
+            return 80 * GIB - state["others"] - state["mine"], 80 * GIB
+
+    def process(me, hold):
+        with turn_with_room(lock, 60 * GIB, info, lambda: 0, 1.5, me=me, alive=lambda pid: True,
+                            backfill_seconds=0.0) as wait:
+            if wait.fits:
+                with guard:
+                    state["mine"] += 60 * GIB
+            log.append((me, wait.fits))
+        if wait.fits:
+            time.sleep(hold)
+            with guard:
+                state["mine"] -= 60 * GIB
+
+    def given_back():
+        time.sleep(1.2)
+        state["others"] = 10 * GIB
+
+    threads = [threading.Thread(target=given_back), threading.Thread(target=process, args=(1, 0.6))]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    threads.append(threading.Thread(target=process, args=(2, 0.0)))
+    threads[-1].start()
+    for thread in threads:
+        thread.join(30)
+    assert log == [(1, True), (2, True)]

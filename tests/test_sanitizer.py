@@ -440,8 +440,12 @@ def test_a_substrates_targets_in_a_row_build_its_cases_once_and_each_runs_on_fre
     from harness.oracles import sanitized_run
     from harness.oracles.sanitizer import MAX_CASE_BYTES
 
-    built, launched = [], []
+    built, launched, imported = [], [], []
     real_cases = sanitized_run.cases
+    import harness.candidates
+
+    real_import = harness.candidates.import_candidate
+    monkeypatch.setattr(harness.candidates, "import_candidate", lambda path: imported.append(path) or real_import(path))
     monkeypatch.setattr(sanitized_run, "cases", lambda entry, *args: built.append(entry) or real_cases(entry, *args))
     target = {"file": str(FORMS), "name": "forms_row_sum", "max_bytes": MAX_CASE_BYTES}
     source = register_candidate(import_candidate(FORMS), FORMS)["forms_row_sum"]["cuda"]
@@ -457,10 +461,11 @@ def test_a_substrates_targets_in_a_row_build_its_cases_once_and_each_runs_on_fre
     assert sanitized_run.run_substrate(other, backend, events, torch, "memcheck", prepared)
 
     assert [e.name for e in built] == ["forms_row_sum", "forms_wrong_distribution"]  # once a substrate in a row
+    assert len(imported) == 4  # the candidate afresh for each: what its module keeps is no target's but its own
     done = [json.loads(line) for line in events.getvalue().splitlines() if '"done"' in line]
     assert [d["substrate"] for d in done] == ["forms_row_sum", "forms_row_sum:L1C1:op:0", "forms_row_sum:L1C1:op:0",
                                               "forms_wrong_distribution"]
     assert len({tuple(d["cases"]) for d in done[:3]}) == 1 and done[0]["cases"]  # the same cases, each run
-    found, _notes, _state = prepared.cases(other, backend, torch)
+    found, _notes, _state = prepared.cases(prepared.entry(other), other, backend, torch)
     host = {x.data_ptr() for _where, inputs in found for x in inputs if isinstance(x, torch.Tensor)}
     assert launched and host and not host & set(launched)  # never the kept inputs themselves

@@ -88,8 +88,8 @@ def stored_cells(record: dict | None) -> list[Cell] | None:
 
 
 def row_end(cells: list[Cell]) -> str:
-    """What ended a row before its last trial ("T0_original trial 3: fault: <detail>"), or "" where nothing did: a
-    row that covers fewer trials than its neighbours says why."""
+    """The fault or timeout that ended a row ("T0_original trial 3: fault: <detail>"), or "" for a row that ran to
+    its last trial and passed or failed there: a row that covers fewer trials than its neighbours says why."""
     if cells and cells[-1].status in (CellStatus.FAULT, CellStatus.TIMEOUT):
         return f"{cells[-1].where}: {cells[-1].status.value}: {cells[-1].detail}"
     return ""
@@ -159,7 +159,8 @@ def matrix_json(rows_by_substrate: dict[str, list[MutantRow]], row_ends: dict[st
             "subsuming": "dynamic subsumption (Kurtz and Ammann): one killed mutant of each class of equal "
                          "killing tests that no other killed mutant's killing tests strictly contain",
             "subsumingScore": "the score over the subsuming mutants only",
-            "rowEnds": "per substrate, each mutant whose row a fault or a timeout ended: the trial and what ended it",
+            "rowEnds": "per substrate, each mutant whose row ended at a fault or a timeout (its last trial's too): "
+                       "the trial and what ended it",
         },
         "total": analyses(every),
         "substrates": {name: analyses(rows) for name, rows in rows_by_substrate.items()},

@@ -47,7 +47,7 @@ class MutantView:
     replacement: str
     killers: tuple[str, ...]  # the schema's killedBy: trials, checkers, the oracle
     reason: str  # the schema's statusReason
-    row_end: str = ""  # under --matrix, what cut its row short (substrateHarness.matrix.rowEnds), if anything
+    row_end: str = ""  # under --matrix, the fault or timeout its row ended at (substrateHarness.matrix.rowEnds), if any
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ then on what the running processes give back is the waiters', first come first s
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -110,20 +111,25 @@ def _alive(pid: int) -> bool:
     return True
 
 
+STALE_SECONDS = 60.0  # a waiter's entry not written again for this long is dropped (one that left it behind)
+
+
 class WaitersLedger:
-    """The processes waiting for room, beside the turn's lock: {pid: {"need": bytes, "since": clock}}, read and
-    written only in the turn. A process that died waiting (a hang's kill, an interrupt) is dropped as it is read."""
+    """The processes waiting for room, beside the turn's lock: {pid: {"need": bytes, "since": clock, "seen": clock}},
+    read and written only in the turn. A waiter writes its entry again at each poll (`seen`); one whose process died
+    (a hang's kill, an interrupt) or that has not been seen for STALE_SECONDS is dropped as the ledger is read."""
 
     def __init__(self, lock_path: str, alive: Callable[[int], bool] = _alive):
         self.path = Path(lock_path).with_name(Path(lock_path).name + ".waiting.json")
         self.alive = alive
 
-    def read(self) -> dict[int, dict]:
+    def read(self, now: float | None = None) -> dict[int, dict]:
         try:
             found = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # none yet (written whole, by rename): the waiters write themselves again
             return {}
-        return {int(pid): w for pid, w in found.items() if self.alive(int(pid))}
+        return {int(pid): w for pid, w in found.items() if self.alive(int(pid))
+                and (now is None or now - w.get("seen", w["since"]) <= STALE_SECONDS)}
 
     def write(self, waiters: dict[int, dict]) -> None:
         written = self.path.with_name(self.path.name + f".{os.getpid()}")
@@ -141,33 +147,39 @@ def turn_with_room(lock_path: str | None, need: int, memory_info: Callable[[], t
     """This process's turn at the device's memory, taken once `need` bytes are free for it (goes_now), or not at all
     where it gives up (as wait_for_memory does: the device too small whatever the others give back, or no room
     within `deadline_seconds`): yields the MemoryWait, the turn held while the block runs where it fits; later
-    processes pass the waiters for `backfill_seconds` (goes_now). Alone
-    (`lock_path` None) it is wait_for_memory's. `heartbeat(seconds waited, free bytes or None while it waits for the
-    lock)` is called every HEARTBEAT_SECONDS while it waits."""
+    processes pass the waiters for `backfill_seconds` (goes_now). The deadline counts the time it waited first in
+    line, as a process once waited in its turn: not the time it queued behind earlier waiters, each of which goes or
+    gives up at its own deadline. Alone (`lock_path` None) it is wait_for_memory's. `heartbeat(seconds waited, free
+    bytes or None while it waits for the lock)` is called every HEARTBEAT_SECONDS while it waits."""
     if lock_path is None:
         yield wait_for_memory(need, memory_info, held_here, deadline_seconds, heartbeat, clock, sleep)
         return
     me = os.getpid() if me is None else me
     ledger, started = WaitersLedger(lock_path, alive), clock()
-    beat, since, turn_seconds = started, None, 0.0
+    beat, since, turn_seconds, first_seconds, polled = started, None, 0.0, 0.0, None
     with open(lock_path, "a") as lock:
         while True:
-            turn_seconds += _take(lock, lambda waited: heartbeat(clock() - started, None), clock, sleep)
+            took = _take(lock, lambda waited: heartbeat(clock() - started, None), clock, sleep)
+            turn_seconds += took
+            if polled is not None and polled[1]:  # first in line at the last poll: it has waited so since
+                first_seconds += clock() - polled[0] - took
             free, total = memory_info()
-            waiters = ledger.read()
+            waiters = ledger.read(clock())
             waiters.pop(me, None)
             earlier = [(w["need"], w["since"]) for w in waiters.values() if since is None or w["since"] < since]
-            ended = _wait_ended(need, free, total, held_here, clock() - started, deadline_seconds, turn_seconds)
+            ended = _wait_ended(need, free, total, held_here, first_seconds, deadline_seconds, turn_seconds)
             if total == 0 or goes_now(need, free, earlier, clock(), backfill_seconds) or ended is not None:
                 ledger.write(waiters)
                 try:
-                    yield ended or MemoryWait(free, total, clock() - started, turn_seconds=turn_seconds)
+                    yield (dataclasses.replace(ended, seconds=clock() - started) if ended is not None
+                           else MemoryWait(free, total, clock() - started, turn_seconds=turn_seconds))
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
                 return
             since = clock() if since is None else since
-            ledger.write({**waiters, me: {"need": need, "since": since}})
+            ledger.write({**waiters, me: {"need": need, "since": since, "seen": clock()}})
             fcntl.flock(lock, fcntl.LOCK_UN)
+            polled = (clock(), not earlier)
             if clock() - beat >= HEARTBEAT_SECONDS:
                 heartbeat(clock() - started, free)
                 beat = clock()

@@ -87,32 +87,34 @@ def _model_state(entry, path: Path, kb_root: str | None, device) -> list:
 
 
 class Prepared:
-    """What the targets of one substrate share (its entry, cases, notes and Model state), kept for the next target:
-    a campaign's survivors of a substrate come one after another, each its substrate with other CUDA source, and
-    building the cases (every suite's trials, to find each one's smallest) and the official Model again for each
-    was work the tool's process repeated."""
+    """What the targets of one substrate share, kept for the next target: its cases, their notes and the Model's
+    state. A campaign's survivors of a substrate come one after another, each its substrate with other CUDA source,
+    and building the cases (every suite's trials, to find each one's smallest) and the official Model again for each
+    was work the tool's process repeated. The candidate itself is imported afresh for each target, as before: what
+    its module keeps between launches (a cached buffer, say) must not carry one kernel's writes to the next."""
 
     def __init__(self):
-        self._key, self._entry, self._cases = None, None, None
+        self._key, self._cases = None, None
 
     def entry(self, target: dict):
-        """The target's substrate's entry (its candidate imported once for all its targets)."""
+        """The target's substrate's entry, from its candidate imported now."""
         from harness.candidates import import_candidate, make_entry, register_candidate
 
-        key = (target["file"], target["name"], target.get("t0_bytes", 0), target["max_bytes"], target.get("kb_root"))
+        path, registered = Path(target["file"]), target["name"]
+        entry, problems = make_entry(registered, register_candidate(import_candidate(path), path)[registered], path)
+        if entry is None:
+            raise ValueError("; ".join(problems))
+        key = (target["file"], registered, target.get("t0_bytes", 0), target["max_bytes"], target.get("kb_root"))
         if key != self._key:
-            path, registered = Path(target["file"]), target["name"]
-            entry, problems = make_entry(registered, register_candidate(import_candidate(path), path)[registered], path)
-            if entry is None:
-                raise ValueError("; ".join(problems))
-            self._key, self._entry, self._cases = key, entry, None
-        return self._entry
+            self._key, self._cases = key, None
+        return entry
 
-    def cases(self, target: dict, backend, torch) -> tuple[list, list[str], list]:
-        """The substrate's (where, host inputs) cases, a note for each suite left out, and its Model's state."""
+    def cases(self, entry, target: dict, backend, torch) -> tuple[list, list[str], list]:
+        """The substrate's (where, host inputs) cases, a note for each suite left out, and its Model's state; built
+        with `entry` (this target's) where the target before was of another substrate."""
         if self._cases is None:
-            found, notes = cases(self._entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
-            state = _model_state(self._entry, Path(target["file"]), target.get("kb_root"), backend.device)
+            found, notes = cases(entry, target.get("t0_bytes", 0), target["max_bytes"], torch)
+            state = _model_state(entry, Path(target["file"]), target.get("kb_root"), backend.device)
             self._cases = (found, notes, state)
         found, notes, state = self._cases
         return found, list(notes), state
@@ -136,7 +138,7 @@ def run_substrate(target: dict, backend, events, torch, tool: str = "", prepared
             _write(events, event="done", substrate=name, cases=[], notes=[], skipped=NO_SHARED_MEMORY,
                    seconds=round(time.perf_counter() - started, 3), load_seconds=round(loaded, 3))
             return True
-        found, notes, state = prepared.cases(target, backend, torch)
+        found, notes, state = prepared.cases(entry, target, backend, torch)
     except Exception as error:
         _write(events, event="done", substrate=name, error=f"{type(error).__name__}: {error}", cases=[], notes=[])
         return True
