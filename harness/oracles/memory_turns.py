@@ -21,6 +21,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,7 +133,7 @@ class WaitersLedger:
                 and (now is None or now - w.get("seen", w["since"]) <= STALE_SECONDS)}
 
     def write(self, waiters: dict[int, dict]) -> None:
-        written = self.path.with_name(self.path.name + f".{os.getpid()}")
+        written = self.path.with_name(self.path.name + f".{os.getpid()}.{threading.get_ident()}")
         written.write_text(json.dumps({str(pid): w for pid, w in waiters.items()}))
         os.replace(written, self.path)
 
