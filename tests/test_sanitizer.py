@@ -211,6 +211,16 @@ def test_targets_are_shared_out_in_turn_and_no_process_gets_none():
     assert shares([], 3) == [[]]
 
 
+def test_a_substrates_targets_in_a_row_stay_together_in_blocks_of_at_most_an_even_share():
+    # A campaign's: each unmutated kernel, then its survivors. Dealt one at a time, every process built every
+    # substrate's cases; in blocks, a process builds them once a block.
+    targets = ["a", "a1", "a2", "a3", "b", "b1", "c"]
+    dealt = shares(targets, 2, key=lambda target: target[0])
+    assert dealt == [["a", "a1", "a2", "a3"], ["b", "b1", "c"]]
+    assert shares(targets, 3, key=lambda target: target[0]) == [["a", "a1", "a2"], ["a3", "c"], ["b", "b1"]]
+    assert sorted(sum(shares(targets, 5, key=lambda target: target[0]), [])) == sorted(targets)
+
+
 # forms_row_sum's kernel with its values staged through shared memory: the same sums, and something for racecheck.
 STAGED_SOURCE = r"""
 extern "C" __global__ void row_sum_atomic(const float* __restrict__ x, float* __restrict__ out, long long rows,

@@ -253,10 +253,23 @@ def merged(tool: str, runs: list[ToolRun]) -> ToolRun:
     return whole
 
 
-def shares(targets: list, processes: int) -> list[list]:
-    """The targets dealt out to at most `processes` processes, in turn (their order kept in each), none empty."""
+def shares(targets: list, processes: int, key=lambda target: getattr(target, "name", target)) -> list[list]:
+    """The targets dealt out to at most `processes` processes (their order kept in each), none empty: each run of
+    targets of one substrate (`key`; a campaign's survivors follow their unmutated kernel) as blocks of at most an
+    even share, each block to the process with the fewest targets so far. A process then builds a substrate's cases
+    once a block (harness.oracles.sanitized_run.Prepared); targets of substrates all their own are dealt in turn."""
     count = max(1, min(processes, len(targets)))
-    return [targets[i::count] for i in range(count)]
+    most = -(-len(targets) // count)
+    blocks: list[list] = []
+    for target in targets:
+        if blocks and key(blocks[-1][-1]) == key(target) and len(blocks[-1]) < most:
+            blocks[-1].append(target)
+        else:
+            blocks.append([target])
+    dealt: list[list] = [[] for _ in range(count)]
+    for block in blocks:
+        min(dealt, key=len).extend(block)
+    return dealt
 
 
 def _owner(finding: Finding, targets: list[SanitizerTarget]) -> str | None:
