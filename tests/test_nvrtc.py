@@ -60,6 +60,15 @@ def test_cache_hits_on_the_same_source_and_misses_on_a_change(tmp_path):
     assert changed.cubin != first.cubin and other_arch.cubin != first.cubin
 
 
+def test_the_same_source_under_another_program_name_is_compiled_again_and_its_line_info_names_that_program(tmp_path):
+    # compute-sanitizer gives each report to the program its line info names: a file registering one source twice
+    # (or two such substrates' like mutants) must not share the first one's name.
+    first, _ = cache.compile_cached(SOURCE, "k", "sm_90", tmp_path, "first.cu")
+    second, second_cached = cache.compile_cached(SOURCE, "k", "sm_90", tmp_path, "second.cu")
+    assert not second_cached
+    assert 'first.cu"' in first.ptx and 'second.cu"' in second.ptx and "first.cu" not in second.ptx
+
+
 def test_cache_key_covers_source_name_options_and_compiler():
     base = cache.cache_key("src", "k", ("-arch=sm_90",), "13.0")
     assert len({base, cache.cache_key("src2", "k", ("-arch=sm_90",), "13.0"),

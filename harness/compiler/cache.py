@@ -126,8 +126,11 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 def compile_cached(source: str, kernel_name: str, arch: str, cache_dir: Path | None = None,
                    program_name: str = "kernel.cu", locate=None) -> tuple[nvrtc.CompiledKernel, bool]:
-    """NVRTC-compile through the cache; returns (compiled kernel, True if it came from the cache)."""
-    key = cache_key("nvrtc", source, kernel_name, list(nvrtc.compile_options(arch)), nvrtc.compiler_version())
+    """NVRTC-compile through the cache; returns (compiled kernel, True if it came from the cache). The program's name
+    is in the key: its line info names it, and the sanitizers give each report to the program it names (a file that
+    registers one source twice, or their mutants, would otherwise share one name)."""
+    key = cache_key("nvrtc", source, kernel_name, list(nvrtc.compile_options(arch)), nvrtc.compiler_version(),
+                    program_name)
     return _stored(key, lambda: nvrtc.compile_cuda(source, kernel_name, arch, program_name, locate),
                    nvrtc.CompiledKernel, cache_dir)
 
@@ -156,7 +159,7 @@ def compile_program_cached(source: str, name_expressions: tuple[str, ...], arch:
     worker that needs the batch then finds it here. `wait` False: Busy where another process is compiling it.
     """
     key = cache_key("nvrtc program", source, list(name_expressions), list(nvrtc.compile_options(arch)),
-                    nvrtc.compiler_version())
+                    nvrtc.compiler_version(), program_name)
     compiled, _ = _stored(key, lambda: nvrtc.compile_program(source, name_expressions, arch, program_name),
                           nvrtc.CompiledProgram, cache_dir, wait)
     if address_checked:
