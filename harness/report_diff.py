@@ -130,8 +130,12 @@ def told_apart_by_memory(first: dict, second: dict) -> bool:
     memory may have mapped (then read, and the trial failed, or the fault met on a later trial)."""
     return (not first.get("oracle") and not second.get("oracle")
             and first["status"] in DETECTED and second["status"] in DETECTED
-            and any(outcome["status"] == "runtime_error" and faulted_outside_every_allocation(outcome.get("detail", ""))
-                    for outcome in (first, second)))
+            and any(map(_faulted_outside, (first, second))))
+
+
+def _faulted_outside(outcome: dict) -> bool:
+    """Whether an outcome is a runtime error of an access outside every allocation."""
+    return outcome["status"] == "runtime_error" and faulted_outside_every_allocation(outcome.get("detail", ""))
 
 
 def _status(outcome: dict, values_only: bool) -> str:
@@ -198,15 +202,15 @@ def _row_ends(report: dict) -> dict[tuple[str, str], str]:
 def _memory_decides(report: dict) -> set[tuple[str, str]]:
     """The mutants whose access outside every allocation faulted in the report: their status says so, or what ended
     their --matrix row. What such a kernel reads elsewhere, or whether it faults, is whatever memory lies there."""
-    faulted = {key for key, outcome in _outcomes(report).items() if outcome["status"] == "runtime_error"
-               and faulted_outside_every_allocation(outcome.get("detail", ""))}
+    faulted = {key for key, outcome in _outcomes(report).items() if _faulted_outside(outcome)}
     return faulted | {key for key, end in _row_ends(report).items() if faulted_outside_every_allocation(end)}
 
 
-def _row_comparison(first: dict, second: dict, status_a: dict, status_b: dict) -> tuple[int, list[RowDifference]]:
-    """(how many mutants both reports give a --matrix row and the same status, those of them whose rows differ)."""
+def _row_comparison(first: dict, second: dict, status_a: dict, status_b: dict,
+                    by_memory: set[tuple[str, str]]) -> tuple[int, list[RowDifference]]:
+    """(how many mutants both reports give a --matrix row and the same status, those of them whose rows differ);
+    `by_memory`: the mutants _memory_decides in either."""
     rows_a, rows_b = matrix_rows(first), matrix_rows(second)
-    by_memory = _memory_decides(first) | _memory_decides(second)
     same = [key for key in sorted(rows_a.keys() & rows_b.keys()) if status_a.get(key) == status_b.get(key)]
     return len(same), [RowDifference(key[0], key[1], tuple(sorted(rows_a[key][1])), tuple(sorted(rows_b[key][1])),
                                      len(rows_a[key][0]), len(rows_b[key][0]), key in by_memory)
@@ -226,11 +230,12 @@ def checker_verdicts(report: dict) -> dict[str, tuple[bool, dict[str, str]]]:
     return found
 
 
-def _checker_comparison(first: dict, second: dict) -> tuple[dict[str, int], list[CheckerDifference], list[str]]:
+def _checker_comparison(first: dict, second: dict, by_memory: set[tuple[str, str]]
+                        ) -> tuple[dict[str, int], list[CheckerDifference], list[str]]:
     """(checker -> how many mutants both reports have its verdict on, the differing soundness and verdicts, a line
-    for each checker that only one report ran)."""
+    for each checker that only one report ran); `by_memory`: the mutants _memory_decides in either."""
     a, b = checker_verdicts(first), checker_verdicts(second)
-    by_memory = {mutant for _substrate, mutant in _memory_decides(first) | _memory_decides(second)}
+    memory_ids = {mutant for _substrate, mutant in by_memory}  # a checker's verdicts are by mutant id
     compared, differences = {}, []
     for name in sorted(a.keys() & b.keys()):
         (sound_a, verdicts_a), (sound_b, verdicts_b) = a[name], b[name]
@@ -238,7 +243,7 @@ def _checker_comparison(first: dict, second: dict) -> tuple[dict[str, int], list
             differences.append(CheckerDifference(name, "", *("sound" if s else "unsound" for s in (sound_a, sound_b))))
         both = sorted(verdicts_a.keys() & verdicts_b.keys())
         compared[name] = len(both)
-        differences += [CheckerDifference(name, mutant, verdicts_a[mutant], verdicts_b[mutant], mutant in by_memory)
+        differences += [CheckerDifference(name, mutant, verdicts_a[mutant], verdicts_b[mutant], mutant in memory_ids)
                         for mutant in both if verdicts_a[mutant] != verdicts_b[mutant]]
     alone = [f"checker {name}: in the {which} report only, not compared"
              for which, names in (("first", a.keys() - b.keys()), ("second", b.keys() - a.keys()))
@@ -289,8 +294,10 @@ def compare(first: dict, second: dict, values_only: bool = False, statuses_only:
         return found
     # A mutant a killer is read for has no oracle's verdict: its status reads the same with --values-only.
     found.detected_in_both, found.killer_differences = _killer_comparison(first, second, status_a, status_b)
-    found.rows_compared, found.row_differences = _row_comparison(first, second, status_a, status_b)
-    found.checkers_compared, found.checker_differences, found.not_compared = _checker_comparison(first, second)
+    by_memory = _memory_decides(first) | _memory_decides(second)
+    found.rows_compared, found.row_differences = _row_comparison(first, second, status_a, status_b, by_memory)
+    found.checkers_compared, found.checker_differences, found.not_compared = _checker_comparison(first, second,
+                                                                                                 by_memory)
     return found
 
 

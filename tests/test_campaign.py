@@ -1239,6 +1239,23 @@ def test_a_substrate_out_of_memory_is_named_once_in_its_not_run_line(tmp_path):
     assert plan.failure == "building its trials, the device's memory ran out (x)"
 
 
+def _beside_rule_compliant(tmp_path, name: str, launch_start: str):
+    """A substrates folder of rule_compliant and `name`, whose launch begins with `launch_start`, both gated."""
+    rule_candidates.write_candidates(tmp_path, [])
+    substrates = tmp_path / "substrates"
+    (substrates / "candidate_RuleSeveral.py").unlink()
+    (substrates / f"candidate_{name}.py").write_text(
+        rule_candidates.variant_text(name, [("    out = torch.empty_like(x)\n", launch_start)]))
+    assert gate_main([str(substrates), "--backend", "cpu", "--no-progress", "--timeout", "60"]) == 0
+    return substrates
+
+
+def _campaign_of_two_workers(tmp_path, substrates) -> int:
+    return main(["--backend", "cpu", "--substrates-dir", str(substrates), "--store", str(tmp_path / "r.jsonl"),
+                 "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
+                 str(tmp_path / "report.json")])
+
+
 _SHORT_ONCE = """    out = torch.empty_like(x)
     import pathlib
 
@@ -1254,16 +1271,9 @@ _SHORT_ONCE = """    out = torch.empty_like(x)
 def test_a_substrate_out_of_memory_beside_others_is_judged_again_alone(tmp_path, capsys, short):
     # kb_conv2d and kb_conv1d_dilated_strided ran out of an H100's memory beside eleven other workers, and were left
     # out of the campaign ("run it with fewer --workers"); alone on the device they fit.
-    rule_candidates.write_candidates(tmp_path, [])
-    substrates = tmp_path / "substrates"
-    (substrates / "candidate_RuleSeveral.py").unlink()
-    (substrates / "candidate_short.py").write_text(
-        rule_candidates.variant_text("short", [("    out = torch.empty_like(x)\n", _SHORT_ONCE)]))
-    assert gate_main([str(substrates), "--backend", "cpu", "--no-progress", "--timeout", "60"]) == 0
+    substrates = _beside_rule_compliant(tmp_path, "short", _SHORT_ONCE)
     (substrates / "short.marker").write_text(short)
-    status = main(["--backend", "cpu", "--substrates-dir", str(substrates), "--store", str(tmp_path / "r.jsonl"),
-                   "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
-                   str(tmp_path / "report.json")])
+    status = _campaign_of_two_workers(tmp_path, substrates)
     captured = capsys.readouterr()
     assert ("campaign: short: the memory ran out beside the campaign's other workers: judged again, alone "
             "on the device\n") in captured.out
@@ -1291,16 +1301,9 @@ _KILLED_ONCE = """    out = torch.empty_like(x)
 
 
 def test_a_substrate_whose_worker_is_sigkilled_beside_others_is_judged_again_alone(tmp_path, capsys):
-    rule_candidates.write_candidates(tmp_path, [])
-    substrates = tmp_path / "substrates"
-    (substrates / "candidate_RuleSeveral.py").unlink()
-    (substrates / "candidate_killed.py").write_text(
-        rule_candidates.variant_text("killed", [("    out = torch.empty_like(x)\n", _KILLED_ONCE)]))
-    assert gate_main([str(substrates), "--backend", "cpu", "--no-progress", "--timeout", "60"]) == 0
+    substrates = _beside_rule_compliant(tmp_path, "killed", _KILLED_ONCE)
     (substrates / "killed.marker").write_text("")
-    status = main(["--backend", "cpu", "--substrates-dir", str(substrates), "--store", str(tmp_path / "r.jsonl"),
-                   "--no-progress", *OPERATORS, "--workers", "2", "--spare-workers", "never", "--json",
-                   str(tmp_path / "report.json")])
+    status = _campaign_of_two_workers(tmp_path, substrates)
     captured = capsys.readouterr()
     assert status == 0, captured.out
     assert ("campaign: killed: the memory ran out beside the campaign's other workers: judged again, alone "

@@ -14,8 +14,9 @@ from harness.gate.phases import PhaseClock
 
 # The host memory a worker keeps the checkers' drawn inputs in whatever the host has (BuiltProblem.drawn): the 28
 # family problems' five trials take at most a few hundred MiB. Past it, a draw is kept while the host keeps
-# HOST_RESERVE_SHARE (harness.gate.trial_inputs) of its memory available beside it (the campaign's other workers keep theirs likewise, and each
-# one's kept draws are counted in what the others see); else it is drawn again for each kernel, as eval.py draws it.
+# HOST_RESERVE_SHARE (harness.gate.trial_inputs) of its memory available beside it (the campaign's other workers
+# keep theirs likewise, and each one's kept draws are counted in what the others see); else it is drawn again for
+# each kernel, as eval.py draws it.
 # A KernelBench problem at its real size draws GiBs a trial, on the CPU, for tens of seconds.
 DRAWN_BYTES = 512 * 2**20
 

@@ -299,13 +299,7 @@ def compile_alone_ahead(kernels: list[tuple[str, str, str]], arch: str, cache_di
     of NVRTC a family kernel). A program that reaches one being compiled waits for it (lookup_or_make); a source
     that does not compile alone is left to the program, which says so. Returns the executor: shut it down, its
     tasks not begun cancelled, once the programs are done."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = multiprocessing.get_context("spawn")
-    # _lower_some with none to lower: each process dies quietly on Ctrl-C.
-    executor = ProcessPoolExecutor(max_workers=max(1, processes), mp_context=context, initializer=_lower_some,
-                                   initargs=(context.Value("i", 0),))
+    executor = CompilePool(max(1, processes)).executor  # spawned, importing no torch, quiet on Ctrl-C
     for source, kernel_name, program_name in kernels:
         executor.submit(_compile_alone, source, kernel_name, program_name, arch, cache_dir)
     return executor

@@ -146,7 +146,7 @@ def analyses(rows: list[MutantRow]) -> dict:
 def matrix_json(rows_by_substrate: dict[str, list[MutantRow]], row_ends: dict[str, dict[str, str]] | None = None
                 ) -> dict:
     """The report's `substrateHarness.matrix`: each substrate's analyses and those over every substrate, and where
-    `row_ends` has any, what ended each row cut short (substrate -> mutant id -> row_end's)."""
+    `row_ends` has any, what ended each row that ended at a fault or a timeout (substrate -> mutant id -> row_end's)."""
     every = [row for rows in rows_by_substrate.values() for row in rows]
     return {
         "definitions": {

@@ -341,10 +341,11 @@ def _mutant_item(m: MutantView) -> str:
     change = f"<del>{_e(_shown(m.original))}</del> &rarr; {replacement}"
     lines = f" <span class='lines'>(lines {m.line}&ndash;{m.end_line})</span>" if m.end_line > m.line else ""
     killers = (f"<div class='killers'>killed by: {_e(', '.join(m.killers))}</div>" if m.killers else "")
+    row_end = f"its matrix row ended at {m.row_end}" if m.row_end else ""
     return (f"<li class='mutant st-{_e(m.status)}' data-mutant-id='{_e(m.mutant_id)}' "
             f"data-status='{_e(m.status)}' data-line='{m.line}'><span class='badge'>{_e(status_word(m.status))}</span> "
             f"<span class='op'>{_e(m.operator)}</span> {change}{lines} <code class='mid'>{_e(m.mutant_id)}</code>"
-            f"{killers}{_reason(m.reason)}{_reason(f'its matrix row ended at {m.row_end}' if m.row_end else '')}</li>")
+            f"{killers}{_reason(m.reason)}{_reason(row_end)}</li>")
 
 
 def _reason(reason: str) -> str:

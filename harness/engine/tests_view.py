@@ -95,15 +95,16 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
 def _matrix_rows(substrate: SubstrateRecords) -> tuple[list, dict[str, str]]:
     """A row per valid mutant (equivalent, duplicate and compile-error mutants run no trial; a mutant stored without
     cells, not run under --matrix, has an empty one), and what ended each row that ended at a fault or a timeout."""
-    rows, cells_of = [], {}
+    rows, ends = [], {}
     for mutant, status in substrate.statuses.items():
         if status in NOT_VALID:
             continue
-        cells_of[mutant] = matrix.stored_cells(substrate.records.get(mutant)) or []
-        rows.append(matrix.mutant_row(substrate.name, mutant, cells_of[mutant]))
-    # Every row that ended at a fault or a timeout, on its last trial too: report_diff reads a fault outside every
-    # allocation there as memory's doing, wherever it fell.
-    return rows, {mutant: matrix.row_end(cells) for mutant, cells in cells_of.items() if matrix.row_end(cells)}
+        cells = matrix.stored_cells(substrate.records.get(mutant)) or []
+        rows.append(matrix.mutant_row(substrate.name, mutant, cells))
+        # On its last trial too: report_diff reads a fault outside every allocation as memory's doing, wherever it fell.
+        if end := matrix.row_end(cells):
+            ends[mutant] = end
+    return rows, ends
 
 
 def _trial_files(tests: set[str]) -> dict[str, dict]:

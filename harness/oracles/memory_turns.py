@@ -77,11 +77,10 @@ def wait_for_memory(need: int, memory_info: Callable[[], tuple[int, int]], held_
     up at once where the others' memory, all of it given back, would still leave too little; `heartbeat(seconds
     waited, free bytes)` is called every HEARTBEAT_SECONDS while it waits."""
     started = beat = clock()
-    polls = 0
+    free, total = memory_info()
+    if total == 0 or need <= free:
+        return MemoryWait(free, total)
     while True:
-        free, total = memory_info()
-        if total == 0 or need <= free:
-            return MemoryWait(free, total, clock() - started if polls else 0.0)
         ended = _wait_ended(need, free, total, held_here, clock() - started, deadline_seconds, 0.0)
         if ended is not None:
             return ended
@@ -89,7 +88,9 @@ def wait_for_memory(need: int, memory_info: Callable[[], tuple[int, int]], held_
             heartbeat(clock() - started, free)
             beat = clock()
         sleep(POLL_SECONDS)
-        polls += 1
+        free, total = memory_info()
+        if total == 0 or need <= free:
+            return MemoryWait(free, total, clock() - started)
 
 
 def goes_now(need: int, free: int, earlier: list[tuple[int, float]], now: float,
