@@ -84,6 +84,9 @@
 #   ORACLES="NAME:ARGS;..."  issue 45's default campaign (every oracle) over the 28, cold, once per entry with ARGS
 #                  added ("base;li5:--large-index-processes 5"), each entry's oracle lines printed and its statuses
 #                  and killers compared with the first's (harness.report_diff)
+#   SESSION_LIMIT=S  after S seconds the running step is interrupted as Ctrl-C interrupts it (a campaign keeps its
+#                  store), the rest skipped and the work folder packed (tests/session_limit.sh): set it a minute
+#                  under the call's limit, since a call the device kills at its limit brings nothing back
 #   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
 #                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
 #                  so that their admissions are recorded (campaign matrix-kb)
@@ -96,8 +99,10 @@ results=${OUT:-/tmp/gpu-session-out}
 mkdir -p "$out" "$results"
 # Under a lock: KB_CHAINS packs from several chains at once.
 pack() { (flock 9; tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null) 9>/tmp/gpu-session-pack.lock; }
-trap pack EXIT
+. tests/session_limit.sh
+trap 'pack; session_end' EXIT
 trap 'pack; exit 143' TERM
+session_limit "${SESSION_LIMIT:-0}"
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
 if [ "${PYCACHE:-1}" = 1 ]; then  # measured: `import torch` 4.6 s, torch._dynamo 1.8 s more, compiled each time
   unset PYTHONDONTWRITEBYTECODE
@@ -310,6 +315,7 @@ done | tee "$out/repeats.log"
 # sampled every 250 ms while it runs; extra arguments go to the campaign.
 campaign() {
   local name=$1; shift
+  session_stopped && return 130
   if [ -n "${RESUME_FROM:-}" ] && [ -f "$RESUME_FROM/campaign-$name/results.jsonl" ]; then
     mkdir -p "$out/campaign-$name"
     cp "$RESUME_FROM/campaign-$name/results.jsonl" "$out/campaign-$name/results.jsonl"

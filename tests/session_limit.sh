@@ -1,0 +1,49 @@
+# Sourced by the device scripts (tests/gpu_session.sh): `session_limit SECONDS` stops a call's work before the
+# device's own limit kills it and brings nothing back.
+#
+# After SECONDS the running step is interrupted as a terminal's Ctrl-C interrupts it: SIGINT to every process the
+# script started (a campaign keeps its store, says what it cut short and exits 130), no step starts after it
+# (`session_stopped`; `python3` returns 130 at once), and the script exits 130, its EXIT trap packing what it did.
+# Why not `timeout -s TERM` around the script: bash runs a trap only once its foreground child has ended, so the
+# signal waited on the running campaign until the device killed everything (MEASUREMENTS.md, forty-ninth session).
+# Background jobs a script starts ignore SIGINT (bash does that without job control): they end with the script.
+
+session_stop_file=${TMPDIR:-/tmp}/session-limit.$$
+rm -f "$session_stop_file"
+
+session_stopped() { [ -e "$session_stop_file" ]; }
+
+# Every process below $1, children first.
+_session_descendants() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    _session_descendants "$child"
+  done
+}
+
+session_limit() {
+  session_seconds=${1:-0}
+  [ "$session_seconds" = 0 ] && return 0
+  # A step's log keeps what the step prints while it stops (tee would die of the SIGINT first, and the step of EPIPE).
+  tee() { command tee -i "$@"; }
+  python3() { session_stopped && return 130; command python3 "$@"; }
+  trap 'trap - INT; echo "session_limit: ${session_seconds} s reached: the running step was interrupted, the rest skipped" >&2; exit 130' INT
+  (
+    sleep "$session_seconds"
+    touch "$session_stop_file"
+    # Listed before signalling: the listing's own processes are gone by then, and this watchdog is left out.
+    local targets
+    targets=$(_session_descendants $$ | grep -vx "$BASHPID")
+    # shellcheck disable=SC2086
+    kill -INT $targets $$ 2>/dev/null
+  ) &
+  session_watchdog=$!
+}
+
+# For the script's EXIT trap: a watchdog left sleeping would signal whatever process takes the script's pid later.
+session_end() {
+  [ -n "${session_watchdog:-}" ] && kill "$session_watchdog" 2>/dev/null
+  rm -f "$session_stop_file"
+  return 0
+}
