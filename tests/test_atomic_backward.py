@@ -349,3 +349,52 @@ def test_launch_accepts_reflect_pads_at_the_limit_and_empty_axes(name):
     assert out.shape == (4, 3)
     out, grid, _block, _args = _launch(name, torch.ones(0, 5, dtype=dtype), [[0, 0], [1, 1]])
     assert out.shape == (0, 3) and grid == (1, 1, 1)
+
+
+# (grad_out's shape, pads, slices folded with CHUNK_ELEMENTS 37): T0's pads with axis 0 free, as every large-index
+# trial has it (a slice is one index of the free axis at least); only axis 1 free (6 of its 13 a slice); nothing padded
+# (the rank-1 large trial, 37 elements a slice); every axis padded, which is folded whole.
+_CHUNK_CASES = (((7, 5, 9, 11), [[0, 0], [0, 0], [3, 2], [2, 4]], 7), ((6, 13), [[2, 1], [0, 0]], 3),
+                ((50,), [[0, 0]], 2), ((4, 6, 8), [[1, 1], [1, 1], [1, 1]], 1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_official_reference_folds_a_large_input_a_slice_at_a_time_to_the_same_bits(name, monkeypatch):
+    """Past CHUNK_ELEMENTS, the Model folds slices along an unpadded axis one after another: element for element
+    what folding the whole input gives, on the problem's own integers and on values whose sums round."""
+    problem = load_problem(f"{name}.py")
+    space = problem.Model.forward.__globals__  # the problem file's namespace
+    fold, calls = space["_fold"], []
+    monkeypatch.setitem(space, "_fold", lambda *args: calls.append(1) or fold(*args))
+    monkeypatch.setitem(space, "CHUNK_ELEMENTS", 37)
+    model, dtype = problem.build_model("cpu"), DTYPES[name.rsplit("_", 1)[1]]
+    generator = torch.Generator().manual_seed(0)
+    for shape, rows, slices in _CHUNK_CASES:
+        for grad_out in (torch.randint(-4, 5, shape, generator=generator).to(dtype),
+                         torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)):
+            calls.clear()
+            sliced = model(grad_out, torch.tensor(rows, dtype=torch.int64))
+            assert len(calls) == slices, (shape, rows)
+            assert _same_bits(sliced, fold(grad_out, rows)), (shape, rows)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["pad_backward_replicate_f16", "pad_backward_reflect_bf16"])
+def test_on_the_gpu_a_large_trials_official_reference_holds_a_slice_in_float64_not_the_whole_input(name):
+    """On 2^29 float16 elements (1 GiB, T0's shape tiled along axis 0), the Model's peak beyond its input is its
+    output and a few slices' float64 temporaries: folding the whole input took two float64 copies of it (8 GiB).
+    Its bits are those of the whole fold, on the device."""
+    problem = load_problem(f"{name}.py")
+    space, model = problem.Model.forward.__globals__, problem.build_model("cuda")
+    grad_out = torch.randint(-4, 5, (2 ** 29 // (24 * 101 * 104) + 1, 24, 101, 104), device="cuda").to(
+        DTYPES[name.rsplit("_", 1)[1]])
+    pads = torch.tensor([[0, 0], [0, 0], [3, 2], [2, 4]], dtype=torch.int64)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    sliced = model(grad_out, pads)
+    torch.cuda.synchronize()
+    beyond = torch.cuda.max_memory_allocated() - before
+    slice_bytes = 8 * space["CHUNK_ELEMENTS"]
+    assert beyond <= sliced.numel() * sliced.element_size() + 3 * slice_bytes, beyond / 2**30
+    assert _same_bits(sliced, space["_fold"](grad_out, pads.tolist()))
