@@ -41,7 +41,8 @@ if nvidia-cuda-mps-control -d; then
     echo quit | nvidia-cuda-mps-control
     sleep 1
     cp "$logs"/*.log "$out/" 2>/dev/null
-    echo "mps clients seen: $(grep -c 'New client' "$logs/server.log" 2>/dev/null || echo 0)" >> "$out/wall-mps"
+    # The control daemon logs each process that connects as a client ("NEW CLIENT <pid> from user <uid>").
+    echo "mps clients seen: $(cat "$logs/control.log" 2>/dev/null | grep -c 'NEW CLIENT')" >> "$out/wall-mps"
 else
     echo "mps: the daemon did not start" > "$out/wall-mps"
 fi
