@@ -802,6 +802,38 @@ def test_survivors_are_compiled_in_the_programs_the_campaign_compiled_them_in(tm
         assert store.get(key) == alone_store.get(key)
 
 
+def test_address_checked_survivors_load_from_the_code_of_their_programs_members_alone(tmp_path):
+    """A checked backend assembles the cubin of the PTX it loads: each program's survivors get the PTX of them alone,
+    one for the program (every process of the substrate asks for the same, so the cache serves all but the first);
+    a program whose every variant is a member keeps its own, the campaign's key."""
+    from harness.backends.cpu import CpuBackend
+    from harness.candidates import make_entry
+    from harness.compiler.batches import pruned_ptx
+    from harness.engine.large_index import compiled_batches
+    from harness.oracles.large_index_run import compiled_in_batches
+
+    unmutated, _ = _substrate()
+    dropping, harmless = _guarded_survivor("i >= 300000", 0), _guarded_survivor("i >= (1LL << 40)", 1)
+    batch = (dropping.source, unmutated.source, harmless.source)
+    in_batch = [replace(dropping, batch=batch, index=0), replace(harmless, batch=batch, index=2)]
+    programs = compiled_batches(unmutated, in_batch)
+    raw = register_candidate(import_candidate(FORMS), FORMS)["forms_row_sum"]
+    entry, _ = make_entry("forms_row_sum", raw, FORMS)
+    backend = CpuBackend(cache_dir=tmp_path)
+    whole = compiled_in_batches(programs, entry, backend)
+    backend.check_addresses = True
+    checked = compiled_in_batches(programs, entry, backend)
+    assert checked["forms_row_sum"] == whole["forms_row_sum"]  # a program of one: its own code and key
+    first, second = (program_label(s.mutant_id) for s in in_batch)
+    batch_ptx = whole[first].ptx
+    assert checked[first].ptx is checked[second].ptx == pruned_ptx(batch_ptx, 3, {0, 2}) != batch_ptx
+    # The unmutated source's place in the batch (its variant 1) is left out; the members' entries are there.
+    assert batch_ptx.count(".entry") == 3 and checked[first].ptx.count(".entry") == 2
+    assert all(f".entry {checked[key].lowered_name}" in checked[first].ptx for key in (first, second))
+    assert {key: kernel.lowered_name for key, kernel in checked.items()} == \
+        {key: kernel.lowered_name for key, kernel in whole.items()}
+
+
 def test_a_survivor_carries_the_batch_the_plan_compiled_it_in(tmp_path):
     from types import SimpleNamespace
 
