@@ -82,8 +82,11 @@
 #                  per-suite table, the minimal sets and the checkers' lines printed last
 #   COMPARE_SPEED=1  tests/compare_speed.py on the device (compare_close over a 256 MiB output), before the rest
 #   ORACLES="NAME:ARGS;..."  issue 45's default campaign (every oracle) over the 28, cold, once per entry with ARGS
-#                  added ("base;li5:--large-index-processes 5"), each entry's oracle lines printed and its statuses
-#                  and killers compared with the first's (harness.report_diff)
+#                  added ("base;li5:--large-index-processes 5"), each entry's oracle lines and the large index's parts
+#                  summed over its substrates printed, and its statuses and killers compared with the first's
+#                  (harness.report_diff); an entry NAME@TARBALL runs the tree in TARBALL instead of this one (made here
+#                  with `git archive --format=tar.gz --prefix=tree/ COMMIT > scratch/COMMIT.tar.gz`: a same-call
+#                  baseline, "before@scratch/COMMIT.tar.gz;after")
 #   SESSION_LIMIT=S  after S seconds the running step is interrupted as Ctrl-C interrupts it (a campaign keeps its
 #                  store), the rest skipped and the work folder packed (tests/session_limit.sh): set it a minute
 #                  under the call's limit, since a call the device kills at its limit brings nothing back
@@ -604,12 +607,28 @@ if [ -n "${ORACLES:-}" ]; then
   IFS=';' read -ra oracle_runs <<< "$ORACLES"
   first=""
   for run in "${oracle_runs[@]}"; do
-    name="oracles-${run%%:*}" extra=""
+    spec=${run%%:*} extra="" tree=.
     [[ $run == *:* ]] && extra=${run#*:}
+    name="oracles-${spec%%@*}"
+    if [[ $spec == *@* ]]; then  # another tree's code, unpacked beside this one
+      tree=/tmp/oracles-tree-${spec%%@*}
+      rm -rf "$tree" && mkdir -p "$tree" && tar xzf "${spec#*@}" -C "$tree" --strip-components=1
+    fi
     # shellcheck disable=SC2086
-    campaign "$name" $extra >> "$out/oracles-detail.log" 2>&1
+    (cd "$tree" && campaign "$name" $extra) >> "$out/oracles-detail.log" 2>&1
     echo "$name: $(grep -hE '^oracle (sanitizers|large-index): [0-9]+ survivor|^  sanitizers. time: |mutants run in' \
       "$out/campaign-$name.log" | tr '\n' ' ')"
+    # The large index's parts, summed over its substrates' lines ("  large-index: NAME: ... (PART S s, ...)").
+    python3 - "$out/campaign-$name.log" <<'PY'
+import re, sys
+parts = {}
+for line in open(sys.argv[1]):
+    if line.startswith("  large-index: ") and "(" in line:
+        for part, seconds in re.findall(r"([a-z' ]+?) ([0-9.]+) s\b", line[line.index("(", line.index(" in ")):]):
+            parts[part.strip()] = parts.get(part.strip(), 0.0) + float(seconds)
+print("  large index, summed over its substrates: "
+      + (", ".join(f"{part} {seconds:.1f} s" for part, seconds in parts.items()) or "no lines"))
+PY
     if [ -z "$first" ]; then
       first=$name
     else
