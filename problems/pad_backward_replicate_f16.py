@@ -18,7 +18,7 @@ nondeterministic atomic accumulation is compared bit for bit.
 import torch
 import torch.nn as nn
 
-# The most grad_out elements widened to float64 at once, where an axis is unpadded: the large-index oracle's trials
+# The most grad_out elements widened to float64 at once, where axis 0 is unpadded: the large-index oracle's trials
 # of 2^31 elements held two float64 copies of the whole input, eight times a float16 trial's own memory, and waited
 # for room on the device behind each other. Below the oracle's memory probe (a 64th of its trial, 2^25 elements),
 # so that the probe sees the Model's peak grow with its output alone; 512 slices of a 2^31 trial.
@@ -34,17 +34,18 @@ class Model(nn.Module):
     def forward(self, grad_out: torch.Tensor, pads: torch.Tensor) -> torch.Tensor:
         # pads: int64 (rank, 2), row d = (left, right) pad of axis d; grad_in is grad_out minus the pads.
         rows = pads.tolist()
-        free = next((axis for axis, (left, right) in enumerate(rows) if not left and not right), None)
-        if free is None or grad_out.numel() <= CHUNK_ELEMENTS:
+        if not rows or any(rows[0]) or grad_out.numel() <= CHUNK_ELEMENTS:
             return _fold(grad_out, rows)
-        # Slices along an axis nothing folds along are folded one after another: the same sums, element for
-        # element, with float64 temporaries of a slice at a time rather than of the whole input.
+        # Slices along axis 0, which nothing folds along, are folded one after another: the same sums, element for
+        # element, with float64 temporaries of a slice at a time rather than of the whole input. (Along an inner
+        # axis a slice is laid out otherwise than the whole, and a vectorised sum over a padded axis before it may
+        # add in another order.)
         grad_in = torch.empty([m - left - right for m, (left, right) in zip(grad_out.shape, rows)],
                               dtype=grad_out.dtype, device=grad_out.device)
-        step = max(1, CHUNK_ELEMENTS * grad_out.shape[free] // grad_out.numel())
-        for first in range(0, grad_out.shape[free], step):
-            length = min(step, grad_out.shape[free] - first)
-            grad_in.narrow(free, first, length).copy_(_fold(grad_out.narrow(free, first, length), rows))
+        step = max(1, CHUNK_ELEMENTS * grad_out.shape[0] // grad_out.numel())
+        for first in range(0, grad_out.shape[0], step):
+            length = min(step, grad_out.shape[0] - first)
+            grad_in.narrow(0, first, length).copy_(_fold(grad_out.narrow(0, first, length), rows))
         return grad_in
 
 
