@@ -85,8 +85,8 @@
 #                  added ("base;li5:--large-index-processes 5"), each entry's oracle lines and the large index's parts
 #                  summed over its substrates printed, and its statuses and killers compared with the first's
 #                  (harness.report_diff); an entry NAME@TARBALL runs the tree in TARBALL instead of this one (made here
-#                  with `git archive --format=tar.gz --prefix=tree/ COMMIT > scratch/COMMIT.tar.gz`: a same-call
-#                  baseline, "before@scratch/COMMIT.tar.gz;after")
+#                  with `git archive --format=tar.gz --prefix=tree/ COMMIT > scratch/COMMIT.tar.gz`, named in the
+#                  call's carry: a same-call baseline, "before@scratch/COMMIT.tar.gz;after")
 #   SESSION_LIMIT=S  after S seconds the running step is interrupted as Ctrl-C interrupts it (a campaign keeps its
 #                  store), the rest skipped and the work folder packed (tests/session_limit.sh): set it a minute
 #                  under the call's limit, since a call the device kills at its limit brings nothing back
@@ -103,7 +103,7 @@ mkdir -p "$out" "$results"
 # Under a lock: KB_CHAINS packs from several chains at once.
 pack() { (flock 9; tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null) 9>/tmp/gpu-session-pack.lock; }
 . tests/session_limit.sh
-trap 'pack; session_end' EXIT
+trap 'session_end; pack' EXIT
 trap 'pack; exit 143' TERM
 session_limit "${SESSION_LIMIT:-0}"
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache
@@ -612,7 +612,10 @@ if [ -n "${ORACLES:-}" ]; then
     name="oracles-${spec%%@*}"
     if [[ $spec == *@* ]]; then  # another tree's code, unpacked beside this one
       tree=/tmp/oracles-tree-${spec%%@*}
-      rm -rf "$tree" && mkdir -p "$tree" && tar xzf "${spec#*@}" -C "$tree" --strip-components=1
+      if ! { rm -rf "$tree" && mkdir -p "$tree" && tar xzf "${spec#*@}" -C "$tree" --strip-components=1; }; then
+        echo "$name: not run: ${spec#*@} did not unpack (carried? scratch/ is ignored: name it in the call's carry)"
+        continue
+      fi
     fi
     # shellcheck disable=SC2086
     (cd "$tree" && campaign "$name" $extra) >> "$out/oracles-detail.log" 2>&1

@@ -1,12 +1,12 @@
 # Sourced by the device scripts (tests/gpu_session.sh): `session_limit SECONDS` stops a call's work before the
 # device's own limit kills it and brings nothing back.
 #
-# After SECONDS the running step is interrupted as a terminal's Ctrl-C interrupts it: SIGINT to every process the
-# script started (a campaign keeps its store, says what it cut short and exits 130), no step starts after it
-# (`session_stopped`; `python3` returns 130 at once), and the script exits 130, its EXIT trap packing what it did.
+# After SECONDS the running step is interrupted as a terminal's Ctrl-C interrupts it: SIGINT to every process below
+# the script, background jobs' included (a campaign keeps its store, says what it cut short and exits 130), no step
+# starts after it (`session_stopped`; `python3`, `env`, `taskset` and `timeout` return 130 at once), and the script
+# exits 130, its EXIT trap packing what it did (call `session_end` first there).
 # Why not `timeout -s TERM` around the script: bash runs a trap only once its foreground child has ended, so the
 # signal waited on the running campaign until the device killed everything (MEASUREMENTS.md, forty-ninth session).
-# Background jobs a script starts ignore SIGINT (bash does that without job control): they end with the script.
 
 session_stop_file=${TMPDIR:-/tmp}/session-limit.$$
 rm -f "$session_stop_file"
@@ -27,23 +27,31 @@ session_limit() {
   [ "$session_seconds" = 0 ] && return 0
   # A step's log keeps what the step prints while it stops (tee would die of the SIGINT first, and the step of EPIPE).
   tee() { command tee -i "$@"; }
-  python3() { session_stopped && return 130; command python3 "$@"; }
+  local starter
+  for starter in python3 env taskset timeout; do  # what starts a step, in a loop as at the top
+    eval "$starter() { session_stopped && return 130; command $starter \"\$@\"; }"
+  done
   trap 'trap - INT; echo "session_limit: ${session_seconds} s reached: the running step was interrupted, the rest skipped" >&2; exit 130' INT
   (
+    me=$BASHPID  # here, not in the pipeline below, whose processes have their own
     sleep "$session_seconds"
     touch "$session_stop_file"
     # Listed before signalling: the listing's own processes are gone by then, and this watchdog is left out.
-    local targets
-    targets=$(_session_descendants $$ | grep -vx "$BASHPID")
+    targets=$(_session_descendants $$ | grep -vx "$me")
     # shellcheck disable=SC2086
     kill -INT $targets $$ 2>/dev/null
-  ) &
+  ) >/dev/null 2>&1 &  # holding none of the script's output open: a reader of it is not kept waiting
   session_watchdog=$!
+  disown "$session_watchdog"  # a step's `wait` waits for its own jobs, not for this one
 }
 
-# For the script's EXIT trap: a watchdog left sleeping would signal whatever process takes the script's pid later.
+# First in the script's EXIT trap: the watchdog and its sleep ended, so that neither signals the packing nor whatever
+# process takes the script's pid later.
 session_end() {
-  [ -n "${session_watchdog:-}" ] && kill "$session_watchdog" 2>/dev/null
+  if [ -n "${session_watchdog:-}" ]; then
+    # shellcheck disable=SC2046
+    kill $(pgrep -P "$session_watchdog") "$session_watchdog" 2>/dev/null
+  fi
   rm -f "$session_stop_file"
   return 0
 }

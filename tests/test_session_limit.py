@@ -13,16 +13,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(shutil.which("pgrep") is None, reason="session_limit.sh lists processes with pgrep")
 
-# Three steps of STEP seconds in a loop piped to tee, as gpu_session.sh runs its ORACLES; each step, interrupted,
-# stores what it has and exits 130, as a campaign does.
+# Four steps of STEP seconds in a loop piped to tee, as gpu_session.sh runs its ORACLES, two of them started through
+# env (as gpu_session.sh starts some gates); each step, interrupted, stores what it has and exits 130, as a campaign
+# does.
 _SCRIPT = """
 set -uo pipefail
 . tests/session_limit.sh
 out=$1
-trap 'echo packed > "$out/packed"; session_end' EXIT
+trap 'session_end; echo packed > "$out/packed"' EXIT
 session_limit "$2"
-for i in 1 2 3; do
-  python3 - "$out" "$i" "$3" <<'PY'
+( sleep 0.1 ) &
+wait  # a step's own background job: the watchdog is none of it
+for i in 1 2 3 4; do
+  starter=()
+  [ $((i % 2)) = 0 ] && starter=(env "STEP=$i")  # steps 2 and 4 started through env
+  "${starter[@]}" python3 - "$out" "$i" "$3" <<'PY'
 import signal, sys, time
 out, i, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 def stop(*_):
@@ -53,10 +58,10 @@ def test_at_the_limit_the_running_step_keeps_its_store_nothing_starts_after_it_a
     result = _run(tmp_path, limit=3, step=2)
     out = tmp_path / "out"
     assert result.returncode == 130, result.stderr
-    assert time.monotonic() - began < 6  # the limit's 3 s, not the steps' 6
+    assert time.monotonic() - began < 5  # the limit's 3 s, not the steps' 8
     assert result.stderr.strip().endswith("session_limit: 3 s reached: the running step was interrupted, the rest "
                                           "skipped")
-    # The log, through tee, holds the interrupted step's last line; step 3 never started.
+    # The log, through tee, holds the interrupted step's last line; steps 3 (python3) and 4 (env) never started.
     assert (out / "log").read_text().splitlines() == [
         "step 1: started", "step 1: done", "step 2: started", "step 2: interrupted, its store kept"]
     assert sorted(p.name for p in out.iterdir()) == ["log", "packed", "stored-2"]
@@ -64,11 +69,14 @@ def test_at_the_limit_the_running_step_keeps_its_store_nothing_starts_after_it_a
 
 
 def test_a_script_ending_before_its_limit_exits_as_it_would_and_leaves_no_watchdog(tmp_path):
-    result = _run(tmp_path, limit=2, step=0.1)
+    began = time.monotonic()
+    result = _run(tmp_path, limit=4, step=0.1)
     out = tmp_path / "out"
     assert result.returncode == 0, result.stderr
+    # Its output closed when it ended: no `wait` waited for the watchdog, and no sleep of it held the pipes open.
+    assert time.monotonic() - began < 3
     assert (out / "log").read_text().splitlines()[-1] == "after the steps"
-    time.sleep(2.5)  # past the limit: a watchdog left running would mark the stop now
+    time.sleep(4.5)  # past the limit: a watchdog left running would mark the stop now
     assert not list(tmp_path.glob("session-limit.*"))
     assert sorted(p.name for p in out.iterdir()) == ["log", "packed"]
 
