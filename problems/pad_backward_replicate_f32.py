@@ -36,10 +36,11 @@ class Model(nn.Module):
         rows = pads.tolist()
         if not rows or any(rows[0]) or grad_out.numel() <= CHUNK_ELEMENTS:
             return _fold(grad_out, rows)
-        # Slices along axis 0, which nothing folds along, are folded one after another: the same sums, element for
-        # element, with float64 temporaries of a slice at a time rather than of the whole input. (Along an inner
-        # axis a slice is laid out otherwise than the whole, and a vectorised sum over a padded axis before it may
-        # add in another order.)
+        # Slices along axis 0, which nothing folds along, are folded one after another: the same additions, element
+        # for element, with float64 temporaries of a slice at a time rather than of the whole input. (Along an inner
+        # axis a slice is laid out otherwise than the whole, and the CPU's vectorised sum over a padded axis before it
+        # added in another order. A GPU's reduction, too, may split a long sum by the output's size: only a sum that
+        # rounds can tell, and the suites' values, which the large trials tile, sum exactly in any order.)
         grad_in = torch.empty([m - left - right for m, (left, right) in zip(grad_out.shape, rows)],
                               dtype=grad_out.dtype, device=grad_out.device)
         step = max(1, CHUNK_ELEMENTS * grad_out.shape[0] // grad_out.numel())
