@@ -108,6 +108,21 @@ def checked_cubin_ptx(ptx: str, count: int, checked_variants) -> str:
     return pruned_ptx(ptx, count, set(checked_variants))
 
 
+def kernels_of_their_own(kernels: dict, count: int) -> dict:
+    """`kernels` ({key: CompiledKernel} of programs of `count` variants each), each made to load from the checked
+    cubin of the kernels given from its program alone (checked_cubin_ptx): what a program assembles is what runs.
+    Pure."""
+    import dataclasses
+
+    from harness.compiler.batches import variant_index
+
+    kept: dict[str, set] = {}  # each program's PTX: its variants given
+    for kernel in kernels.values():
+        kept.setdefault(kernel.ptx, set()).add(variant_index(kernel.lowered_name))
+    pruned = {ptx: checked_cubin_ptx(ptx, count, variants) for ptx, variants in kept.items()}
+    return {key: dataclasses.replace(kernel, ptx=pruned[kernel.ptx]) for key, kernel in kernels.items()}
+
+
 class CompilePool:
     """Processes that compile a campaign's batches into the cache ahead of its workers.
 

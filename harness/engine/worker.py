@@ -165,20 +165,13 @@ def _unswitched_cubins(compiled: dict, batch: tuple[str, ...], switches: dict) -
     """A batch's variants ({mutant id: Variant or None}), those of mutants the schema does not switch made to load
     from the checked cubin of them alone (checked_cubin_ptx, the pool's); the switched ones run from the schema, and
     their code is only compared."""
-    import dataclasses
+    from harness.engine.compile import kernels_of_their_own
 
-    from harness.compiler.batches import variant_index
-    from harness.engine.compile import checked_cubin_ptx
-
-    unswitched: dict[str, list[int]] = {}  # each program's PTX (a batch's, or a mutant's alone): its variants to run
-    for mutant_id in batch:
-        variant = compiled[mutant_id]
-        if variant is not None and mutant_id not in switches:
-            unswitched.setdefault(variant.kernel.ptx, []).append(variant_index(variant.kernel.lowered_name))
-    pruned = {ptx: checked_cubin_ptx(ptx, len(batch), indices) for ptx, indices in unswitched.items()}
-    return {mutant_id: (dataclasses.replace(variant, kernel=dataclasses.replace(variant.kernel,
-                                                                                  ptx=pruned[variant.kernel.ptx]))
-                        if variant is not None and mutant_id not in switches else variant)
+    # The variants to run, each from its program's PTX (a batch's, or a mutant's alone) pruned to them.
+    unswitched = kernels_of_their_own({mutant_id: compiled[mutant_id].kernel for mutant_id in batch
+                                       if compiled[mutant_id] is not None and mutant_id not in switches}, len(batch))
+    return {mutant_id: (dataclasses.replace(variant, kernel=unswitched[mutant_id]) if mutant_id in unswitched
+                        else variant)
             for mutant_id, variant in compiled.items()}
 
 

@@ -462,40 +462,25 @@ def compiled_in_batches(programs: list[dict], entry, backend) -> dict:
     """{kernel key: its CompiledKernel} from the NVRTC programs the campaign compiled its kernels in (the compile
     cache has them: the same program name and sources), each compiled once here where it has not; a kernel whose
     program does not compile as a batch is left out, to be compiled alone, and its error said, as it is loaded.
-    Address-checked, each program's kernels load from the checked cubin of its members alone (pruned_members)."""
+    Address-checked, each program's kernels load from the checked cubin of its members alone."""
     from harness.compiler import cache
-    from harness.engine.compile import compile_variants
+    from harness.engine.compile import compile_variants, kernels_of_their_own
 
     def compile_program(source, name_expressions, arch, program):
         return cache.compile_program_cached(source, name_expressions, arch, program, backend.cache_dir)
 
+    checked = getattr(backend, "check_addresses", False)
     found = {}
     for program in programs:
         variants = compile_variants(program["sources"], entry, backend.nvrtc_arch, program["program"], compile_program)
         members = {key: variants[index].kernel for key, index in program["members"].items()
                    if variants[index] is not None}
-        checked = getattr(backend, "check_addresses", False)
-        found.update(pruned_members(members, len(program["sources"])) if checked else members)
+        # A campaign's pool assembles a batch's checked cubin of the mutants its schema does not switch, and most
+        # survivors are switched ones: each large-index process that loaded one assembled the whole batch's with
+        # nvJitLink, 0.7 to 3.6 s a substrate of `loading kernels` on an H100 (MEASUREMENTS.md, forty-ninth session).
+        # A substrate's processes all ask for the same members, so the first one's assembly serves the others.
+        found.update(kernels_of_their_own(members, len(program["sources"])) if checked else members)
     return found
-
-
-def pruned_members(kernels: dict, count: int) -> dict:
-    """`kernels` ({key: CompiledKernel}) of one program of `count` variants, each made to load from the PTX of these
-    alone (harness.engine.compile.checked_cubin_ptx). A campaign's pool assembles a batch's checked cubin of the
-    mutants its schema does not switch, and most survivors are switched ones: the whole batch's was assembled by
-    nvJitLink in each large-index process that loaded one of them, 0.7 to 3.6 s a substrate of `loading kernels` on
-    an H100 (MEASUREMENTS.md, forty-ninth session). A substrate's processes all prune to the same members, so the
-    first one's assembly serves the others from the cache. Pure."""
-    import dataclasses
-
-    from harness.compiler.batches import variant_index
-    from harness.engine.compile import checked_cubin_ptx
-
-    by_program: dict[str, set] = {}
-    for kernel in kernels.values():
-        by_program.setdefault(kernel.ptx, set()).add(variant_index(kernel.lowered_name))
-    pruned = {ptx: checked_cubin_ptx(ptx, count, kept) for ptx, kept in by_program.items()}
-    return {key: dataclasses.replace(kernel, ptx=pruned[kernel.ptx]) for key, kernel in kernels.items()}
 
 
 def _judge_all(plan, entry, backend, inputs, expected, events, torch, compiled: dict, kernels: list, index: int,
