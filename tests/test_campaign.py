@@ -484,9 +484,10 @@ def test_a_memory_fault_is_blamed_only_when_judged_as_the_first_mutant_of_a_fres
     assert [(mutant_id.split(":")[1], o["status"]) for mutant_id, o in outcomes.items()] == [
         ("L5C11", "killed"), ("L6C11", "runtime_error")]
     wild = outcomes["wild_write:L6C11:relational_negation:0"]["detail"]
-    assert re.search(r"trial \d+: CPU backend: memory fault: SIGSEGV \(an address outside every mapping\) at address "
-                     r"0x[0-9a-f]+ in block \(\d+,0,0\), thread \(\d+,0,0\) \(judged again as the first mutant of a "
-                     r"fresh worker\)$", wild), wild
+    # out lies between fences, mapped high: 4 TiB on is past the 47 bits of the address space, which x86 reports so
+    assert re.search(r"trial \d+: CPU backend: memory fault: SIGSEGV \(an address outside the address space, not "
+                     r"reported\) at address \(nil\) in block \(\d+,0,0\), thread \(\d+,0,0\) \(judged again as the "
+                     r"first mutant of a fresh worker\)$", wild), wild
 
 
 def test_a_mutant_whose_worker_dies_is_blamed_only_after_dying_first_in_a_fresh_one(

@@ -179,6 +179,39 @@ def test_a_kernel_that_faults_fails_its_launch_and_the_process_goes_on(backend, 
     assert torch.equal(_launch_faults(backend, source, 37, 1), torch.arange(64, dtype=torch.int32))
 
 
+RUNAWAY = """extern "C" __global__ void runaway(float* out, long long n) {
+    for (long long j = threadIdx.x + n; j >= n; j += 256) out[j] = 1.0f;  // the bound negated: on past out
+}
+"""
+
+
+def test_a_write_running_on_past_a_guarded_output_faults_at_its_fence_and_leaves_the_heap_alone(backend):
+    # kb_softmax's mutant with its loop bound negated strode through the worker's heap 1 KiB at a time before it met
+    # an unmapped page: glibc then aborted ("corrupted double-linked list") and a checker raised TypeError. A guarded
+    # tensor on the CPU lies between fences: the run stops at the first page past the band after out.
+    import mmap
+
+    from harness.gate.checks.guards import GUARD_BYTES, GuardedTensor
+
+    kernel = backend.load(RUNAWAY, "runaway", "runaway.cu")
+    guarded = GuardedTensor((1000,), torch.float32, "cpu")
+    guarded.tensor.zero_()
+    end = guarded.buffer.data_ptr() + guarded.buffer.numel()
+    args = [(ctypes.c_void_p, guarded.tensor.data_ptr()), (ctypes.c_longlong, 1000)]
+    with pytest.raises(KernelFault) as fault:
+        backend.launch(kernel, (1, 1, 1), (256, 1, 1), signature.to_ctypes(args))
+    assert fault.value.memory_fault
+    assert str(fault.value).startswith("CPU backend: memory fault: SIGSEGV (an address its page forbids: a fence "
+                                       "past a buffer, or read-only) at address 0x"), str(fault.value)
+    address = int(re.search(r"at address (0x[0-9a-f]+)", str(fault.value)).group(1), 16)
+    fence = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE  # the buffer's last page ends where the fence begins
+    assert fence <= address < fence + 1024, (hex(fence), hex(address))  # the first store past it, not the heap's end
+    assert [d.side for d in guarded.damage()] == ["after"]
+    # The first thread's stores, a float every KiB through the band (the block stops at its fault)
+    assert guarded.damage()[0].changed_bytes == 4 * (GUARD_BYTES // 1024)
+    assert torch.equal(guarded.tensor, torch.zeros(1000))  # from out[n] on: out itself untouched
+
+
 TOO_MUCH_SHARED = '''extern "C" __global__ void big(float* o) {
     __shared__ float s[16384];  // 64 KiB: past the 48 KiB a block may declare statically
     s[threadIdx.x] = threadIdx.x;

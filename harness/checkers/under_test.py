@@ -139,9 +139,9 @@ class KernelCall:
     """`kernel(*inputs)` for a checker; remembers what it raised, and whether a fault left the device unusable.
 
     The kernel writes a guarded copy of launch's `out` (harness.gate.checks.guards), copied back into `out` after it ran: a
-    mutant writing past out's ends then hits the bands, not the worker's heap (on the CPU backend that corrupts the
-    worker, which dies later and takes the mutant's verdicts with it); what the checker gets is what the kernel wrote
-    into out, and out's contents where it wrote nothing, as without the copy.
+    mutant writing past out's ends then hits the bands and, on the CPU backend, the fences beyond them, not the
+    worker's heap (which would take the worker, and the mutant's verdicts, with it); what the checker gets is what
+    the kernel wrote into out, and out's contents where it wrote nothing, as without the copy.
     """
 
     def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None, clock=None):

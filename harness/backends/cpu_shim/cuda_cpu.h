@@ -214,12 +214,14 @@ static bool g_fault_handlers_installed = false;
 static thread_local sigjmp_buf* t_fault_jump = nullptr;
 static thread_local int t_fault_signal = 0;
 static thread_local void* t_fault_address = nullptr;
+static thread_local int t_fault_code = 0;  // si_code: which kind of SIGSEGV
 
 HARNESS_CPU_RT static void on_fault(int sig, siginfo_t* info, void* context) {
     if (sigjmp_buf* jump = t_fault_jump) {
         t_fault_jump = nullptr;
         t_fault_signal = sig;
         t_fault_address = info ? info->si_addr : nullptr;
+        t_fault_code = info ? info->si_code : 0;
         siglongjmp(*jump, 1);
     }
     for (int i = 0; i < kFaultSignalCount; ++i) {
@@ -260,9 +262,14 @@ HARNESS_CPU_RT static void ensure_alt_stack() {  // per thread: the handler must
     sigaltstack(&mine, nullptr);
 }
 
-HARNESS_CPU_RT static const char* signal_name(int sig) {
+HARNESS_CPU_RT static const char* signal_name(int sig, int code) {
     switch (sig) {
-        case SIGSEGV: return "SIGSEGV (an address outside every mapping)";
+        case SIGSEGV:
+            // An access to a fence (harness/backends/cpu_fence.py) or read-only memory; one past the 47 bits of a
+            // user's address space (a far jump from a buffer mapped high), whose address x86 does not report.
+            if (code == SEGV_ACCERR) return "SIGSEGV (an address its page forbids: a fence past a buffer, or read-only)";
+            if (code == SI_KERNEL) return "SIGSEGV (an address outside the address space, not reported)";
+            return "SIGSEGV (an address outside every mapping)";
         case SIGBUS: return "SIGBUS (a misaligned or unbacked address)";
         case SIGFPE: return "SIGFPE (an integer division by zero)";
         case SIGILL: return "SIGILL (an illegal instruction)";
@@ -272,7 +279,7 @@ HARNESS_CPU_RT static const char* signal_name(int sig) {
 
 HARNESS_CPU_RT static void report_fault() {
     set_error(kMemoryFault, "memory fault: %s at address %p in block (%u,%u,%u), thread (%u,%u,%u)",
-              signal_name(t_fault_signal), t_fault_address, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+              signal_name(t_fault_signal, t_fault_code), t_fault_address, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
               threadIdx.y, threadIdx.z);
 }
 

@@ -37,6 +37,16 @@ class GuardDamage:
                 f"(nearest {self.nearest_offset} bytes from its edge)")
 
 
+def _band_buffer(nbytes: int, device) -> torch.Tensor:
+    """The bytes of a guarded tensor: on the CPU between fences (harness.backends.cpu_fence), where a kernel runs in
+    the harness's own process and a write past the bands would land in its heap."""
+    if torch.device(device).type == "cpu":
+        from harness.backends.cpu_fence import fenced_bytes
+
+        return fenced_bytes(nbytes)
+    return torch.empty((nbytes,), dtype=torch.uint8, device=device)
+
+
 class GuardedTensor:
     """A tensor of `shape` and `dtype` inside a byte buffer with guard bands on both sides."""
 
@@ -48,7 +58,7 @@ class GuardedTensor:
             numel *= int(d)
         self.nbytes = numel * itemsize
         # Only the bands are filled here: the middle is always overwritten (a copy, or poison) before use.
-        self.buffer = torch.empty((GUARD_BYTES + self.nbytes + GUARD_BYTES,), dtype=torch.uint8, device=device)
+        self.buffer = _band_buffer(GUARD_BYTES + self.nbytes + GUARD_BYTES, device)
         self.restore_bands()
         middle = self.buffer[GUARD_BYTES:GUARD_BYTES + self.nbytes]
         self.tensor = middle.view(dtype).view(tuple(int(d) for d in shape))
