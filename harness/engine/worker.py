@@ -923,7 +923,8 @@ class _SubstrateRun:
         verdicts, end, foreseen, shared = {}, False, False, {}
         for spec, checker in self.checkers.items():
             self.conn.send(("step", f"checker {spec} on {what}"))
-            call = KernelCall(self.entry, self.backend, kernel, self.state, shared, clock)
+            call = KernelCall(self.entry, self.backend, kernel, self.state, shared, clock,
+                              self.buffers if self.backend.device.type == "cpu" else None)  # the GPU's allocator caches
             with clock.timing("checkers"):
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
