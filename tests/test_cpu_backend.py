@@ -212,6 +212,49 @@ def test_a_write_running_on_past_a_guarded_output_faults_at_its_fence_and_leaves
     assert torch.equal(guarded.tensor, torch.zeros(1000))  # from out[n] on: out itself untouched
 
 
+SHARED_ARRAYS = """extern "C" __global__ void sums(const float* x, float* out) {
+    __shared__ float partial[256];
+    __shared__ double wide[32];
+    partial[threadIdx.x] = x[threadIdx.x];
+    if (threadIdx.x < 32) wide[threadIdx.x] = partial[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = partial[255] + (float)wide[31];
+}
+"""
+
+
+def _thread_locals(shared_object) -> dict[str, tuple[int, int]]:
+    """Each thread-local symbol of the shared object: (offset in its thread-local block, size)."""
+    import subprocess
+
+    listed = subprocess.run(["readelf", "-sW", str(shared_object)], capture_output=True, text=True, check=True).stdout
+    fields = [line.split() for line in listed.splitlines()]
+    return {f[7]: (int(f[1], 16), int(f[2])) for f in fields if len(f) >= 8 and f[3] == "TLS"}
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+def test_shared_arrays_lie_between_margins_in_their_units_thread_local_block(tmp_path, batched):
+    # A __shared__ array is a thread_local in the shim, and a loaded library's thread-local block comes from malloc:
+    # over 925 corpus mutants, one wrote past a shared array into the heap (malloc(): unaligned tcache chunk detected).
+    # The unit's shared arrays lie between two margins, the shim's own thread-locals (blockDim, the fault's jump
+    # buffer) beyond them.
+    from harness.backends.cpu import FIBERS, batch_translation_unit, compile_shared_object, cpp_translation_unit
+
+    unit = (batch_translation_unit([SHARED_ARRAYS, SHARED_ARRAYS.replace("255", "254")], "sums", "sums.cu") if batched
+            else cpp_translation_unit(SHARED_ARRAYS, "sums", "sums.cu", FIBERS))
+    (tmp_path / "unit.so").write_bytes(compile_shared_object(unit, "sums.cu"))
+    blocks = _thread_locals(tmp_path / "unit.so")
+    (below,) = [span for name, span in blocks.items() if "harness_cpu_margin_below" in name]
+    (above,) = [span for name, span in blocks.items() if "harness_cpu_margin_above" in name]
+    arrays = {name: span for name, span in blocks.items() if "partial" in name or "wide" in name}
+    assert len(arrays) == (4 if batched else 2), blocks
+    for name, (offset, size) in arrays.items():
+        assert below[0] + below[1] <= offset and offset + size <= above[0], (name, offset, size, below, above)
+    shim = {name: span for name, span in blocks.items() if name not in arrays and "harness_cpu_margin" not in name}
+    assert "t_fault_jump" in " ".join(shim), shim
+    assert all(offset + size <= below[0] or offset >= above[0] + above[1] for offset, size in shim.values()), shim
+
+
 TOO_MUCH_SHARED = '''extern "C" __global__ void big(float* o) {
     __shared__ float s[16384];  // 64 KiB: past the 48 KiB a block may declare statically
     s[threadIdx.x] = threadIdx.x;

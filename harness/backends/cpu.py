@@ -101,6 +101,10 @@ def shim_digest() -> str:
     return cache.cache_key(*[(p.name, p.read_text()) for p in sorted(SHIM_DIR.glob("*.h"))])
 
 
+# Below the source's shared arrays in the unit's thread-local block, as cuda_cpu.h's margin lies above them.
+CLOSING_MARGIN = "static thread_local char harness_cpu_margin_below[8192] __attribute__((used));\n"
+
+
 def _entry_points(launches: list[tuple[str, str, int]]) -> str:
     """The extern "C" functions ctypes calls: each (symbol, kernel, mode) a launch of that kernel with
     cuLaunchKernel's argument array, then harness_last_error."""
@@ -116,7 +120,7 @@ def cpp_translation_unit(source: str, kernel_name: str, program_name: str, mode:
     """The C++ file g++ compiles: the shim, the unchanged source, and the launch entry points (`mode`: launch_mode;
     a unit with a contended launch is compiled with CONTEND_FLAGS, `contended_unit`)."""
     return (f'{_contend_define(mode == CONTEND)}#include "cuda_cpu.h"\n#line 1 "{program_name}"\n{source}\n'
-            + _entry_points([("harness_launch", kernel_name, mode)]))
+            + _entry_points([("harness_launch", kernel_name, mode)]) + CLOSING_MARGIN)
 
 
 def _contend_define(contended: bool) -> str:
@@ -133,7 +137,7 @@ def batch_translation_unit(sources: list[str], kernel_name: str, program_name: s
     modes = [launch_mode(source) for source in sources]
     return (_contend_define(CONTEND in modes) + '#include "cuda_cpu.h"\n' + composed.source + _entry_points(
         [(f"harness_launch_{i}", expression, mode)
-         for i, (mode, expression) in enumerate(zip(modes, composed.name_expressions))]))
+         for i, (mode, expression) in enumerate(zip(modes, composed.name_expressions))]) + CLOSING_MARGIN)
 
 
 def needs_fibers(source: str) -> bool:

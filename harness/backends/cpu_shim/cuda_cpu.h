@@ -2204,4 +2204,10 @@ HARNESS_CPU_RT static inline unsigned int atomicDec(unsigned int* p, unsigned in
 // ---------------------------------------------------------------------------------------------
 #pragma GCC visibility push(hidden)
 
+// A __shared__ variable is a thread_local here, and the thread-local block of a library loaded at run time comes from
+// malloc: a write past a shared array would land in the heap, or in the shim's own thread-locals above it. g++ lays
+// a unit's thread-locals out in the reverse order of their definitions, so this margin, defined before the source,
+// lies above its shared arrays, and the one the backend defines after the entry points (cpu.py, CLOSING_MARGIN) below.
+static thread_local char harness_cpu_margin_above[8192] __attribute__((used));
+
 #endif  // HARNESS_CUDA_CPU_H
