@@ -30,14 +30,14 @@ def fenced_bytes(nbytes: int) -> torch.Tensor:
     """A uint8 tensor of `nbytes` on the CPU whose first byte starts a page just after a fence of FENCE_BYTES
     inaccessible bytes, and whose page-rounded end meets another: a read or write past either end faults there.
     The mapping goes when the last tensor viewing it does."""
+    if nbytes == 0:  # nothing to fence: no mapping
+        return torch.empty((0,), dtype=torch.uint8)
     page = mmap.PAGESIZE
-    body = max(page, -(-nbytes // page) * page)
+    body = -(-nbytes // page) * page
     region = mmap.mmap(-1, FENCE_BYTES + body + FENCE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                        prot=mmap.PROT_READ | mmap.PROT_WRITE)
     start = ctypes.addressof(ctypes.c_char.from_buffer(region))  # the export ends with the temporary
     for fence in (start, start + FENCE_BYTES + body):
         if _libc.mprotect(fence, FENCE_BYTES, PROT_NONE) != 0:
             raise OSError(ctypes.get_errno(), f"mprotect of a fence of {FENCE_BYTES} bytes failed")
-    if nbytes == 0:
-        return torch.empty((0,), dtype=torch.uint8)
     return torch.frombuffer(region, dtype=torch.uint8, count=nbytes, offset=FENCE_BYTES)

@@ -5,9 +5,9 @@ cache, by a pool ahead of the workers and by the worker that needs it where the 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from harness.compiler.batches import batch_program, code_digests
+from harness.compiler.batches import batch_program, code_digests, variant_index
 
 
 def to_load(sources: list[str], variants: list, digests: dict | None) -> list[str]:
@@ -112,15 +112,11 @@ def kernels_of_their_own(kernels: dict, count: int) -> dict:
     """`kernels` ({key: CompiledKernel} of programs of `count` variants each), each made to load from the checked
     cubin of the kernels given from its program alone (checked_cubin_ptx): what a program assembles is what runs.
     Pure."""
-    import dataclasses
-
-    from harness.compiler.batches import variant_index
-
     kept: dict[str, set] = {}  # each program's PTX: its variants given
     for kernel in kernels.values():
         kept.setdefault(kernel.ptx, set()).add(variant_index(kernel.lowered_name))
     pruned = {ptx: checked_cubin_ptx(ptx, count, variants) for ptx, variants in kept.items()}
-    return {key: dataclasses.replace(kernel, ptx=pruned[kernel.ptx]) for key, kernel in kernels.items()}
+    return {key: replace(kernel, ptx=pruned[kernel.ptx]) for key, kernel in kernels.items()}
 
 
 class CompilePool:
