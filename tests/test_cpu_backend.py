@@ -7,8 +7,9 @@ import re
 import pytest
 import torch
 
+from harness.backends import cpu_stacks
 from harness.backends.base import KernelFault
-from harness.backends.cpu import CpuBackend, unsupported_constructs
+from harness.backends.cpu import SHIM_DIR, CpuBackend, unsupported_constructs
 from harness.compiler import signature
 from harness.compiler.nvrtc import CompileError
 from tests import shim_kernels
@@ -311,3 +312,50 @@ def test_a_schema_s_switch_runs_each_of_its_mutants_as_that_mutant_compiled_alon
     assert torch.equal(run(switched), run(backend.load(source, "k", "k.cu")))
     with pytest.raises(ValueError, match=r"the CPU backend's k has no switch '_ZN2ns4elseE'"):
         backend.set_switch(switched, "_ZN2ns4elseE", 0)
+
+
+def _scaled_tree_sums(count: int):
+    """tree_sum (256 fibers a block, barriers) with its load scaled by 1 .. count: an object each."""
+    case = next(c for c in shim_kernels.CASES if c.name == "tree_sum")
+    return [dataclasses.replace(case, source=case.source.replace("s[t] = x[", f"s[t] = {k} * x["))
+            for k in range(1, count + 1)]
+
+
+def _warm_objects_of_this_test(backend, cases) -> tuple[list, int]:
+    """Launch WARM_OBJECTS of `cases`: every object launched earlier in this process gives its stacks back, so the
+    ledger holds these objects' alone; (their outputs, the guard pages one object holds)."""
+    outputs = [shim_kernels.execute(backend, case)[1] for case in cases[:cpu_stacks.WARM_OBJECTS]]
+    held = cpu_stacks.guard_pages_held()
+    assert held % cpu_stacks.WARM_OBJECTS == 0
+    return outputs, held // cpu_stacks.WARM_OBJECTS
+
+
+def test_objects_launched_long_ago_give_their_fiber_stacks_back(tmp_path):
+    # A campaign's worker loads an object per batch of mutants and never unloads one: their stacks' guard pages
+    # reached the process's cap on mappings (vm.max_map_count) and a fence's mprotect failed (ENOMEM), ending it.
+    backend = CpuBackend(cache_dir=tmp_path)
+    cases = _scaled_tree_sums(cpu_stacks.WARM_OBJECTS + 2)
+    outputs, one = _warm_objects_of_this_test(backend, cases)
+    assert one >= 256  # a block's 256 stacks, each guarded, counted in the process's ledger
+    outputs += [shim_kernels.execute(backend, case)[1] for case in cases[cpu_stacks.WARM_OBJECTS:]]
+    assert cpu_stacks.guard_pages_held() == cpu_stacks.WARM_OBJECTS * one
+    assert torch.equal(shim_kernels.execute(backend, cases[0])[1], outputs[0])  # its stacks mapped again
+    assert cpu_stacks.guard_pages_held() == cpu_stacks.WARM_OBJECTS * one
+    assert all(torch.equal(out, k * outputs[0]) for k, out in enumerate(outputs, 1))
+
+
+def test_the_guard_page_budget_is_the_process_s_not_each_object_s(tmp_path):
+    budget = int(re.search(r"#define HARNESS_CPU_GUARD_BUDGET (\d+)", (SHIM_DIR / "cuda_cpu.h").read_text())[1])
+    backend = CpuBackend(cache_dir=tmp_path)
+    cases = _scaled_tree_sums(cpu_stacks.WARM_OBJECTS + 1)
+    outputs, one = _warm_objects_of_this_test(backend, cases)
+    ledger = ctypes.c_long.from_address(cpu_stacks.ledger())
+    ledger.value += budget  # as if other objects held the whole budget
+    try:
+        # A new object: the oldest warm one gives its stacks back, and the new one's go unguarded (their canaries
+        # still watch them), uncounted.
+        out = shim_kernels.execute(backend, cases[-1])[1]
+        assert ledger.value == budget + (cpu_stacks.WARM_OBJECTS - 1) * one
+    finally:
+        ledger.value -= budget
+    assert torch.equal(out, len(cases) * outputs[0])

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from harness.backends import cpu_stacks
 from harness.backends.base import Backend, KernelFault, LoadedKernel
 from harness.backends.cpu_compiler import compiler_version, cxx
 from harness.compiler import cache, signature
@@ -113,7 +114,9 @@ def _entry_points(launches: list[tuple[str, str, int]]) -> str:
         "    void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {\n"
         f"    return harness_cpu::launch(&{kernel}, args, dim3(gx, gy, gz), dim3(bx, by, bz), {int(mode)});\n"
         "}\n" for symbol, kernel, mode in launches)
-        + 'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n')
+        + 'extern "C" const char* harness_last_error() { return harness_cpu::last_error(); }\n'
+        + 'extern "C" void harness_share_guard_ledger(long* ledger) { harness_cpu::share_guard_ledger(ledger); }\n'
+        + 'extern "C" void harness_release_stacks() { harness_cpu::release_stacks(); }\n')
 
 
 def cpp_translation_unit(source: str, kernel_name: str, program_name: str, mode: int) -> str:
@@ -349,12 +352,14 @@ class CpuBackend(Backend):
         paths, from_cache = cache.lookup_or_make(
             key, ("so",), lambda: {"so": compile_shared_object(unit, program_name)}, self.cache_dir)
         library = ctypes.CDLL(str(paths["so"]))
+        cpu_stacks.share_ledger(library)
         self._libraries.append(library)
         return library, from_cache
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        entry, last_error, _library = kernel.handle
+        entry, last_error, library = kernel.handle
+        cpu_stacks.launching(library)
         status = entry(ctypes.addressof(pointers), *grid, *block)
         if status != 0:
             message = last_error().decode(errors="replace")

@@ -84,6 +84,8 @@
 extern "C" __attribute__((visibility("default"))) int harness_launch(void**, unsigned, unsigned, unsigned,
                                                                       unsigned, unsigned, unsigned);
 extern "C" __attribute__((visibility("default"))) const char* harness_last_error();
+extern "C" __attribute__((visibility("default"))) void harness_share_guard_ledger(long* ledger);
+extern "C" __attribute__((visibility("default"))) void harness_release_stacks();
 
 // ---------------------------------------------------------------------------------------------
 // 2. Keywords, vector types, built-in variables
@@ -346,7 +348,7 @@ struct Sched {
 
     HARNESS_CPU_RT void release_stacks() {
         if (region) munmap(region, region_bytes);
-        if (guarded) __atomic_sub_fetch(&g_guard_pages, cap, __ATOMIC_RELAXED);
+        if (guarded) __atomic_sub_fetch(g_guard_pages, cap, __ATOMIC_RELAXED);
         delete[] fibers;
         region = nullptr;
         fibers = nullptr;
@@ -356,9 +358,13 @@ struct Sched {
 
     // Every guard page splits the mapping (two VMAs per stack) and the kernel caps a process's
     // VMAs (vm.max_map_count, 65530 by default); past this budget stacks go unguarded and only the
-    // canary watches them.
+    // canary watches them. The cap is the process's, and a campaign's worker loads one object per
+    // batch of mutants: the backend hands every object it loads one ledger
+    // (harness_share_guard_ledger), so the budget is the process's too. An object whose loader
+    // shares none counts alone.
     static constexpr long kGuardBudget = HARNESS_CPU_GUARD_BUDGET;
-    inline static long g_guard_pages = 0;
+    inline static long g_own_guard_pages = 0;
+    inline static long* g_guard_pages = &g_own_guard_pages;
 
     HARNESS_CPU_RT bool reserve(unsigned want) {
         if (want <= cap) return true;
@@ -376,8 +382,8 @@ struct Sched {
             return false;
         }
         cap = want;
-        guarded = __atomic_add_fetch(&g_guard_pages, (long)want, __ATOMIC_RELAXED) <= kGuardBudget;
-        if (!guarded) __atomic_sub_fetch(&g_guard_pages, (long)want, __ATOMIC_RELAXED);
+        guarded = __atomic_add_fetch(g_guard_pages, (long)want, __ATOMIC_RELAXED) <= kGuardBudget;
+        if (!guarded) __atomic_sub_fetch(g_guard_pages, (long)want, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < want; ++i) {
             if (guarded) mprotect(region + (std::size_t)i * slot_bytes(), 4096, PROT_NONE);
             *canary(i) = kCanary;
@@ -392,13 +398,19 @@ static thread_local Sched* t_sched = nullptr;  // the scheduler of the block thi
 static Sched* g_contend = nullptr;
 
 // Pool of schedulers (with their stacks) reused across blocks and launches; freed when the shared
-// object is unloaded.
+// object is unloaded, or drained when its loader will launch nothing of it for a while
+// (harness_release_stacks: the backend never unloads an object).
 struct Pool {
     Sched* items[512];
     int count = 0;
     char lock = 0;
-    HARNESS_CPU_RT ~Pool() {
+    HARNESS_CPU_RT ~Pool() { drain(); }
+    HARNESS_CPU_RT void drain() {
+        while (__atomic_test_and_set(&lock, __ATOMIC_ACQUIRE)) {
+        }
         for (int i = 0; i < count; ++i) delete items[i];
+        count = 0;
+        __atomic_clear(&lock, __ATOMIC_RELEASE);
     }
     HARNESS_CPU_RT Sched* acquire() {
         while (__atomic_test_and_set(&lock, __ATOMIC_ACQUIRE)) {
@@ -911,6 +923,10 @@ HARNESS_CPU_RT static int launch(void (*kernel)(A...), void** args, dim3 grid, d
 HARNESS_CPU_RT static inline const char* last_error() {
     return __atomic_load_n(&detail::g_status_ready, __ATOMIC_ACQUIRE) ? detail::g_message : "";
 }
+
+// Between launches only (a launch holds its schedulers outside the pool).
+HARNESS_CPU_RT static inline void share_guard_ledger(long* ledger) { detail::Sched::g_guard_pages = ledger; }
+HARNESS_CPU_RT static inline void release_stacks() { detail::g_pool.drain(); }
 
 }  // namespace harness_cpu
 
