@@ -359,39 +359,3 @@ def test_the_guard_page_budget_is_the_process_s_not_each_object_s(tmp_path):
     finally:
         ledger.value -= budget
     assert torch.equal(out, len(cases) * outputs[0])
-
-
-INPUT_WRITES = """extern "C" __global__ void input_writes(float* x, float* out, long long n, int run_on) {
-    long long i = threadIdx.x;
-    if (i < n) { x[i] = 2.0f * x[i]; out[i] = x[i]; }
-    if (run_on) for (long long j = i + n; j >= n; j += 256) x[j] = 1.0f;  // the bound negated: on past x
-}
-"""
-
-
-def test_a_checkers_kernel_writes_its_inputs_copies_and_faults_at_their_fences_rather_than_in_the_heap(backend):
-    # A checker's inputs are its own tensors: on the CPU a mutant writing on past one strode through the worker's heap
-    # ("corrupted size vs. prev_size" ended workers of the corpus's matrix). Its copies lie between fences, and what it
-    # wrote inside an input is copied back, as the checker would see it without them.
-    from harness.checkers.under_test import KernelCall
-    from harness.gate.checks.guards import GuardedBuffers
-
-    kernel = backend.load(INPUT_WRITES, "input_writes", "input_writes.cu")
-
-    class Entry:
-        def __init__(self, run_on: int):
-            self.run_on = run_on
-
-        def launch(self, inputs, torch):
-            x, = inputs
-            out = torch.empty_like(x)
-            return out, (1, 1, 1), (256, 1, 1), [(ctypes.c_void_p, x.data_ptr()), (ctypes.c_void_p, out.data_ptr()),
-                                                 (ctypes.c_longlong, x.numel()), (ctypes.c_int, self.run_on)]
-
-    buffers = GuardedBuffers()
-    x = torch.arange(100, dtype=torch.float32)
-    out = KernelCall(Entry(0), backend, kernel, buffers=buffers)(x)
-    assert torch.equal(x, 2 * torch.arange(100, dtype=torch.float32)) and torch.equal(out, x)
-    call = KernelCall(Entry(1), backend, kernel, buffers=buffers)
-    with pytest.raises(KernelFault, match=r"^CPU backend: memory fault: SIGSEGV \(an address its page forbids"):
-        call(x)

@@ -141,9 +141,7 @@ class KernelCall:
     The kernel writes a guarded copy of launch's `out` (harness.gate.checks.guards), copied back into `out` after it ran: a
     mutant writing past out's ends then hits the bands and, on the CPU backend, the fences beyond them, not the
     worker's heap (which would take the worker, and the mutant's verdicts, with it); what the checker gets is what
-    the kernel wrote into out, and out's contents where it wrote nothing, as without the copy. On the CPU backend
-    (`buffers` given) the inputs are read and written in guarded copies too, copied back after the run, so what the
-    kernel did to its inputs is what the checker sees.
+    the kernel wrote into out, and out's contents where it wrote nothing, as without the copy.
     """
 
     def __init__(self, entry, backend, kernel, state: tuple = (), shared: dict | None = None, clock=None,
@@ -181,51 +179,17 @@ class KernelCall:
             problems += signature.check_arguments(self.kernel.params, args)
             if problems:
                 raise ValueError(f"launch's arguments: {problems[0]}")
-            with self.clock.timing("checkers: the kernel's output guarded"):
-                copies = self._input_copies(views, out)
-                args = _into_copies(args, views, copies)
             with self.clock.timing("checkers: the kernel's runs"):
                 self.backend.launch(self.kernel, tuple(grid), tuple(block), signature.to_ctypes(args))
                 self.backend.synchronize()
             with self.clock.timing("checkers: the kernel's output guarded"):
                 out.copy_(guarded.tensor)
-                for k, copy in copies.items():
-                    views[k].copy_(copy.tensor)
         except Exception as error:
             self.raised.append(error)
             if isinstance(error, KernelFault) and error.poisons_context:
                 self.poisoned = True
             raise
         return out
-
-
-    def _input_copies(self, views: list, out) -> dict:
-        """{k: input k's guarded copy} on the CPU backend, where a write past an input would land in the worker's
-        heap (an input that shares bytes with out keeps its own: its copy would part them); {} on a GPU."""
-        import torch
-
-        from harness.gate.pipeline import _overlap
-
-        if self.buffers is None:
-            return {}
-        return {k: self.buffers.copy_of(("checker input", k), x, x.device) for k, x in enumerate(views)
-                if isinstance(x, torch.Tensor) and x.numel() > 0 and not _overlap(x, out)}
-
-
-def _into_copies(args: list, views: list, copies: dict) -> list:
-    """`args` with every pointer into input k (of `copies`) moved to the same offset in its copy."""
-    from harness.compiler import signature
-    from harness.gate.pipeline import _byte_range, _locate
-
-    ranges = [(k, _byte_range(views[k])) for k in copies]
-    moved = []
-    for ctype, value in args:
-        if signature.is_pointer_type(ctype) and isinstance(value, int):
-            where = _locate(value, ranges)
-            if where is not None:
-                value = copies[where[0]].tensor.data_ptr() + where[1]
-        moved.append((ctype, value))
-    return moved
 
 
 def judge_with(spec: str, checker, problem, call: KernelCall, device) -> CheckerVerdict:
