@@ -177,6 +177,11 @@ def _add_judging_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the full kill matrix: every mutant on every trial of every suite, past its first failure "
                              "(a fault or a timeout ends its row); prints and stores what each suite and trial kills, "
                              "minimal sets of suites and trials and the subsuming mutants (slower: every trial runs)")
+    parser.add_argument("--kernel-times", action="store_true",
+                        help="time every kernel run on its device (CUDA events on cuda) and print their sum in the "
+                             "worker time line: with --workers 1, the device time the campaign's kernels need, the "
+                             "floor of its wall on one GPU (beside other workers, a GPU's time slices for their "
+                             "contexts count too)")
     parser.add_argument("--checker", action="append", metavar="NAME",
                         help="judge every mutant again with a correctness checker and report which of the mutants the "
                              "suites detect it accepts (repeatable): kernelbench (KernelBench's own check, 1e-4), "
@@ -392,7 +397,8 @@ def _worker_prepare(args, backend: str, make_backend: bool):
     """What a campaign worker does before its job (prepare_campaign_worker); with `make_backend`, on cuda, its backend
     (its CUDA context) made then too."""
     settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
-                                 checks_addresses(args, backend)) if make_backend and backend == "cuda" else None)
+                                 checks_addresses(args, backend), bool(getattr(args, "kernel_times", False)))
+                if make_backend and backend == "cuda" else None)
     return functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
 
 

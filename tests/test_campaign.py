@@ -354,6 +354,31 @@ def test_worker_time_says_how_much_of_it_the_workers_spent_on_a_processor():
         "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
 
 
+def test_worker_time_says_how_long_the_kernels_ran_on_the_device_where_they_were_timed():
+    from harness.engine.run import WorkerTime
+
+    worker_time = WorkerTime()
+    worker_time.add({"start-up": 1.0, "mutants": 2.5, "kernels on the device": 1.75}, 5.0)
+    worker_time.add({"compiling": 0.5, "kernels on the device": 0.5}, 1.0)
+    assert worker_time.describe() == (
+        "worker time 6.0 s over 2 worker(s), its kernels 2.2 s on the device: start-up 1.0, trials and references 0.0, "
+        "unmutated runs 0.0, compiling 0.5, mutants 2.5, process start, imports and unreported 2.0")
+
+
+def test_kernel_times_are_asked_of_the_backend_and_printed_with_the_worker_time(admitted, capsys, tmp_path):
+    from harness.engine import worker
+
+    assert dict(worker.backend_settings("cpu", None, False, time_kernels=True))["time_kernels"] is True
+    assert "time_kernels" not in dict(worker.backend_settings("cpu", None, False))
+    assert _campaign(admitted, "rule_compliant", "--kernel-times", "--store", str(tmp_path / "timed.jsonl")) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time "))
+    assert re.search(r"^worker time [0-9.]+ s over 1 worker\(s\)(, [0-9.]+ s of it on a processor)?, its kernels "
+                     r"[0-9.]+ s on the device: ", line), line
+    assert _campaign(admitted, "rule_compliant", "--store", str(tmp_path / "untimed.jsonl")) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time "))
+    assert "on the device" not in line
+
+
 def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():
     from harness.engine.run import WorkerTime
 

@@ -109,6 +109,12 @@ class Backend:
         """Wait for launched work; raises KernelFault if it failed."""
         raise NotImplementedError("a backend needs synchronize")
 
+    def kernel_seconds(self) -> float | None:
+        """How long the kernels launched so far ran on the device, where the backend was made to time them
+        (`time_kernels`): the launched work's own time, which beside other processes' contexts on one GPU also holds
+        the slices the device gave them; None where it was not made to."""
+        return None
+
     def pending_fault(self) -> PendingFault | None:
         """After a launch, instead of synchronize(): what says whether the launched work failed, read with other
         signals in one transfer; None where synchronize() must be called (here)."""

@@ -24,6 +24,7 @@ import platform
 import re
 import subprocess
 import tempfile
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -249,13 +250,15 @@ def _cpu_name() -> str:
 class CpuBackend(Backend):
     name = "cpu"
 
-    def __init__(self, cache_dir: Path | None = None, ptxas: bool = True):
+    def __init__(self, cache_dir: Path | None = None, ptxas: bool = True, time_kernels: bool = False):
         """`ptxas`: NVRTC assembles for the GPU too, so ptxas's limits (shared memory, registers) hold here as they
         would there (the gate); without it NVRTC stops at PTX, all a run here reads, in a third of the time (a
-        campaign's workers: a mutant beyond those limits then runs here, where the GPU would refuse to compile it)."""
+        campaign's workers: a mutant beyond those limits then runs here, where the GPU would refuse to compile it).
+        `time_kernels`: each launch's time is added up (kernel_seconds); a launch here runs to its end."""
         compiler_version()  # fails early, with the reason, where there is no compiler
         self.cache_dir = cache_dir
         self.ptxas = ptxas
+        self._kernel_seconds = 0.0 if time_kernels else None
         self._libraries = []  # loaded shared objects stay alive as long as the backend
         # (source, kernel name) -> (its batch's compile: (library, from the cache), its entry point): sources
         # compiled ahead, together, by a thread of their own while the caller goes on (g++ is a process).
@@ -360,10 +363,16 @@ class CpuBackend(Backend):
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
         entry, last_error, library = kernel.handle
         cpu_stacks.launching(library)
+        started = time.perf_counter()
         status = entry(ctypes.addressof(pointers), *grid, *block)
+        if self._kernel_seconds is not None:
+            self._kernel_seconds += time.perf_counter() - started
         if status != 0:
             message = last_error().decode(errors="replace")
             raise KernelFault(f"CPU backend: {message}", poisons_context=False, memory_fault=status == MEMORY_FAULT)
+
+    def kernel_seconds(self) -> float | None:
+        return self._kernel_seconds
 
     def synchronize(self) -> None:
         """Launches on the CPU run to completion before returning: nothing to wait for."""

@@ -65,11 +65,47 @@ class _DeviceWords:
                                          "version": 3, "strides": None, "stream": None}
 
 
+class _KernelTimer:
+    """Each launch's time on the device, from a pair of CUDA events around it on its stream, added up as the pairs
+    complete (never waited for: a launch's pair is read once later work has made it complete)."""
+
+    COLLECT_EVERY = 256  # pairs held before the completed ones are read
+
+    def __init__(self, device: torch.device):
+        self.device, self.pending, self.seconds = device, [], 0.0
+
+    def start(self):
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self.device))
+        return event
+
+    def end(self, started) -> None:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self.device))
+        self.pending.append((started, event))
+        if len(self.pending) >= self.COLLECT_EVERY:
+            self.collect()
+
+    def collect(self) -> float:
+        """The seconds of every completed pair so far (those still running are read next time)."""
+        running = []
+        try:
+            for started, ended in self.pending:
+                if ended.query():
+                    self.seconds += started.elapsed_time(ended) / 1000.0
+                else:
+                    running.append((started, ended))
+        except RuntimeError:  # a fault left the context unusable: what ran after it is not counted
+            running = []
+        self.pending = running
+        return self.seconds
+
+
 class CudaBackend(Backend):
     name = "cuda"
 
     def __init__(self, device_index: int = 0, cache_dir: Path | None = None, check_addresses: bool = False,
-                 blocking_sync: bool = False):
+                 blocking_sync: bool = False, time_kernels: bool = False):
         if not torch.cuda.is_available():
             raise BackendUnavailable("the cuda backend needs a visible GPU, and torch sees none")
         driver = _driver()
@@ -100,6 +136,7 @@ class CudaBackend(Backend):
         self._figures_lock = threading.Lock()  # the gate's second references compare in a thread of their own
         self._figures_bound = threading.local()  # the threads the driver API is bound to the context in
         self.check_addresses = check_addresses
+        self._timer = _KernelTimer(self._device) if time_kernels else None
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
             _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
@@ -240,6 +277,17 @@ class CudaBackend(Backend):
         _check(driver.cuMemcpyHtoD(pointer, data, len(data)), "setting a schema's switch")
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
+        started = self._timer.start() if self._timer is not None else None
+        try:
+            self._launch(kernel, grid, block, args)
+        finally:
+            if started is not None:
+                self._timer.end(started)
+
+    def kernel_seconds(self) -> float | None:
+        return self._timer.collect() if self._timer is not None else None
+
+    def _launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         handle = kernel.handle
         if self.check_addresses:
             if self._write_table(self._table_of[int(handle)]):

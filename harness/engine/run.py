@@ -18,7 +18,7 @@ from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
 from harness.engine.trials import parked_note
-from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
+from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, KERNEL_TIME, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
                                    make_backend_ahead, run_campaign_job)
 from harness.processes import WorkerLost, WorkerStarter, converse
 
@@ -110,6 +110,8 @@ class WorkerTime:
         noted = f" ({', '.join(notes)})" if notes else ""
         processor = self.phases.get(PROCESSOR_TIME, 0.0)
         on_processor = f", {processor:.1f} s of it on a processor" if processor else ""
+        if KERNEL_TIME in self.phases:  # --kernel-times
+            on_processor += f", its kernels {self.phases[KERNEL_TIME]:.1f} s on the device"
         text = (f"worker time {self.wall:.1f} s over {self.workers} worker(s){noted}{on_processor}: "
                 + ", ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
                 + f", process start, imports and unreported {rest:.1f}")
@@ -222,7 +224,7 @@ REST_OF = {"mutants": "the rest (compared code, trial order, messages)"}
 
 
 def _is_phase(name: str) -> bool:
-    return not part_of(name) and name != PROCESSOR_TIME
+    return not part_of(name) and name not in (PROCESSOR_TIME, KERNEL_TIME)
 
 
 def part_of(name: str) -> str:
@@ -496,7 +498,8 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        checkers=tuple(getattr(args, "checker", None) or ()), learn_batches=plan.learn_batches,
                        row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)),
                        checkers_apart=tuple(sorted(apart & waiting)),
-                       device_share_bytes=getattr(args, "device_share_bytes", None))
+                       device_share_bytes=getattr(args, "device_share_bytes", None),
+                       time_kernels=bool(getattr(args, "kernel_times", False)))
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).

@@ -105,6 +105,8 @@ class CampaignJob:
     # The worker's share of its device's memory (the GPU's over the campaign's workers on it): trials past it wait in
     # host memory (harness.engine.trials). None: every trial on the device (the CPU backend, or not known).
     device_share_bytes: int | None = None
+    # --kernel-times: the backend times each launch on the device (Backend.kernel_seconds), reported as KERNEL_TIME.
+    time_kernels: bool = False
 
 
 def prepare_trials(entry, official, device, clock, state: tuple = (), after_first_t0=None,
@@ -244,7 +246,8 @@ def run_campaign_job(job: CampaignJob, conn, wait_for_job: bool = False, process
         conn.send(("timings", timings(phases, mutant_parts, setup_parts, processor_since)))
     if backend is None or not backend.end_job():
         return False
-    _made_ahead[(job.backend, backend_settings(job.backend, job.cache_dir, job.check_addresses))] = backend
+    _made_ahead[(job.backend, backend_settings(job.backend, job.cache_dir, job.check_addresses,
+                                               job.time_kernels))] = backend
     return True
 
 
@@ -256,6 +259,8 @@ MUTANT_PART = "mutants: "
 # A worker's processor time (all its threads), beside its phases: what of its wall time it left to other processes
 # (the compile pool's), waiting on the GPU without spinning, say.
 PROCESSOR_TIME = "processor time"
+# With --kernel-times: the seconds the job's kernels ran on the device (Backend.kernel_seconds).
+KERNEL_TIME = "kernels on the device"
 
 
 def timings(phases: Counter, mutant_parts, setup_parts, processor_since: float = 0.0) -> dict[str, float]:
@@ -280,10 +285,11 @@ class _Phase:
         self.phases[self.name] += time.perf_counter() - self.started
 
 
-def backend_settings(backend: str, cache_dir: str | None, check_addresses: bool) -> tuple:
+def backend_settings(backend: str, cache_dir: str | None, check_addresses: bool, time_kernels: bool = False) -> tuple:
     """The settings a campaign worker's backend is made with, as create_backend takes them (key, value pairs)."""
     settings = {"cache_dir": Path(cache_dir) if cache_dir else None, **CAMPAIGN_BACKEND_SETTINGS.get(backend, {}),
-                **({"check_addresses": True} if check_addresses else {})}
+                **({"check_addresses": True} if check_addresses else {}),
+                **({"time_kernels": True} if time_kernels else {})}
     return tuple(sorted(settings.items()))
 
 
@@ -334,6 +340,8 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             return None
         return run.backend if run.run_mutants() else None
     finally:
+        if (seconds := run.kernel_seconds()) is not None:
+            phases[KERNEL_TIME] = seconds
         for ahead in (run.t0_ahead, run.draws_ahead):
             if ahead is not None:  # draws not taken (the job ended first): their helpers go
                 ahead.close()
@@ -407,6 +415,16 @@ class _SubstrateRun:
         self.loaded: dict = {}  # "kernel": the unmutated source's, "schema": the schema's (None where it failed)
         # Draws helpers make at once (harness.engine.draws_ahead): T0's trials, the KernelBench checkers' inputs.
         self.t0_ahead = self.draws_ahead = None
+        self.backend, self.kernel_seconds_before = None, None
+
+    def kernel_seconds(self) -> float | None:
+        """The job's kernels' time on the device so far (--kernel-times), None where not timed or no backend made."""
+        if self.backend is None or self.kernel_seconds_before is None:
+            return None
+        try:
+            return self.backend.kernel_seconds() - self.kernel_seconds_before
+        except Exception:  # the backend's device is gone (a fault): its time cannot be read
+            return None
 
     def start_up(self) -> None:
         """The candidate's entry, the backend, the official model and the trials: what a worker started after a
@@ -419,9 +437,10 @@ class _SubstrateRun:
             with setup_parts.timing("start-up: candidate imported"):
                 self.entry = _load_entry(job)
             with setup_parts.timing("start-up: backend"):
-                settings = backend_settings(job.backend, job.cache_dir, job.check_addresses)
+                settings = backend_settings(job.backend, job.cache_dir, job.check_addresses, job.time_kernels)
                 self.backend = (_made_ahead.pop((job.backend, settings), None)
                                 or create_backend(job.backend, **dict(settings)))
+                self.kernel_seconds_before = self.backend.kernel_seconds()  # a kept backend's earlier jobs' time
             with setup_parts.timing("start-up: official model"):
                 search = ProblemSearch.for_candidate(self.entry.file, Path(job.kb_root) if job.kb_root else None)
                 self.problem = load_problem(self.entry.kb_file, search)
