@@ -43,6 +43,34 @@ def _ptr(t):
     return (ctypes.c_void_p, t.data_ptr())
 
 
+SPIN = r"""
+extern "C" __global__ void spin(float* __restrict__ out, long long n)
+{
+    volatile float acc = 0.0f;
+    for (long long i = 0; i < n; ++i) acc = acc + 1.0f;
+    out[0] = acc;
+}
+"""
+
+
+def check_kernel_times(timed, plain, long_run: int) -> None:
+    """`timed` (a backend made with time_kernels) adds up a short, a long (`long_run` steps, over 10 ms) and a short
+    run of one thread's loop; `plain` (made without) says None."""
+    out = torch.zeros(1, device=timed.device)
+    seconds = []
+    for n in (1, long_run, 1):
+        timed.launch(timed.load(SPIN, "spin", "spin.cu"), (1, 1, 1), (1, 1, 1),
+                     signature.to_ctypes([_ptr(out), (ctypes.c_longlong, n)]))
+        seconds.append(timed.kernel_seconds())
+    assert out.item() == 1.0
+    assert 0.0 < seconds[0] < 0.01 and seconds[1] - seconds[0] > 0.01 and seconds[2] - seconds[1] < 0.01, seconds
+    out = torch.zeros(1, device=plain.device)
+    plain.launch(plain.load(SPIN, "spin", "spin.cu"), (1, 1, 1), (1, 1, 1),
+                 signature.to_ctypes([_ptr(out), (ctypes.c_longlong, 5)]))
+    plain.synchronize()
+    assert plain.kernel_seconds() is None and out.item() == 5.0
+
+
 # ----------------------------------------------------------------------------- barriers
 
 

@@ -361,28 +361,8 @@ def test_the_guard_page_budget_is_the_process_s_not_each_object_s(tmp_path):
     assert torch.equal(out, len(cases) * outputs[0])
 
 
-SPIN = r"""
-extern "C" __global__ void spin(float* __restrict__ out, long long n)
-{
-    volatile float acc = 0.0f;
-    for (long long i = 0; i < n; ++i) acc = acc + 1.0f;
-    out[0] = acc;
-}
-"""
-
 
 def test_a_backend_made_to_time_kernels_adds_up_their_runs_and_one_not_made_to_says_none(tmp_path):
     # --kernel-times: a campaign's device time is the sum of its kernels' runs, and a short run counts little.
-    timed, plain = CpuBackend(cache_dir=tmp_path, time_kernels=True), CpuBackend(cache_dir=tmp_path)
-    out = torch.zeros(1)
-    seconds = []
-    for n in (1, 30_000_000, 1):
-        kernel = timed.load(SPIN, "spin", "spin.cu")
-        timed.launch(kernel, (1, 1, 1), (1, 1, 1), signature.to_ctypes([(ctypes.c_void_p, out.data_ptr()),
-                                                                         (ctypes.c_longlong, n)]))
-        seconds.append(timed.kernel_seconds())
-    assert out.item() == 1.0
-    assert 0.0 < seconds[0] < 0.01 and seconds[1] - seconds[0] > 0.01 and seconds[2] - seconds[1] < 0.01
-    plain.launch(plain.load(SPIN, "spin", "spin.cu"), (1, 1, 1), (1, 1, 1),
-                 signature.to_ctypes([(ctypes.c_void_p, out.data_ptr()), (ctypes.c_longlong, 5)]))
-    assert plain.kernel_seconds() is None and out.item() == 5.0
+    shim_kernels.check_kernel_times(CpuBackend(cache_dir=tmp_path, time_kernels=True), CpuBackend(cache_dir=tmp_path),
+                                    long_run=30_000_000)

@@ -66,3 +66,9 @@ def test_shim_feature_kernel_matches_the_gpu(backends, case):
         assert result.ok, f"{case.name}: CPU against GPU: {result.describe()}"
     else:
         torch.testing.assert_close(on_cpu, on_gpu, atol=1e-6, rtol=1e-5)
+
+
+def test_a_cuda_backend_made_to_time_kernels_adds_up_their_runs_on_the_device(tmp_path):
+    # campaign --kernel-times on cuda: CUDA events around each launch, read once later work has completed them.
+    shim_kernels.check_kernel_times(create_backend("cuda", cache_dir=tmp_path, time_kernels=True),
+                                    create_backend("cuda", cache_dir=tmp_path), long_run=20_000_000)
