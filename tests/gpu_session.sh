@@ -90,6 +90,9 @@
 #   SESSION_LIMIT=S  after S seconds the running step is interrupted as Ctrl-C interrupts it (a campaign keeps its
 #                  store), the rest skipped and the work folder packed (tests/session_limit.sh): set it a minute
 #                  under the call's limit, since a call the device kills at its limit brings nothing back
+#   FLOOR=1        the matrix over the eight accumulating substrates (pad_backward_reflect_*, _replicate_*), value
+#                  suites, one worker, --kernel-times (campaign floor): their kernels' device time with no other
+#                  context beside them, the floor of the matrix's wall on one GPU (issue 43); RESUME_FROM goes on
 #   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
 #                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
 #                  so that their admissions are recorded (campaign matrix-kb)
@@ -509,6 +512,12 @@ for c in ${MATRIX_CHECKERS-kernelbench kernelbench-v0 t0}; do matrix_checkers+=(
 if [ "${MATRIX:-0}" = 1 ]; then
   campaign matrix-values --workers $((per_gpu * gpus)) --oracles values --matrix
   campaign matrix --workers $((per_gpu * gpus)) --oracles values --matrix "${matrix_checkers[@]}"
+fi
+if [ "${FLOOR:-0}" = 1 ]; then
+  # Issue 43's floor: the eight accumulating substrates' matrix (value suites) with one worker and --kernel-times, so
+  # that no other context's time slices count in their kernels' device time: what any number of workers needs.
+  campaign floor --workers 1 --oracles values --matrix --kernel-times \
+    pad_backward_{reflect,replicate}_{bf16,f16,f32,f64}
 fi
 if [ "${MATRIX_KB:-0}" = 1 ]; then
   # The corpus at its stand-in sizes, as CI gates it (tests/test_kernelbench_examples.py): copies with each problem's
