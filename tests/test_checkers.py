@@ -31,7 +31,7 @@ def test_the_trial_seeds_are_those_kernelbench_draws_under_seed_42():
 
 def test_a_correct_kernel_is_accepted_and_a_kernel_correct_only_on_rand_inputs_is_accepted_where_they_are_rand():
     assert kernelbench(RANDN, torch.relu, "cpu")
-    identity = lambda x: x.clone()  # noqa: E731: ReLU of a non-negative input
+    identity = lambda x: x.clone()  # noqa: E731 (ReLU of a non-negative input)
     assert kernelbench(RAND, identity, "cpu")
     assert judge(RANDN, identity, "cpu").why == "trial 0: output mismatch beyond atol = rtol = 0.0001"
 
@@ -81,7 +81,7 @@ def test_a_fault_or_a_wrong_shape_rejects_at_once_and_the_tolerance_decides_near
     assert judge(RANDN, faults, "cpu").why == ("trial 0: the kernel raised RuntimeError: CUDA error: an illegal memory "
                                               "access was encountered")
     assert judge(RANDN, lambda x: torch.relu(x)[:8], "cpu").why == "trial 0: output shape (8, 64), expected (16, 64)"
-    near = lambda x: torch.relu(x) * (1 + 5e-3)  # noqa: E731: within KernelBench v0's 1e-2, not today's 1e-4
+    near = lambda x: torch.relu(x) * (1 + 5e-3)  # noqa: E731 (within KernelBench v0's 1e-2, not today's 1e-4)
     assert kernelbench_v0(RANDN, near, "cpu") and not kernelbench(RANDN, near, "cpu")
 
 
@@ -194,7 +194,7 @@ def test_a_worker_draws_kernelbenchs_inputs_once_per_trial_seed_and_judges_every
         x.zero_()
         return out
 
-    identity = lambda x: x.clone()  # noqa: E731: ReLU of a non-negative input only
+    identity = lambda x: x.clone()  # noqa: E731 (ReLU of a non-negative input only)
     verdicts = [judge(problem, kernel, "cpu") for kernel in (torch.relu, writes_input, torch.relu, identity)]
     afresh = [judge(_counting_problem([]), kernel, "cpu") for kernel in (torch.relu, writes_input, torch.relu, identity)]
     assert verdicts == afresh
@@ -255,7 +255,7 @@ def test_the_t0_checker_builds_each_trial_once_per_worker_and_a_kernel_writing_i
         x.fill_(-1.0)
         return out
 
-    identity = lambda x: x.clone()  # noqa: E731: ReLU of the non-negative inputs t0 builds, unless they were changed
+    identity = lambda x: x.clone()  # noqa: E731 (ReLU of the non-negative inputs t0 builds, unless they were changed)
     kernels = (torch.relu, writes_input, identity)
     problem = BuiltProblem(RANDN, RANDN.build_model("cpu"), torch.device("cpu"))
     verdicts = [judge_t0(entry, problem, kernel, "cpu") for kernel in kernels]
