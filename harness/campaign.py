@@ -561,7 +561,14 @@ def _report_interrupted(args, plans: list[Plan], store: ResultStore, backend: st
                   "not_judged": sum(len(p.mutants) for p in plans) - judged}
     print(f"campaign: interrupted: {judged} mutant(s) judged, {incomplete['not_judged']} not; the table and "
           f"reports below hold the judged ones", file=sys.stderr, flush=True)
-    _print_and_write_report(args, plans, campaigns, None, log_size, incomplete)
+    # The matrix and the checkers over the substrates that judged a mutant: one that judged none has no verdict of a
+    # checker on its unmutated kernel yet, which would read as the checker rejecting it.
+    begun = [(plan, campaign) for plan, campaign in zip(plans, campaigns) if campaign.outcomes]
+    views = (judged_view([p for p, _ in begun], [c for _, c in begun], store, backend, args)
+             if begun and (args.matrix or args.checker) else None)
+    _print_and_write_report(args, plans, campaigns, views, log_size, incomplete)
+    if views:
+        print(format_judged(views), flush=True)
 
 
 def _exit_status(plans: list[Plan], refused: list) -> int:

@@ -254,6 +254,15 @@ def test_a_campaign_whose_worker_is_busy_in_a_checker_stops_within_seconds_keepi
     partial = json.loads(report.read_text())
     assert {m["id"] for m in partial["files"]["pad_const_b1.cu"]["mutants"]} == {row["mutant_id"] for row in judged}
     assert partial["substrateHarness"]["incomplete"]["interrupted_by"] == name
+    # The matrix and the checker over what was judged, as a whole campaign reports them: in the JSON, the table's
+    # checker column, the matrix's analyses and the checker's line.
+    checker = partial["substrateHarness"]["checkers"][spec]
+    assert checker["sound"] is True and set(checker["accepted"]) <= {row["mutant_id"] for row in judged}
+    assert any(test["id"].startswith("pad_const_b1/T0_original/") for file in partial["testFiles"].values()
+               for test in file["tests"])
+    assert re.search(r"^substrate .* " + re.escape(spec) + "$", out, re.M), out
+    assert re.search(r"^kill matrix: \d+ mutants over \d+ trials", out, re.M), out
+    assert re.search(rf"^checker {re.escape(spec)}", out, re.M), out
     deadline = time.monotonic() + 5
     while _processes_in_group(campaign.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
