@@ -377,6 +377,10 @@ def test_kernel_times_are_asked_of_the_backend_and_printed_with_the_worker_time(
     assert _campaign(admitted, "rule_compliant", "--store", str(tmp_path / "untimed.jsonl")) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time "))
     assert "on the device" not in line
+    # The naive mode (a process per mutant) times them too.
+    assert _campaign(admitted, "rule_compliant", "--naive", "--kernel-times") == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("worker time "))
+    assert re.search(r", its kernels [0-9.]+ s on the device: ", line), line
 
 
 def test_worker_time_tells_the_mutants_time_apart_without_counting_it_twice():

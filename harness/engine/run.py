@@ -644,7 +644,8 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                               run_baseline=False, step_timeout=plan.step_timeout, cache_dir=cache,
                               check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None,
-                              device_share_bytes=getattr(args, "device_share_bytes", None))
+                              device_share_bytes=getattr(args, "device_share_bytes", None),
+                              time_kernels=bool(getattr(args, "kernel_times", False)))
             try:
                 _timed_converse(worker_time, job, handle, starter, keep_worker=False)  # a fresh one each
             except WorkerLost as lost:
