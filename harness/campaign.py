@@ -15,6 +15,7 @@ candidate file did not import, or nothing was left to run; 2 bad usage; 130 inte
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -278,6 +279,13 @@ def _run(args) -> int:
         raise UsageError("backend cuda: no GPU is visible")
     if args.scheduler and args.naive:
         raise UsageError("--naive runs on this host only: leave out --scheduler")
+    # A cluster's items are given the arguments run_plan reads (harness.cluster.item.ItemArgs), and these are not
+    # among them: their items would run a plain campaign.
+    local_only = [flag for flag, given in (("--matrix", args.matrix), ("--checker", args.checker),
+                                           ("--kernel-times", args.kernel_times)) if given]
+    if args.scheduler and local_only:
+        raise UsageError(f"{' and '.join(local_only)} {'runs' if len(local_only) == 1 else 'run'} on this host only: "
+                         f"leave out --scheduler")
     gpus = gpu_count() if backend == "cuda" and not remote else 0
     cores = os.cpu_count() or 1
     workers = args.workers if args.workers is not None else default_workers(gpus, cores)
@@ -561,14 +569,28 @@ def _report_interrupted(args, plans: list[Plan], store: ResultStore, backend: st
                   "not_judged": sum(len(p.mutants) for p in plans) - judged}
     print(f"campaign: interrupted: {judged} mutant(s) judged, {incomplete['not_judged']} not; the table and "
           f"reports below hold the judged ones", file=sys.stderr, flush=True)
-    # The matrix and the checkers over the substrates that judged a mutant: one that judged none has no verdict of a
-    # checker on its unmutated kernel yet, which would read as the checker rejecting it.
-    begun = [(plan, campaign) for plan, campaign in zip(plans, campaigns) if campaign.outcomes]
-    views = (judged_view([p for p, _ in begun], [c for _, c in begun], store, backend, args)
-             if begun and (args.matrix or args.checker) else None)
+    begun = _judged_whole(plans, campaigns, store, backend, args) if args.matrix or args.checker else []
+    views = judged_view([p for p, _ in begun], [c for _, c in begun], store, backend, args) if begun else None
     _print_and_write_report(args, plans, campaigns, views, log_size, incomplete)
     if views:
         print(format_judged(views), flush=True)
+
+
+def _judged_whole(plans: list[Plan], campaigns: list, store: ResultStore, backend: str, args) -> list[tuple]:
+    """(plan, campaign) of each substrate an interrupted --matrix or --checker run reports the matrix and checkers of:
+    its mutants judged whole in this mode (each with its cells and every checker's verdict; one an earlier, plainer
+    run stored has neither), where its unmutated kernel's verdicts of every checker are stored (a substrate not
+    reached has none, which would read as its checker rejecting a correct kernel)."""
+    from harness.engine.run import checker_key
+
+    kept = []
+    for plan, campaign in zip(plans, campaigns):
+        whole = [o for o in campaign.outcomes
+                 if not needs_run(store.get(ResultKey(plan.source_sha256, backend, o.mutant_id)), args)]
+        unmutated = (store.get(checker_key(plan.source_sha256, backend)) or {}).get("checkers", {})
+        if whole and all(spec in unmutated for spec in args.checker or ()):
+            kept.append((plan, dataclasses.replace(campaign, outcomes=whole)))
+    return kept
 
 
 def _exit_status(plans: list[Plan], refused: list) -> int:

@@ -324,6 +324,24 @@ def test_a_worker_told_of_an_earlier_mutants_code_reports_a_duplicate_of_it(admi
     assert (result["status"], result["detail"]) == ("duplicate", "compiled code identical to an_earlier_worker:L1C1:x:0's")
 
 
+def test_each_result_s_timings_carry_the_kernels_time_so_far_for_a_worker_killed_later(admitted):
+    # The parent keeps a worker's last timings: one killed on a hang or by Ctrl-C said its kernels' time after each
+    # result, not only at its job's end.
+    from harness.engine.mutants import generate
+    from harness.engine.worker import KERNEL_TIME, CampaignJob, _load_entry, run_campaign_job
+
+    file = str(admitted / "substrates" / "candidate_rule_compliant.py")
+    entry = _load_entry(CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=()))
+    mutants = tuple(m.id for m in generate(entry.cuda, entry.name))[:3]
+    conn = _Messages()
+    run_campaign_job(CampaignJob(file=file, name="rule_compliant", backend="cpu", mutant_ids=mutants,
+                                 time_kernels=True), conn)
+    kinds = [m[0] for m in conn.sent]
+    after_first = conn.sent[kinds.index("result") + 1]
+    assert after_first[0] == "timings" and after_first[1][KERNEL_TIME] > 0
+    assert conn.sent[-1][0] == "timings" and conn.sent[-1][1][KERNEL_TIME] >= after_first[1][KERNEL_TIME]
+
+
 def test_trials_that_kill_most_per_byte_go_first():
     from harness.engine.worker import trial_order
 

@@ -598,3 +598,36 @@ def test_an_accumulations_queued_row_reads_the_unmutated_kernels_runs_after_each
                                                                                       "inputs_unchanged")
                                                                  for cell in cells[1:]) for cells in alone.values())
     assert len(queued_trials) == alone_again < len(alone_trials)
+
+
+def test_an_interrupted_campaign_reports_its_matrix_and_checkers_over_mutants_judged_whole_in_this_mode():
+    # A store filled by a plain run holds mutants without cells or checker verdicts, and a substrate not reached
+    # has no verdict of the checker on its unmutated kernel (which would read as the checker rejecting it): both are
+    # left out of the matrix's and the checkers' view of an interrupted run.
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from harness.campaign import _judged_whole
+    from harness.engine.run import checker_key
+    from harness.engine.store import ResultKey
+
+    @dataclass
+    class Campaign:
+        outcomes: list
+
+    whole = {"status": "killed", "cells": [], "checkers": {"t0": {"accepted": False, "why": ""}}}
+    plain = {"status": "killed"}
+    store = {ResultKey("a", "cpu", "a:1"): whole, ResultKey("a", "cpu", "a:2"): plain,
+             ResultKey("a", "cpu", "a:3"): {"status": "compile_error"},
+             checker_key("a", "cpu"): {"checkers": {"t0": {"accepted": True, "why": ""}}},
+             ResultKey("b", "cpu", "b:1"): whole,  # b's worker never stored its unmutated verdicts
+             ResultKey("c", "cpu", "c:1"): plain, checker_key("c", "cpu"): {"checkers": {"t0": {"accepted": True}}}}
+    plans = [SimpleNamespace(source_sha256=sha) for sha in "abc"]
+    campaigns = [Campaign([SimpleNamespace(mutant_id=f"{sha}:{n}") for n in (1, 2, 3)
+                           if ResultKey(sha, "cpu", f"{sha}:{n}") in store]) for sha in "abc"]
+    kept = _judged_whole(plans, campaigns, store, "cpu", SimpleNamespace(matrix=True, checker=["t0"]))
+    assert [(plan.source_sha256, [o.mutant_id for o in c.outcomes]) for plan, c in kept] == [("a", ["a:1", "a:3"])]
+    # --matrix alone asks no unmutated verdict: b's whole mutant counts.
+    kept = _judged_whole(plans, campaigns, store, "cpu", SimpleNamespace(matrix=True, checker=None))
+    assert [(plan.source_sha256, [o.mutant_id for o in c.outcomes]) for plan, c in kept] == [
+        ("a", ["a:1", "a:3"]), ("b", ["b:1"])]

@@ -77,6 +77,15 @@ def test_a_negative_large_index_backfill_is_a_usage_error(capsys):
             f"campaign: error: --large-index-backfill must be 0 or more seconds, not {float(value):g}\n")
 
 
+def test_what_a_cluster_s_items_cannot_run_is_a_usage_error_with_a_scheduler(capsys):
+    # The items would have run a plain campaign: no matrix, no checker, no kernel times.
+    assert _usage(capsys, ["--backend", "cpu", "--scheduler", "local", "--matrix", "pad_const_b4"]) == (
+        "campaign: error: --matrix runs on this host only: leave out --scheduler\n")
+    assert _usage(capsys, ["--backend", "cpu", "--scheduler", "local", "--checker", "t0", "--kernel-times",
+                           "pad_const_b4"]) == (
+        "campaign: error: --checker and --kernel-times run on this host only: leave out --scheduler\n")
+
+
 def test_a_negative_worker_memory_is_a_usage_error(capsys):
     for value in ("-1", "nan"):
         assert _usage(capsys, ["--backend", "cpu", "--worker-memory", value, "pad_const_b4"]) == (

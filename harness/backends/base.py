@@ -109,10 +109,11 @@ class Backend:
         """Wait for launched work; raises KernelFault if it failed."""
         raise NotImplementedError("a backend needs synchronize")
 
-    def kernel_seconds(self) -> float | None:
+    def kernel_seconds(self, wait: bool = True) -> float | None:
         """How long the kernels launched so far ran on the device, where the backend was made to time them
         (`time_kernels`): the launched work's own time, which beside other processes' contexts on one GPU also holds
-        the slices the device gave them; None where it was not made to."""
+        the slices the device gave them; None where it was not made to. Without `wait`, launches still running are
+        counted later."""
         return None
 
     def pending_fault(self) -> PendingFault | None:

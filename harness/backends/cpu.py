@@ -371,8 +371,8 @@ class CpuBackend(Backend):
             message = last_error().decode(errors="replace")
             raise KernelFault(f"CPU backend: {message}", poisons_context=False, memory_fault=status == MEMORY_FAULT)
 
-    def kernel_seconds(self) -> float | None:
-        return self._kernel_seconds
+    def kernel_seconds(self, wait: bool = True) -> float | None:
+        return self._kernel_seconds  # a launch here has ended when it returns
 
     def synchronize(self) -> None:
         """Launches on the CPU run to completion before returning: nothing to wait for."""

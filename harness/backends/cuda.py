@@ -279,8 +279,8 @@ class CudaBackend(Backend):
         # Synchronous, as the table's writes: the launches before it were of the mutant before.
         _check(driver.cuMemcpyHtoD(pointer, data, len(data)), "setting a schema's switch")
 
-    def kernel_seconds(self) -> float | None:
-        return self._timer.collect(wait=True) if self._timer is not None else None
+    def kernel_seconds(self, wait: bool = True) -> float | None:
+        return self._timer.collect(wait) if self._timer is not None else None
 
     def launch(self, kernel: LoadedKernel, grid, block, args: list) -> None:
         handle = kernel.handle
@@ -289,23 +289,24 @@ class CudaBackend(Backend):
                 self._checked_since_sync = True
             else:
                 handle = self._unchecked_function(handle)
-        status = self._start(handle, grid, block, args)
+        status = self._start(handle, grid, block, args, timed=True)
         if self.check_addresses and int(status) == _OUT_OF_RESOURCES and handle is kernel.handle:
             # The checked code needs registers the block cannot have: the kernel runs unchecked, as it would alone.
             threads = block[0] * block[1] * block[2]
             self._tell("registers", f"a checked kernel's block of {threads} threads does not fit its registers: "
                                     f"such launches run unchecked")
             handle = self._unchecked_function(handle)
-            status = self._start(handle, grid, block, args)
+            status = self._start(handle, grid, block, args, timed=True)
         _check((status,), "cuLaunchKernel")
 
-    def _start(self, handle, grid, block, args: list):
-        """cuLaunchKernel of `handle` on torch's current stream; its status."""
+    def _start(self, handle, grid, block, args: list, timed: bool = False):
+        """cuLaunchKernel of `handle` on torch's current stream; its status. `timed`: a substrate's kernel, whose time
+        kernel_seconds adds up (not the harness's own comparison kernel)."""
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
         stream = _driver().CUstream(torch.cuda.current_stream(self._device).cuda_stream)
         # Timed, the events hold the launch call alone: on an idle device the time from the first event to the
         # kernel's start is that call's few microseconds, not the address check's table written before it.
-        started = self._timer.start() if self._timer is not None else None
+        started = self._timer.start() if timed and self._timer is not None else None
         (status,) = _driver().cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
         if started is not None:
             self._timer.end(started)

@@ -417,12 +417,13 @@ class _SubstrateRun:
         self.t0_ahead = self.draws_ahead = None
         self.backend, self.kernel_seconds_before = None, None
 
-    def kernel_seconds(self) -> float | None:
-        """The job's kernels' time on the device so far (--kernel-times), None where not timed or no backend made."""
+    def kernel_seconds(self, wait: bool = True) -> float | None:
+        """The job's kernels' time on the device so far (--kernel-times), None where not timed or no backend made;
+        without `wait`, the launches still running are left out."""
         if self.backend is None or self.kernel_seconds_before is None:
             return None
         try:
-            return self.backend.kernel_seconds() - self.kernel_seconds_before
+            return self.backend.kernel_seconds(wait) - self.kernel_seconds_before
         except Exception:  # the backend's device is gone (a fault): its time cannot be read
             return None
 
@@ -728,6 +729,10 @@ class _SubstrateRun:
         return True
 
     def send_timings(self) -> None:
+        # Cumulative, the parent keeping the last: a worker killed later (a hang, Ctrl-C) has said its kernels' time
+        # so far. Not waited for: the results just sent were read from the device after their launches.
+        if (seconds := self.kernel_seconds(wait=False)) is not None:
+            self.phases[KERNEL_TIME] = seconds
         self.conn.send(("timings", timings(self.phases, self.mutant_parts, self.setup_parts, self.processor_since)))
 
     def trials_damaged(self) -> bool:
