@@ -42,7 +42,8 @@ from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, descri
                                    format_table, outcomes, report_html, report_json)
 from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, interrupted,
                                 judged_apart, judges_every_trial, prepare_campaign_worker, run_plan, run_plan_naively,
-                                spare_mode, uses_schemata, worker_environment, worker_log, workers_that_fit)
+                                spare_mode, times_kernels, uses_schemata, worker_environment, worker_log,
+                                workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
@@ -405,7 +406,7 @@ def _worker_prepare(args, backend: str, make_backend: bool):
     """What a campaign worker does before its job (prepare_campaign_worker); with `make_backend`, on cuda, its backend
     (its CUDA context) made then too."""
     settings = (backend_settings(backend, str(args.cache_dir) if args.cache_dir else None,
-                                 checks_addresses(args, backend), bool(getattr(args, "kernel_times", False)))
+                                 checks_addresses(args, backend), times_kernels(args))
                 if make_backend and backend == "cuda" else None)
     return functools.partial(prepare_campaign_worker, backend, str(worker_log(args)), settings)
 

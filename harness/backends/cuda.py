@@ -71,18 +71,17 @@ class _KernelTimer:
 
     COLLECT_EVERY = 256  # pairs held before the completed ones are read
 
-    def __init__(self, device: torch.device):
-        self.device, self.pending, self.seconds = device, [], 0.0
+    def __init__(self):
+        self.pending, self.seconds = [], 0.0
 
-    def start(self):
+    @staticmethod
+    def start(stream: torch.cuda.Stream) -> torch.cuda.Event:
         event = torch.cuda.Event(enable_timing=True)
-        event.record(torch.cuda.current_stream(self.device))
+        event.record(stream)
         return event
 
-    def end(self, started) -> None:
-        event = torch.cuda.Event(enable_timing=True)
-        event.record(torch.cuda.current_stream(self.device))
-        self.pending.append((started, event))
+    def end(self, started: torch.cuda.Event, stream: torch.cuda.Stream) -> None:
+        self.pending.append((started, self.start(stream)))
         if len(self.pending) >= self.COLLECT_EVERY:
             self.collect()
 
@@ -139,7 +138,7 @@ class CudaBackend(Backend):
         self._figures_lock = threading.Lock()  # the gate's second references compare in a thread of their own
         self._figures_bound = threading.local()  # the threads the driver API is bound to the context in
         self.check_addresses = check_addresses
-        self._timer = _KernelTimer(self._device) if time_kernels else None
+        self._timer = _KernelTimer() if time_kernels else None
         if check_addresses:
             self._check_state = int(_check(driver.cuMemAlloc(address_check.STATE_BYTES), "cuMemAlloc"))
             _check(driver.cuMemsetD8(self._check_state, 0, address_check.STATE_BYTES), "cuMemsetD8")
@@ -303,13 +302,14 @@ class CudaBackend(Backend):
         """cuLaunchKernel of `handle` on torch's current stream; its status. `timed`: a substrate's kernel, whose time
         kernel_seconds adds up (not the harness's own comparison kernel)."""
         pointers = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        stream = _driver().CUstream(torch.cuda.current_stream(self._device).cuda_stream)
+        torch_stream = torch.cuda.current_stream(self._device)
+        stream = _driver().CUstream(torch_stream.cuda_stream)
         # Timed, the events hold the launch call alone: on an idle device the time from the first event to the
         # kernel's start is that call's few microseconds, not the address check's table written before it.
-        started = self._timer.start() if timed and self._timer is not None else None
+        started = self._timer.start(torch_stream) if timed and self._timer is not None else None
         (status,) = _driver().cuLaunchKernel(handle, *grid, *block, 0, stream, ctypes.addressof(pointers), 0)
         if started is not None:
-            self._timer.end(started)
+            self._timer.end(started, torch_stream)
         return status
 
     def close_figures(self, got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,

@@ -18,8 +18,8 @@ from harness.engine.plan import Plan
 from harness.engine.report import MutantStatus
 from harness.engine.store import ResultKey, ResultStore
 from harness.engine.trials import parked_note
-from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, KERNEL_TIME, PHASES, PROCESSOR_TIME, CampaignJob, import_ahead,
-                                   make_backend_ahead, run_campaign_job)
+from harness.engine.worker import (BASELINE_STOPPED_BY_CHECK, KERNEL_TIME, PHASES, PROCESSOR_TIME, CampaignJob,
+                                   import_ahead, make_backend_ahead, run_campaign_job)
 from harness.processes import WorkerLost, WorkerStarter, converse
 
 STARTUP_TIMEOUT = 600.0  # building a KernelBench-sized trial set and compiling the original, before any mutant
@@ -499,7 +499,7 @@ def _plan_job(plan: Plan, args, backend: str, remaining: list[str], plan_batches
                        row_timeout=plan.row_timeout, rows_alone=tuple(sorted(rows_alone & waiting)),
                        checkers_apart=tuple(sorted(apart & waiting)),
                        device_share_bytes=getattr(args, "device_share_bytes", None),
-                       time_kernels=bool(getattr(args, "kernel_times", False)))
+                       time_kernels=times_kernels(args))
 
 
 # What a --matrix or --checker worker says beside a campaign's other messages (harness.engine.worker).
@@ -587,6 +587,11 @@ def checks_addresses(args, backend: str) -> bool:
     return backend == "cuda" and getattr(args, "address_check", "on") == "on" and not getattr(args, "naive", False)
 
 
+def times_kernels(args) -> bool:
+    """Whether the campaign's backends time their kernels (--kernel-times)."""
+    return bool(getattr(args, "kernel_times", False))
+
+
 def uses_schemata(args, backend: str) -> bool:
     """Whether the mutants a substrate's schema switches (harness.engine.schema) run from it: campaigns that batch,
     on the CPU backend and on cuda address-checked, unless --schemata off (or --naive)."""
@@ -645,7 +650,7 @@ def run_plan_naively(plan: Plan, args, backend: str, results: dict, progress: Pr
                               check_equivalence=False, batch_size=1, stderr_log=str(worker_log(args)),
                               kb_root=str(args.kb_root) if args.kb_root else None,
                               device_share_bytes=getattr(args, "device_share_bytes", None),
-                              time_kernels=bool(getattr(args, "kernel_times", False)))
+                              time_kernels=times_kernels(args))
             try:
                 _timed_converse(worker_time, job, handle, starter, keep_worker=False)  # a fresh one each
             except WorkerLost as lost:

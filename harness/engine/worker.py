@@ -340,8 +340,7 @@ def _run_campaign_job(job: CampaignJob, conn, phases: Counter, mutant_parts, set
             return None
         return run.backend if run.run_mutants() else None
     finally:
-        if (seconds := run.kernel_seconds()) is not None:
-            phases[KERNEL_TIME] = seconds
+        run.note_kernel_time(wait=True)
         for ahead in (run.t0_ahead, run.draws_ahead):
             if ahead is not None:  # draws not taken (the job ended first): their helpers go
                 ahead.close()
@@ -417,15 +416,15 @@ class _SubstrateRun:
         self.t0_ahead = self.draws_ahead = None
         self.backend, self.kernel_seconds_before = None, None
 
-    def kernel_seconds(self, wait: bool = True) -> float | None:
-        """The job's kernels' time on the device so far (--kernel-times), None where not timed or no backend made;
-        without `wait`, the launches still running are left out."""
+    def note_kernel_time(self, wait: bool) -> None:
+        """The job's kernels' time on the device so far into its phases (--kernel-times; nothing where not timed or
+        no backend made); without `wait`, the launches still running are left out."""
         if self.backend is None or self.kernel_seconds_before is None:
-            return None
+            return
         try:
-            return self.backend.kernel_seconds(wait) - self.kernel_seconds_before
+            self.phases[KERNEL_TIME] = self.backend.kernel_seconds(wait) - self.kernel_seconds_before
         except Exception:  # the backend's device is gone (a fault): its time cannot be read
-            return None
+            pass
 
     def start_up(self) -> None:
         """The candidate's entry, the backend, the official model and the trials: what a worker started after a
@@ -731,8 +730,7 @@ class _SubstrateRun:
     def send_timings(self) -> None:
         # Cumulative, the parent keeping the last: a worker killed later (a hang, Ctrl-C) has said its kernels' time
         # so far. Not waited for: the results just sent were read from the device after their launches.
-        if (seconds := self.kernel_seconds(wait=False)) is not None:
-            self.phases[KERNEL_TIME] = seconds
+        self.note_kernel_time(wait=False)
         self.conn.send(("timings", timings(self.phases, self.mutant_parts, self.setup_parts, self.processor_since)))
 
     def trials_damaged(self) -> bool:
