@@ -129,3 +129,56 @@ def test_a_constant_array_read_through_a_generic_pointer_runs_as_it_would_unchec
         outs.append(out)
     expected = torch.tensor([1.0, 2.0, 3.0, 4.0] * 8, device="cuda") * x
     assert torch.equal(outs[0], expected) and torch.equal(outs[1], expected)
+
+
+SHARED_TREE = r"""
+extern "C" __global__ void shared_tree(const float* in, float* out, int shift)
+{
+    __shared__ float red[256];
+    red[threadIdx.x + shift] = in[threadIdx.x];  // shift 1: the last thread one past the array, -1: the first before it
+    __syncthreads();
+    out[threadIdx.x] = red[threadIdx.x];
+}
+"""
+
+SHARED_TILES = r"""
+extern "C" __global__ void shared_tiles(const float* in, float* out)
+{
+    __shared__ float tiles[2][64];
+    tiles[1][threadIdx.x] = 0.0f;
+    __syncthreads();
+    tiles[0][threadIdx.x + 64] = in[threadIdx.x];  // past the first tile, into the second: no fault
+    __syncthreads();
+    out[threadIdx.x] = tiles[1][threadIdx.x];
+}
+"""
+
+
+def _run_shared(backend, source, name, threads, *extra):
+    x = torch.arange(threads, dtype=torch.float32, device="cuda") + 1
+    out = torch.zeros(threads, device="cuda")
+    kernel = backend.load(source, name, f"{name}.cu")
+    args = [(ctypes.c_void_p, x.data_ptr()), (ctypes.c_void_p, out.data_ptr()), *extra]
+    backend.launch(kernel, (1, 1, 1), (threads, 1, 1), signature.to_ctypes(args))
+    backend.synchronize()
+    return x, out
+
+
+@pytest.mark.parametrize("shift, at", [(1, "0x400"), (-1, "0xfffffffffffffffc")], ids=["one_past", "one_before"])
+def test_a_shared_access_past_the_blocks_shared_memory_is_the_gpus_fault_foreseen(backends, shift, at):
+    _, checked = backends
+    with pytest.raises(KernelFault) as caught:
+        _run_shared(checked, SHARED_TREE, "shared_tree", 256, (ctypes.c_int, shift))
+    assert str(caught.value) == (
+        "kernel run: CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (foreseen "
+        f"by the address check: a 4-byte access at {at}, in the shared window, outside the block's shared memory; "
+        "not made)")
+    assert not caught.value.poisons_context
+    x, out = _run_shared(checked, SHARED_TREE, "shared_tree", 256, (ctypes.c_int, 0))  # the context lives on
+    assert torch.equal(out, x)
+
+
+def test_a_shared_access_past_one_array_into_the_next_runs_as_it_would_unchecked(backends):
+    for backend in backends:
+        x, out = _run_shared(backend, SHARED_TILES, "shared_tiles", 64)
+        assert torch.equal(out, x)
