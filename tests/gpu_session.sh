@@ -96,8 +96,6 @@
 #   MATRIX_KB=1    the same (with the checkers) over examples/kernelbench/candidate_*.py at the sizes of
 #                  tests/kernelbench_standin (copies in $out/kb-standin, as CI shrinks them; no KB_ROOT), gated first
 #                  so that their admissions are recorded (campaign matrix-kb)
-#   CHECK_KB=1     the address check over the corpus at those sizes: CHECK_KB_NAMES (default: the kernels with a
-#                  reduction tree in shared memory) with --address-check off, then on, value suites, statuses compared
 set -uo pipefail
 # The device tool brings back at most 8 files from $OUT: everything is written to a work folder,
 # and after each step the folder is packed into $OUT/session.tar.gz, so a run cut off by its time
@@ -521,11 +519,11 @@ if [ "${FLOOR:-0}" = 1 ]; then
   campaign floor --workers 1 --oracles values --matrix --kernel-times \
     pad_backward_{reflect,replicate}_{bf16,f16,f32,f64}
 fi
-# The corpus at its stand-in sizes, as CI gates it (tests/test_kernelbench_examples.py): copies with each problem's
-# size constants replaced by tests/kernelbench_standin's, in $standin, gated here (their admissions recorded beside
-# them) so that campaigns can run over them against those stand-in problems.
-standin="$out/kb-standin"
-standin_corpus() {
+if [ "${MATRIX_KB:-0}" = 1 ]; then
+  # The corpus at its stand-in sizes, as CI gates it (tests/test_kernelbench_examples.py): copies with each problem's
+  # size constants replaced by tests/kernelbench_standin's, gated here (their admissions recorded beside them), then
+  # the matrix campaign over them against those stand-in problems.
+  standin="$out/kb-standin"
   rm -rf "$standin" && mkdir -p "$standin"
   python3 - "$standin" examples/kernelbench/candidate_*.py <<'PY'
 import sys
@@ -537,23 +535,6 @@ for candidate in sys.argv[2:]:
 PY
   python3 gate.py --no-progress --no-sanitize --kb-root tests/kernelbench_standin \
     --json "$out/kernelbench-standin.json" "$standin"/candidate_*.py 2>&1 | tail -n 3
-}
-if [ "${CHECK_KB:-0}" = 1 ]; then
-  # The address check over the corpus's shared-memory kernels: each of CHECK_KB_NAMES (default: those whose mutants
-  # index a reduction's tree past its array) unchecked, then checked, value suites, statuses compared.
-  standin_corpus
-  names=(${CHECK_KB_NAMES:-kb_batch_norm kb_group_norm kb_layer_norm kb_instance_norm kb_softmax kb_log_softmax
-         kb_cross_entropy_loss kb_sdpa kb_triu_matmul})
-  for mode in off on; do
-    campaign "kb-check-$mode" --workers $((per_gpu * gpus)) --oracles values --substrates-dir "$standin" \
-      --kb-root tests/kernelbench_standin --address-check "$mode" "${names[@]}"
-  done
-  python3 -m harness.report_diff "$out/campaign-kb-check-off.json" "$out/campaign-kb-check-on.json" | tail -n 20
-  pack
-fi
-if [ "${MATRIX_KB:-0}" = 1 ]; then
-  # The corpus's matrix campaign with the checkers, at the stand-in sizes.
-  standin_corpus
   campaign matrix-kb --workers $((per_gpu * gpus)) --oracles values --substrates-dir "$standin" \
     --kb-root tests/kernelbench_standin --matrix "${matrix_checkers[@]}"
 fi

@@ -1,23 +1,20 @@
-"""Address-checked PTX: a kernel whose global or shared memory access would fault records it and skips it.
+"""Address-checked PTX: a kernel whose global memory access would fault records it and skips the access.
 
 On the GPU an access to an unmapped address (CUDA_ERROR_ILLEGAL_ADDRESS) or one not aligned to its
 size (CUDA_ERROR_MISALIGNED_ADDRESS) ends every CUDA context of the process, so a campaign pays a
 new process, context and trial set for each mutant that faults. `instrument` rewrites a module's
 PTX so that before each global (or generic) load, store and atomic the thread looks the address up
-in a table of the process's mapped device memory, and before each shared one (a reduction's tree
-indexed one past its array, the commonest fault of the corpus's mutants) compares it with the
-block's shared memory (`%total_smem_size`); an access that would fault is not made, and the
+in a table of the process's mapped device memory; an access that would fault is not made, and the
 first one is written down (address, size, which fault) for the host to report as the fault the
 GPU would have raised. Accesses that would not fault, out of their buffer's bounds or not, run
-unchanged, so a kernel's values are the ones it computes without the check: an index past one
-shared array into the next is no fault, on the GPU or here.
+unchanged, so a kernel's values are the ones it computes without the check.
 
 The check is one function of the module (straight-line code: loads, compares, selects, predicated
 instructions), called before each access; the kernel's own code gains no branch, only the calls, so
 the basic blocks that ptxas optimises are the ones NVRTC wrote, cut at each checked access. (Written
 out before each access instead, ptxas took twice as long on the check; MEASUREMENTS.md, twenty-first
-session.) What is not rewritten (local, const and param spaces, a cluster's shared memory, cp.async, an
-instruction of a form not recognised) runs as it did: a fault there still ends the process.
+session.) What is not rewritten (shared, local, const and param spaces, cp.async, an instruction of
+a form not recognised) runs as it did: a fault there still ends the process.
 
 The check's state is device memory the backend allocates outside torch's allocator, so that it is not
 in the table: a kernel's access to it is foreseen as the fault it would be without the check. Each
@@ -37,7 +34,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-CHECK_VERSION = 6  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
+CHECK_VERSION = 5  # bumped whenever `instrument` writes other code (a cache key of the checked cubins)
 STATE_SYMBOL = "__harness_address_check"
 TABLE_SYMBOL = "__harness_address_table"
 TABLE_ENTRIES = 128  # a power of two: the binary search's steps are its halvings
@@ -47,19 +44,16 @@ UNUSED_LO = 2**64 - 1
 
 ILLEGAL_ADDRESS = 1
 MISALIGNED_ADDRESS = 2
-PAST_SHARED_MEMORY = 3
 FAULT_NAMES = {
     ILLEGAL_ADDRESS: ("CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
                       "outside every allocation of the process"),
     MISALIGNED_ADDRESS: ("CUDA error 716 CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address",
                          "not aligned to its size"),
-    PAST_SHARED_MEMORY: ("CUDA error 700 CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
-                         "in the shared window, outside the block's shared memory"),
 }
 
 _TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
                "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
-_UNCHECKED_SPACES = {"local", "const", "param"}
+_UNCHECKED_SPACES = {"shared", "local", "const", "param"}
 _MEMORY_OPCODES = {"ld", "ldu", "st", "atom", "red"}
 _INSTRUCTION = re.compile(r"^(?P<indent>\s*)(?:@(?P<negate>!?)(?P<predicate>%\w+)\s+)?(?P<opcode>[a-z][\w.:]*)"
                           r"\s+(?P<operands>[^;]*);\s*$")
@@ -73,9 +67,7 @@ class Access:
     base: str  # the register holding the address (%rd5)
     offset: int
     size: int
-    generic: bool  # no state space named: the window the address falls in says which check applies
-    shared: bool = False  # an offset in the block's shared memory (.shared), not an address of the process
-    base_bits: int = 64  # a .shared address may be held in a 32-bit register (%r5)
+    generic: bool  # no state space named: an address in the shared or local window is not checked
 
 
 def memory_access(opcode: str, operands: str) -> Access | None:
@@ -84,25 +76,19 @@ def memory_access(opcode: str, operands: str) -> Access | None:
     if parts[0] not in _MEMORY_OPCODES:
         return None
     qualifiers = set(parts[1:])
-    if qualifiers & _UNCHECKED_SPACES or any(q.startswith("param::") for q in qualifiers):
+    if qualifiers & _UNCHECKED_SPACES or any(q.startswith(("shared::", "param::")) for q in qualifiers):
         return None
-    shared = bool(qualifiers & {"shared", "shared::cta"})
-    if not shared and any(q.startswith("shared::") for q in qualifiers):
-        return None  # a cluster's shared memory: another block's window, not this block's to bound
     types = [q for q in parts[1:] if q in _TYPE_BYTES]
     address = _ADDRESS.search(operands)
     if not types or address is None or not address["base"].startswith("%"):
         return None  # an access naming a variable of the module is within it
-    # NVRTC names its 32-bit registers %r<n>: a shared offset may be held in one, a global address never is.
-    base_bits = 32 if shared and re.fullmatch(r"%r\d+", address["base"]) else 64
     vector = next((int(q[1:]) for q in parts[1:] if q in ("v2", "v4", "v8")), 1)
     return Access(base=address["base"], offset=int(address["offset"] or 0), size=_TYPE_BYTES[types[-1]] * vector,
-                  generic="global" not in qualifiers and not shared, shared=shared, base_bits=base_bits)
+                  generic="global" not in qualifiers)
 
 
 CHECK_FUNCTION = "__harness_check_access"
 GENERIC_FLAG = 1 << 8  # in the check's second argument, beside the access's size: a generic address
-SHARED_CHECK_FUNCTION = "__harness_check_shared"
 
 
 def _check_function() -> list[str]:
@@ -165,45 +151,6 @@ def _check_function() -> list[str]:
     return lines
 
 
-def _shared_check_function() -> list[str]:
-    """The shared memory's check, once a module: `__harness_check_shared(offset, size)` returns 1 where a .shared
-    access at `offset` in the block's window would not fault, and records the first that would, as the global
-    check does. The block's shared memory is the window's first `%total_smem_size` bytes (static and dynamic):
-    an access past it, or wrapping below its start, faults on the GPU (CUDA_ERROR_ILLEGAL_ADDRESS); one within
-    it, in whichever array, does not."""
-    name = SHARED_CHECK_FUNCTION
-    return [
-        f".func (.param .b32 {name}_ok) {name}(.param .b64 {name}_offset, .param .b32 {name}_size)",
-        "{",
-        "\t.reg .pred %as_bad, %as_mis, %as_first;",
-        "\t.reg .b64 %as_s, %as_a, %as_e, %as_z, %as_top, %as_t;",
-        "\t.reg .b32 %as_size, %as_top32, %as_k, %as_n;",
-        f"\tld.param.b64 %as_a, [{name}_offset];",
-        f"\tld.param.b32 %as_size, [{name}_size];",
-        "\tcvt.u64.u32 %as_z, %as_size;",
-        "\tmov.u32 %as_top32, %total_smem_size;",
-        "\tcvt.u64.u32 %as_top, %as_top32;",
-        "\tadd.s64 %as_e, %as_a, %as_z;",
-        "\tsetp.gt.u64 %as_bad, %as_e, %as_top;",
-        "\tsetp.ge.or.u64 %as_bad, %as_a, %as_top, %as_bad;",  # an offset below the window's start wraps past it
-        "\tsub.s64 %as_t, %as_z, 1;",
-        "\tand.b64 %as_t, %as_a, %as_t;",
-        "\tsetp.ne.u64 %as_mis, %as_t, 0;",
-        "\tor.pred %as_bad, %as_bad, %as_mis;",
-        f"\tselp.b32 %as_k, {MISALIGNED_ADDRESS << 16}, {PAST_SHARED_MEMORY << 16}, %as_mis;",
-        "\tor.b32 %as_k, %as_k, %as_size;",
-        f"\tld.const.u64 %as_s, [{STATE_SYMBOL}];",
-        "\t@%as_bad atom.global.add.u32 %as_n, [%as_s], 1;",
-        "\tsetp.eq.and.u32 %as_first, %as_n, 0, %as_bad;",
-        "\t@%as_first st.global.u64 [%as_s+8], %as_a;",
-        "\t@%as_first st.global.u32 [%as_s+16], %as_k;",
-        "\tselp.b32 %as_k, 0, 1, %as_bad;",
-        f"\tst.param.b32 [{name}_ok], %as_k;",
-        "\tret;",
-        "}",
-    ]
-
-
 def _check_lines(indent: str, access: Access, predicate: str, negate: bool, instruction: str) -> list[str]:
     """The scope that checks one access and makes it only where it would not fault. Under the instruction's own
     guard the check is called only where the guard holds (an access the instruction would not make is not
@@ -211,12 +158,6 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
     pad = indent + "\t"
     guard = f"@{'!' if negate else ''}{predicate} " if predicate else ""
     kind = access.size | (GENERIC_FLAG if access.generic else 0)
-    function = SHARED_CHECK_FUNCTION if access.shared else CHECK_FUNCTION
-    # A 32-bit shared offset widened first (the hardware's sum of it and the offset is the 32-bit one's).
-    if access.base_bits == 32:
-        base = [f"cvt.u64.u32 %ac_a, {access.base};", f"add.s64 %ac_a, %ac_a, {access.offset};"]
-    else:
-        base = [f"add.s64 %ac_a, {access.base}, {access.offset};"]
     lines = [
         "{",
         ".reg .b64 %ac_a;",
@@ -225,28 +166,28 @@ def _check_lines(indent: str, access: Access, predicate: str, negate: bool, inst
         ".param .b64 ac_address;",
         ".param .b32 ac_kind;",
         ".param .b32 ac_ok;",
-        *base,
+        f"add.s64 %ac_a, {access.base}, {access.offset};",
         "st.param.b64 [ac_address], %ac_a;",
         f"st.param.b32 [ac_kind], {kind};",
     ]
     if predicate:
         lines += ["mov.u32 %ac_ok, 0;",
-                  f"{guard}call (ac_ok), {function}, (ac_address, ac_kind);",
+                  f"{guard}call (ac_ok), {CHECK_FUNCTION}, (ac_address, ac_kind);",
                   f"{guard}ld.param.b32 %ac_ok, [ac_ok];"]
     else:
-        lines += [f"call.uni (ac_ok), {function}, (ac_address, ac_kind);",
+        lines += [f"call.uni (ac_ok), {CHECK_FUNCTION}, (ac_address, ac_kind);",
                   "ld.param.b32 %ac_ok, [ac_ok];"]
     lines += ["setp.ne.u32 %ac_run, %ac_ok, 0;", f"@%ac_run {instruction}", "}"]
     return [indent + lines[0], *(pad + line for line in lines[1:-1]), indent + lines[-1]]
 
 
 DECLARATIONS = [f".const .align 8 .u64 {STATE_SYMBOL};", f".const .align 8 .u64 {TABLE_SYMBOL}[{2 * TABLE_ENTRIES}];",
-                *_check_function(), *_shared_check_function()]
+                *_check_function()]
 
 
 def instrument(ptx: str) -> str:
-    """`ptx` with every global, generic and shared load, store and atomic checked, and STATE_SYMBOL and
-    TABLE_SYMBOL declared."""
+    """`ptx` with every global and generic load, store and atomic checked, and STATE_SYMBOL and TABLE_SYMBOL
+    declared."""
     out = []
     declared = False
     for line in ptx.splitlines():
