@@ -106,7 +106,7 @@ mkdir -p "$out" "$results"
 # Under a lock: KB_CHAINS packs from several chains at once.
 pack() { (flock 9; tar czf "$results/session.tar.gz" -C "$out" . 2>/dev/null) 9>/tmp/gpu-session-pack.lock; }
 . tests/session_limit.sh
-trap 'session_end; pack' EXIT
+trap 'session_end; pack; session_exit' EXIT
 trap 'pack; exit 143' TERM
 session_limit "${SESSION_LIMIT:-0}"
 export PYTHONUNBUFFERED=1 SUBSTRATE_CACHE_DIR=/tmp/nvrtc-cache

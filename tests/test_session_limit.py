@@ -20,8 +20,9 @@ _SCRIPT = """
 set -uo pipefail
 . tests/session_limit.sh
 out=$1
-trap 'session_end; echo packed > "$out/packed"' EXIT
+trap 'session_end; echo packed > "$out/packed"; session_exit' EXIT
 session_limit "$2"
+[ "${LOSE_SIGINT:-0}" = 1 ] && trap : INT  # the script's own SIGINT taken as a step's (bash may, under load)
 ( sleep 0.1 ) &
 wait  # a step's own background job: the watchdog is none of it
 for i in 1 2 3 4; do
@@ -44,13 +45,13 @@ echo "after the steps" >> "$out/log"
 """
 
 
-def _run(tmp_path: Path, limit: float, step: float) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, limit: float, step: float, **env: str) -> subprocess.CompletedProcess:
     script = tmp_path / "steps.sh"
     script.write_text(_SCRIPT)
     out = tmp_path / "out"
     out.mkdir()
     return subprocess.run(["bash", str(script), str(out), str(limit), str(step)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)})
+                          text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path), **env})
 
 
 def test_at_the_limit_the_running_step_keeps_its_store_nothing_starts_after_it_and_the_script_packs(tmp_path):
@@ -66,6 +67,19 @@ def test_at_the_limit_the_running_step_keeps_its_store_nothing_starts_after_it_a
         "step 1: started", "step 1: done", "step 2: started", "step 2: interrupted, its store kept"]
     assert sorted(p.name for p in out.iterdir()) == ["log", "packed", "stored-2"]
     assert not list(tmp_path.glob("session-limit.*"))
+
+
+def test_a_script_whose_own_sigint_is_lost_still_says_it_was_stopped_and_exits_130(tmp_path):
+    result = _run(tmp_path, limit=3, step=2, LOSE_SIGINT="1")
+    out = tmp_path / "out"
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip() == ("session_limit: 3 s reached: the running step was interrupted, the rest "
+                                     "skipped")
+    # The steps after the limit were skipped all the same; the script ran on to its end, and packed.
+    assert (out / "log").read_text().splitlines() == [
+        "step 1: started", "step 1: done", "step 2: started", "step 2: interrupted, its store kept",
+        "after the steps"]
+    assert sorted(p.name for p in out.iterdir()) == ["log", "packed", "stored-2"]
 
 
 def test_a_script_ending_before_its_limit_exits_as_it_would_and_leaves_no_watchdog(tmp_path):
