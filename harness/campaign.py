@@ -40,10 +40,10 @@ from harness.engine.plan import Plan, Refused, UsageError, shards
 from harness.engine.plan import plans as make_plans
 from harness.engine.report import (NOT_VALID, OWN_KEY, SubstrateCampaign, describe_schemata, format_survivors,
                                    format_table, outcomes, report_html, report_json)
-from harness.engine.run import (Progress, StartTimes, WorkerTime, checks_addresses, default_workers, interrupted,
-                                judged_apart, judges_every_trial, prepare_campaign_worker, run_plan, run_plan_naively,
-                                spare_mode, times_kernels, uses_schemata, worker_environment, worker_log,
-                                workers_that_fit)
+from harness.engine.run import (Progress, StartTimes, WorkerTime, checker_key, checks_addresses, default_workers,
+                                interrupted, judged_apart, judges_every_trial, prepare_campaign_worker, run_plan,
+                                run_plan_naively, spare_mode, times_kernels, uses_schemata, worker_environment,
+                                worker_log, workers_that_fit)
 from harness.engine.store import DEFAULT_STORE, ResultKey, ResultStore
 from harness.engine.worker import BATCH_SIZE, backend_settings
 from harness.gate.scheduling import device_memory_bytes, estimate_bytes
@@ -582,8 +582,6 @@ def _judged_whole(plans: list[Plan], campaigns: list, store: ResultStore, backen
     its mutants judged whole in this mode (each with its cells and every checker's verdict; one an earlier, plainer
     run stored has neither), where its unmutated kernel's verdicts of every checker are stored (a substrate not
     reached has none, which would read as its checker rejecting a correct kernel)."""
-    from harness.engine.run import checker_key
-
     kept = []
     for plan, campaign in zip(plans, campaigns):
         whole = [o for o in campaign.outcomes
@@ -646,7 +644,6 @@ def _print_and_write_report(args, plans, campaigns, judged, log_size: int, incom
 def judged_view(plans, campaigns, store, backend: str, args):
     """What --matrix and --checker add to the report and the terminal (harness.engine.tests_view)."""
     from harness.engine import tests_view
-    from harness.engine.run import checker_key
 
     substrates = [tests_view.substrate_records(plan, campaign, store, backend, checker_key)
                   for plan, campaign in zip(plans, campaigns)]

@@ -2,9 +2,10 @@
 # device's own limit kills it and brings nothing back.
 #
 # After SECONDS the running step is interrupted as a terminal's Ctrl-C interrupts it: SIGINT to every process below
-# the script (the script itself gets SIGUSR1), background jobs' included (a campaign keeps its store, says what it cut short and exits 130), no step
-# starts after it (`session_stopped`; `python3`, `env`, `taskset` and `timeout` return 130 at once), and the script
-# exits 130, its EXIT trap packing what it did (call `session_end` first there and `session_exit` last).
+# the script, background jobs' included (a campaign keeps its store, says what it cut short and exits 130), SIGUSR1
+# to the script itself; no step starts after it (`session_stopped`; `python3`, `env`, `taskset` and `timeout`
+# return 130 at once), and the script exits 130, its EXIT trap packing what it did (call `session_end` first there
+# and `session_exit` last).
 # Why not `timeout -s TERM` around the script: bash runs a trap only once its foreground child has ended, so the
 # signal waited on the running campaign until the device killed everything (MEASUREMENTS.md, forty-ninth session).
 
@@ -33,7 +34,7 @@ session_limit() {
   done
   # The script itself hears SIGUSR1, not SIGINT: a shell started with SIGINT ignored (as the test suite's, once some
   # test left it so) cannot trap it, and bash waiting on a step that caught SIGINT takes it as the step's.
-  trap 'trap - USR1; _session_say_stopped; exit 130' USR1
+  trap 'trap - USR1; exit 130' USR1  # the EXIT trap's session_end says why
   (
     me=$BASHPID  # here, not in the pipeline below, whose processes have their own
     sleep "$session_seconds"
@@ -50,7 +51,7 @@ session_limit() {
 
 # First in the script's EXIT trap: the watchdog and its sleep ended, so that neither signals the packing nor whatever
 # process takes the script's pid later.
-# A script the limit stopped says so and exits 130 (session_exit) even where its own signal was lost.
+# A script the limit stopped says so here, and session_exit makes its status 130, even where its own signal was lost.
 session_end() {
   if [ -n "${session_watchdog:-}" ]; then
     # shellcheck disable=SC2046
@@ -58,7 +59,7 @@ session_end() {
   fi
   if session_stopped; then
     session_was_stopped=1
-    _session_say_stopped
+    echo "session_limit: ${session_seconds} s reached: the running step was interrupted, the rest skipped" >&2
   fi
   rm -f "$session_stop_file"
   return 0
@@ -68,10 +69,4 @@ session_end() {
 session_exit() {
   [ "${session_was_stopped:-0}" = 1 ] && exit 130
   return 0
-}
-
-_session_say_stopped() {
-  [ -n "${session_said:-}" ] && return 0
-  session_said=1
-  echo "session_limit: ${session_seconds} s reached: the running step was interrupted, the rest skipped" >&2
 }
