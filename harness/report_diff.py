@@ -217,7 +217,8 @@ def _row_comparison(first: dict, second: dict, status_a: dict, status_b: dict,
                        for key in same if rows_a[key] != rows_b[key]]
 
 
-CHECKER_VERDICTS = (("accepted", "accepted"), ("rejected", "rejected"), ("unjudged", "not judged"))
+CHECKER_VERDICTS = (("accepted", "accepted"), ("rejected", "rejected"), ("unjudged", "not judged"),
+                    ("uncounted", "not counted"))
 
 
 def checker_verdicts(report: dict) -> dict[str, tuple[bool, dict[str, str]]]:

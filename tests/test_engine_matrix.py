@@ -128,13 +128,41 @@ def test_a_checker_that_rejects_an_unmutated_kernel_is_unsound_and_kills_nothing
     assert view.view.own["checkers"]["mine"]["sound"] is False and "matrix" not in view.view.own
 
 
+def _named(records: SubstrateRecords, name: str) -> SubstrateRecords:
+    """`records` as another substrate's: its name and its mutants' ids."""
+    rename = {m: m.replace("s:", f"{name}:", 1) for m in records.statuses}
+    return SubstrateRecords(name, {rename[m]: s for m, s in records.statuses.items()},
+                            {rename[m]: r for m, r in records.records.items()}, records.unmutated)
+
+
+def test_a_checker_unsound_on_one_substrate_is_counted_on_the_others_and_kills_only_there():
+    # It rejects b's unmutated kernel: its verdicts on b's mutants say nothing and are not counted; a's stand.
+    view = judged([_named(_records({"s:killed": True, "s:fault": False}, True), "a"),
+                   _named(_records({"s:killed": False, "s:fault": False}, False), "b")], False, ("mine",))
+    (verdicts,) = view.checkers
+    assert not verdicts.sound and verdicts.unsound_on == ("b (it returned False)",)
+    assert (verdicts.accepted, verdicts.rejected, verdicts.uncounted) == (("a:killed",), ("a:fault",),
+                                                                          ("b:fault", "b:killed"))
+    assert verdicts.headline() == (
+        "mine: unsound (it rejects a correct substrate: b (it returned False)); its verdicts on those substrates' 2 "
+        "detected mutants are not counted; elsewhere it accepts 1 of the 2 mutants the suites detect")
+    assert view.columns == {"mine": {"a": "1/2", "b": "unsound"}}
+    assert view.view.killed["a"] == {"a:fault": ["checker:mine"]} and view.view.killed["b"] == {}
+    own = view.view.own["checkers"]["mine"]
+    assert (own["sound"], own["uncounted"], own["accepted"]) == (False, ["b:fault", "b:killed"], ["a:killed"])
+
+
 def test_a_checkers_own_error_is_a_line_naming_what_it_was_judging_and_its_mutant_is_not_judged():
-    records = _records({"s:killed": True}, None, error=True)
+    records = _records({"s:killed": True}, True)
     records.records["s:fault"]["checkers"]["mine"] = {"accepted": None, "why": "checker mine raised KeyError: 'x'",
                                                       "error": True}
     view = judged([records], False, ("mine",))
-    assert view.errors == ["it raised, judging s's unmutated kernel", "checker mine raised KeyError: 'x', judging s:fault"]
+    assert view.errors == ["checker mine raised KeyError: 'x', judging s:fault"]
     assert view.checkers[0].unjudged == ("s:fault",)
+    # Raising on the unmutated kernel, it is unsound there: a line says so, and none of its verdicts there counts.
+    view = judged([_records({"s:killed": True}, None, error=True)], False, ("mine",))
+    assert view.errors == ["it raised, judging s's unmutated kernel"]
+    assert (view.checkers[0].uncounted, view.checkers[0].unjudged) == (("s:fault", "s:killed"), ())
 
 
 def test_a_row_that_ended_at_a_fault_or_a_timeout_says_where_and_why_even_on_the_last_trial():

@@ -181,8 +181,9 @@ def test_a_matrix_row_a_fault_outside_every_allocation_ended_in_one_report_is_to
     assert main([str(one), str(two)]) == 1
 
 
-def checkers(accepted=(), rejected=(), unjudged=(), sound=True) -> dict:
-    return {"sound": sound, "accepted": list(accepted), "rejected": list(rejected), "unjudged": list(unjudged)}
+def checkers(accepted=(), rejected=(), unjudged=(), sound=True, uncounted=()) -> dict:
+    return {"sound": sound, "accepted": list(accepted), "rejected": list(rejected), "unjudged": list(unjudged),
+            "uncounted": list(uncounted)}
 
 
 def test_a_checkers_changed_verdict_and_soundness_are_each_named_and_a_checker_one_report_lacks_is_said(
@@ -209,6 +210,13 @@ def test_a_checkers_changed_verdict_and_soundness_are_each_named_and_a_checker_o
     found = json.loads(capsys.readouterr().out)
     assert (found["checkers_compared"], found["checker_differences"], found["not_compared"]) == (
         {"kernelbench": 3, "t0": 3}, [], ["checker mine: in the first report only, not compared"])
+    # Where a checker rejects a substrate's unmutated kernel its verdicts there are not counted: a verdict of its own.
+    two.write_text(json.dumps(matrix_report({}, statuses, checkers={
+        "kernelbench": checkers(["a"], ["b"], uncounted=["c"], sound=False), "t0": checkers(rejected=["a", "b", "c"])})))
+    assert main([str(one), str(two)]) == 1
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        f"checker kernelbench: sound in {one}, unsound in {two}",
+        f"c: checker kernelbench rejected it in {one}, not counted in {two}"]
 
 
 def test_a_checkers_verdict_on_a_mutant_that_faulted_outside_every_allocation_is_told_apart_by_memory(tmp_path, capsys):

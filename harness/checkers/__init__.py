@@ -69,26 +69,37 @@ def _module_named(spec: str, name: str):
 
 @dataclass(frozen=True)
 class CheckerVerdicts:
-    """One checker over one campaign's mutants: whether it is sound, and what it accepts of what the suites detect."""
+    """One checker over one campaign's mutants: whether it is sound, and what it accepts of what the suites detect.
+
+    Where it rejects a substrate's unmutated kernel, its verdicts on that substrate's mutants say nothing of them: they
+    are `uncounted`, and `accepted`, `rejected` and `unjudged` hold the other substrates' detected mutants."""
 
     name: str
-    sound: bool  # it accepts every unmutated substrate: otherwise its rejections say nothing of the mutants
+    sound: bool  # it accepts every unmutated substrate: otherwise its rejections there say nothing of the mutants
     accepted: tuple[str, ...]  # mutant ids the suites detect that it accepts, in id order
     rejected: tuple[str, ...]
     unsound_on: tuple[str, ...] = ()  # "<substrate> (why)" for each substrate whose unmutated kernel it rejects
     unjudged: tuple[str, ...] = ()  # detected mutants it gave no verdict on (its error, or the mutant ended a worker)
+    uncounted: tuple[str, ...] = ()  # the detected mutants of the substrates it is unsound on
 
     def headline(self) -> str:
         detected = len(self.accepted) + len(self.rejected)
-        if not self.sound:
-            which = f": {'; '.join(self.unsound_on)}" if self.unsound_on else ""
-            return f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts are not counted"
         unjudged = f" ({len(self.unjudged)} more not judged)" if self.unjudged else ""
-        return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect{unjudged}"
+        if self.sound:
+            return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect{unjudged}"
+        which = f": {'; '.join(self.unsound_on)}" if self.unsound_on else ""
+        if not detected:
+            return f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts are not counted"
+        return (f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts on those substrates' "
+                f"{len(self.uncounted)} detected mutants are not counted; elsewhere it accepts {len(self.accepted)} "
+                f"of the {detected} mutants the suites detect{unjudged}")
 
 
 def checker_verdicts(name: str, sound: bool, accepts: dict[str, bool], detected: set[str]) -> CheckerVerdicts:
-    """Sort a checker's verdicts (`accepts`: mutant id to True where it accepted) over the detected mutants."""
+    """Sort a checker's verdicts (`accepts`: mutant id to True where it accepted) over one substrate's detected
+    mutants; where it is not `sound` there, none is counted."""
     judged = sorted(mutant for mutant in accepts if mutant in detected)
-    return CheckerVerdicts(name, sound, tuple(m for m in judged if accepts[m]),
+    if not sound:
+        return CheckerVerdicts(name, False, (), (), uncounted=tuple(judged))
+    return CheckerVerdicts(name, True, tuple(m for m in judged if accepts[m]),
                            tuple(m for m in judged if not accepts[m]))

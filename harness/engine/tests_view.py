@@ -3,7 +3,8 @@
 A test is a suite trial (`<substrate>/<suite>/<trial>`, from the matrix's cells) or a checker (`checker:<spec>`).
 For the mutation-testing-elements report each gets an entry in `testFiles` (a file per substrate's suite, and one
 for the checkers), and each mutant its `coveredBy` (the tests that ran it) and `killedBy` (those that killed it).
-A checker's kills are its rejections, counted only where it is sound (it accepts every unmutated substrate).
+A checker's kills are its rejections, counted only on the substrates where it is sound (it accepts their unmutated
+kernels).
 Pure over stored records: `judged_view` reads them from the store.
 """
 
@@ -84,7 +85,7 @@ def judged(substrates: list[SubstrateRecords], with_matrix: bool, specs: tuple[s
                 if verdict.accepted is None:
                     continue
                 covered[substrate.name].setdefault(mutant, []).append(test)
-                if verdicts.sound and not verdict.accepted:
+                if counts[substrate.name]["sound"] and not verdict.accepted:
                     killed[substrate.name].setdefault(mutant, []).append(test)
     result.view.own = {**({"matrix": result.matrix} if with_matrix else {}),
                        **({"checkers": {v.name: checker_json(v, result.per_substrate[v.name]) for v in result.checkers}}
@@ -120,7 +121,7 @@ def _trial_files(tests: set[str]) -> dict[str, dict]:
 def _checker(spec: str, substrates: list[SubstrateRecords]) -> tuple[CheckerVerdicts, dict[str, dict], list[str]]:
     """One checker over every substrate: its verdicts, its counts per substrate (sound, detected mutants, those it
     judged and those it accepted), and its own errors (a line each)."""
-    accepts, detected, unjudged, unsound_on, counts, errors = {}, set(), [], [], {}, []
+    accepts, unjudged, unsound_on, uncounted, counts, errors = {}, [], [], [], {}, []
     for substrate in substrates:
         unmutated = substrate.unmutated.get(spec, CheckerVerdict(None, "no verdict on the unmutated kernel stored"))
         if unmutated.error:
@@ -128,26 +129,29 @@ def _checker(spec: str, substrates: list[SubstrateRecords]) -> tuple[CheckerVerd
         if not unmutated.accepted:
             unsound_on.append(f"{substrate.name} ({unmutated.why or 'it returned False'})")
         mine = {m for m, status in substrate.statuses.items() if status in DETECTED}
-        detected |= mine
+        mine_accepts = {}
         for mutant in sorted(mine):
             verdict = CheckerVerdict.from_json(substrate.records.get(mutant, {}).get("checkers", {}).get(spec, {}))
             if verdict.error:
                 errors.append(f"{verdict.why}, judging {mutant}")
-            if verdict.accepted is None:
-                unjudged.append(mutant)
-            else:
-                accepts[mutant] = verdict.accepted
+            if verdict.accepted is not None:
+                mine_accepts[mutant] = verdict.accepted
         counts[substrate.name] = {"sound": bool(unmutated.accepted), "detected": len(mine),
-                                  "judged": sum(1 for m in mine if m in accepts),
-                                  "accepted": sum(1 for m in mine if accepts.get(m))}
+                                  "judged": len(mine_accepts), "accepted": sum(mine_accepts.values())}
+        if unmutated.accepted:
+            accepts.update(mine_accepts)
+            unjudged += [m for m in mine if m not in mine_accepts]
+        else:
+            uncounted += mine
     judged_ids = sorted(accepts)
     verdicts = CheckerVerdicts(spec, not unsound_on, tuple(m for m in judged_ids if accepts[m]),
                                tuple(m for m in judged_ids if not accepts[m]), tuple(unsound_on),
-                               tuple(sorted(unjudged)))
+                               tuple(sorted(unjudged)), tuple(sorted(uncounted)))
     return verdicts, counts, errors
 
 
 def checker_json(verdicts: CheckerVerdicts, counts: dict[str, dict]) -> dict:
     return {"sound": verdicts.sound, "accepted": list(verdicts.accepted), "rejected": list(verdicts.rejected),
-            "unjudged": list(verdicts.unjudged), "unsoundOn": list(verdicts.unsound_on),
+            "unjudged": list(verdicts.unjudged), "uncounted": list(verdicts.uncounted),
+            "unsoundOn": list(verdicts.unsound_on),
             "headline": verdicts.headline(), "substrates": counts}
