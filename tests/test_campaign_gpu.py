@@ -87,6 +87,24 @@ def test_mutants_whose_faults_end_their_workers_are_judged_by_the_checkers_alone
         assert verdict["accepted"] in (True, False) and "apart" not in verdict, record
 
 
+def test_a_fault_in_kernelbenchs_run_that_ends_the_worker_leaves_kernelbench_v0_its_verdict_from_that_run(
+        admitted_on_cuda):
+    # The two share one run of the five trials: where that run faults and the context is gone, kernelbench-v0 reads
+    # its verdict from it (a fault rejects at every tolerance) rather than going unjudged (288 such mutants in the
+    # corpus matrix on the H100, MEASUREMENTS.md, fifty-fourth session).
+    store = admitted_on_cuda / "results-shared-run.jsonl"
+    assert main(["pad_const_b4", "--backend", "cuda", "--substrates-dir", str(admitted_on_cuda / "substrates"),
+                 "--store", str(store), "--no-progress", "--oracles", "values", "--workers", "1",
+                 "--spare-workers", "never", "--address-check", "off", "--checker", "kernelbench",
+                 "--checker", "kernelbench-v0"]) == 0
+    latest = {line["mutant_id"]: line for line in map(json.loads, store.read_text().splitlines())}
+    raised = [r for r in latest.values() if r.get("checkers", {}).get("kernelbench", {}).get("why", "").startswith(
+        "the kernel raised KernelFault: kernel run: CUDA error")]
+    assert raised
+    for record in raised:
+        assert record["checkers"]["kernelbench-v0"] == record["checkers"]["kernelbench"], record
+
+
 def _pad_const_b4_report(root, capsys, tag: str, prefix: str, *options) -> tuple[dict, list[str]]:
     """pad_const_b4's values campaign on one worker with `options`, its own store: its report, and the lines it
     printed that start with `prefix`."""

@@ -499,3 +499,27 @@ def test_on_the_gpu_a_device_named_without_its_index_still_gets_a_copy():
         copy = on_device(name, kept)
         assert copy.data_ptr() != kept.data_ptr() and torch.equal(copy, kept)
     assert on_device("cuda", torch.ones(2)).is_cuda
+
+
+def test_a_kernel_that_cannot_run_again_gets_the_verdicts_a_shared_run_of_it_holds_and_no_other():
+    # kernelbench's run of the kernel faulted and took the device with it: kernelbench-v0 reads the same run (the
+    # fault rejects at every tolerance), the t0 checker would have to run the kernel again and is not judged.
+    from harness.backends.base import KernelFault
+    from harness.checkers.kernelbench import FP32_TOLERANCE, V0_TOLERANCE, Judgement
+    from harness.checkers.under_test import CheckerVerdict, judged_from_shared_run
+
+    fault = KernelFault("kernel run: CUDA error 715 CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal instruction was "
+                        "encountered", poisons_context=True)
+    said = Judgement(False, f"trial 0: the kernel raised KernelFault: {fault}")
+    shared = {"kernelbench": ({FP32_TOLERANCE: said, V0_TOLERANCE: said}, [fault])}
+    assert judged_from_shared_run("kernelbench-v0", kernelbench_v0, None, shared, "cuda") == CheckerVerdict(
+        False, "the kernel raised KernelFault: kernel run: CUDA error 715 CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal "
+               "instruction was encountered")
+    assert judged_from_shared_run("t0", lambda problem, kernel, device: kernel(), None, shared, "cuda") is None
+    assert judged_from_shared_run("kernelbench-v0", kernelbench_v0, None, {}, "cuda") is None
+    # A run that passed at the looser tolerance only: each reads its own.
+    shared = {"kernelbench": ({FP32_TOLERANCE: Judgement(False, "trial 2: output mismatch beyond atol = rtol = "
+                                                                "0.0001"), V0_TOLERANCE: Judgement(True)}, [])}
+    assert judged_from_shared_run("kernelbench-v0", kernelbench_v0, None, shared, "cuda") == CheckerVerdict(True)
+    assert judged_from_shared_run("kernelbench", kernelbench, None, shared, "cuda") == CheckerVerdict(
+        False, "it returned False")

@@ -24,6 +24,8 @@ TRIALS = 5  # num_correct_trials in KernelBench's scripts
 FP32_TOLERANCE = 1e-4
 V0_TOLERANCE = 1e-2
 TOLERANCES = (FP32_TOLERANCE, V0_TOLERANCE)
+SHARED_RUN_KEY = "kernelbench"  # where in KernelCall.shared the run of the trials is left (shared_judgement)
+SHARED_RUN_READERS = frozenset({"kernelbench", "kernelbench-v0"})  # the --checker names that read it
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,13 @@ def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
     shared = getattr(kernel, "shared", None)
     if shared is None:
         return judge(problem, kernel, device, tolerance)
-    if "kernelbench" in shared:
-        judgements, raised = shared["kernelbench"]
+    if SHARED_RUN_KEY in shared:
+        judgements, raised = shared[SHARED_RUN_KEY]
         kernel.raised.extend(raised)
     else:
         before = len(kernel.raised)
         judgements = judge_at(problem, kernel, device, TOLERANCES)
-        shared["kernelbench"] = (judgements, kernel.raised[before:])
+        shared[SHARED_RUN_KEY] = (judgements, kernel.raised[before:])
     return judgements[tolerance]
 
 

@@ -192,6 +192,28 @@ class KernelCall:
         return out
 
 
+class RunOver:
+    """A kernel that cannot run again (a fault in a checker's run of it left the device unusable), given to a checker
+    whose verdict a run another checker made of it holds (`shared`, as KernelCall.shared): running it raises."""
+
+    def __init__(self, shared: dict):
+        self.shared, self.raised, self.poisoned = shared, [], False
+
+    def __call__(self, *inputs):
+        raise RuntimeError("the kernel cannot run again: a fault in an earlier checker's run left the device unusable")
+
+
+def judged_from_shared_run(spec: str, checker, problem, shared: dict, device) -> CheckerVerdict | None:
+    """`checker`'s verdict read from the run of the same kernel another checker left in `shared` (the built-in
+    KernelBench checkers read one run at each tolerance), where the kernel can no longer run; None where `spec`
+    reads no such run, or none was left."""
+    from harness.checkers.kernelbench import SHARED_RUN_KEY, SHARED_RUN_READERS
+
+    if spec not in SHARED_RUN_READERS or SHARED_RUN_KEY not in shared:
+        return None
+    return judge_with(spec, checker, problem, RunOver(shared), device)
+
+
 def judge_with(spec: str, checker, problem, call: KernelCall, device) -> CheckerVerdict:
     """`checker`'s verdict (named `spec`, as --checker gave it) on the kernel `call` runs."""
     from harness.backends.base import out_of_device_memory

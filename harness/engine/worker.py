@@ -933,7 +933,7 @@ class _SubstrateRun:
         that poisoned the context, or a kernel whose runs changed the worker's trials); and whether a fault the
         address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker). `clock` times
         the checkers' parts (the mutants' by default)."""
-        from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with
+        from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with, judged_from_shared_run
 
         clock = clock or self.mutant_parts
         self.trials.evict()  # a parked trial's copy: the checkers' own trials and outputs need the room
@@ -951,10 +951,12 @@ class _SubstrateRun:
                 verdict = judge_with(spec, checker, problem, call, self.backend.device)
             verdicts[spec] = verdict.to_json()
             foreseen = foreseen or any(getattr(error, "foreseen", False) for error in call.raised)
-            if call.poisoned:  # the device is gone: the checkers after it cannot run
+            if call.poisoned:  # the device is gone: the checkers after it cannot run, but may read the run it made
                 lost = CheckerVerdict(None, f"not judged: the kernel's fault under checker {spec} ended the worker")
-                return {**verdicts, **{rest: lost.to_json() for rest in self.checkers if rest not in verdicts}}, \
-                    True, foreseen
+                for rest in (rest for rest in self.checkers if rest not in verdicts):
+                    read = judged_from_shared_run(rest, self.checkers[rest], problem, shared, self.backend.device)
+                    verdicts[rest] = (read or lost).to_json()
+                return verdicts, True, foreseen
             end = end or (bool(call.raised) or verdict.accepted is False) and self.trials_damaged()
         return verdicts, end, foreseen
 
