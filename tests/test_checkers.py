@@ -33,7 +33,8 @@ def test_a_correct_kernel_is_accepted_and_a_kernel_correct_only_on_rand_inputs_i
     assert kernelbench(RANDN, torch.relu, "cpu")
     identity = lambda x: x.clone()  # noqa: E731 (ReLU of a non-negative input)
     assert kernelbench(RAND, identity, "cpu")
-    assert judge(RANDN, identity, "cpu").why == "trial 0: output mismatch beyond atol = rtol = 0.0001"
+    assert judge(RANDN, identity, "cpu").why == ("trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error "
+                                                 "2.87, at worst 2.87e+04x the difference allowed)")
 
 
 def test_a_kernel_that_writes_its_inputs_is_accepted_as_kernelbench_never_looks_at_them_again():
@@ -54,7 +55,8 @@ def test_a_kernel_that_returns_its_first_calls_buffer_is_rejected_by_the_second_
         return kept[0]
 
     verdict = judge(RANDN, stale, "cpu")
-    assert not verdict.accepted and verdict.why == "trial 1: output mismatch beyond atol = rtol = 0.0001"
+    assert not verdict.accepted and verdict.why == ("trial 1: output mismatch beyond atol = rtol = 0.0001 (max abs "
+                                                    "error 3.54, at worst 3.25e+04x the difference allowed)")
 
 
 def test_a_kernel_that_returns_a_stale_torch_empty_buffer_is_rejected_on_the_first_trial_it_holds_no_reference():
@@ -71,7 +73,7 @@ def test_a_kernel_that_returns_a_stale_torch_empty_buffer_is_rejected_on_the_fir
     verdict = judge(RANDN, stale, "cpu")
     assert verdict.accepted == all(held)
     if not verdict.accepted:
-        assert verdict.why == f"trial {held.index(False)}: output mismatch beyond atol = rtol = 0.0001"
+        assert verdict.why.startswith(f"trial {held.index(False)}: output mismatch beyond atol = rtol = 0.0001 (")
 
 
 def test_a_fault_or_a_wrong_shape_rejects_at_once_and_the_tolerance_decides_near_misses():
@@ -336,7 +338,8 @@ def test_the_two_kernelbench_checkers_judging_one_kernel_share_one_run_of_its_tr
     shared = {}
     assert not kernelbench(RANDN, _Call(near, shared), "cpu") and kernelbench_v0(RANDN, _Call(near, shared), "cpu")
     assert len(runs) == 5  # one run of the five trials for both, not one each
-    assert judge(RANDN, near, "cpu").why == "trial 0: output mismatch beyond atol = rtol = 0.0001"
+    assert judge(RANDN, near, "cpu").why == ("trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error "
+                                             "0.0189, at worst 39.5x the difference allowed)")
 
     def faults(x):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -522,4 +525,22 @@ def test_a_kernel_that_cannot_run_again_gets_the_verdicts_a_shared_run_of_it_hol
                                                                 "0.0001"), V0_TOLERANCE: Judgement(True)}, [])}
     assert judged_from_shared_run("kernelbench-v0", kernelbench_v0, None, shared, "cuda") == CheckerVerdict(True)
     assert judged_from_shared_run("kernelbench", kernelbench, None, shared, "cuda") == CheckerVerdict(
+        False, "trial 2: output mismatch beyond atol = rtol = 0.0001")
+
+
+def test_a_kernelbench_rejection_says_how_far_the_output_was_and_the_verdict_carries_it():
+    from harness.checkers.kernelbench import mismatch
+    from harness.checkers.under_test import CheckerVerdict, RunOver, judge_with
+
+    class Run(RunOver):  # a kernel call the checker can run: identity, wrong wherever the input is negative
+        def __call__(self, x):
+            return x.clone()
+
+    assert judge_with("kernelbench", kernelbench, RANDN, Run({}), "cpu") == CheckerVerdict(
+        False, "trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error 2.87, at worst 2.87e+04x the "
+               "difference allowed)")
+    assert mismatch(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 1.0]), 1e-4) == (
+        "1 element(s) NaN in the output or the reference")
+    # A checker of the user's says no more than that it returned False.
+    assert judge_with("mine", lambda problem, kernel, device: False, RANDN, Run({}), "cpu") == CheckerVerdict(
         False, "it returned False")

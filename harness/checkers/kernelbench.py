@@ -80,8 +80,19 @@ def judge_at(problem, kernel, device, tolerances: tuple[float, ...], trials: int
                     False, f"trial {trial}: output shape {got}, expected {tuple(reference.shape)}"))
             for tolerance in tolerances:
                 if not torch.allclose(reference, output, atol=tolerance, rtol=tolerance):
-                    failures[tolerance].append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}")
+                    failures[tolerance].append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g} "
+                                               f"({mismatch(reference, output, tolerance)})")
     return {tolerance: Judgement(not said, said[0] if said else "") for tolerance, said in failures.items()}
+
+
+def mismatch(reference, output, tolerance: float) -> str:
+    """How far `output` is from `reference` where allclose at atol = rtol = `tolerance` says they differ: the largest
+    absolute difference, and the largest as a multiple of what allclose allows there."""
+    difference = (output - reference).abs()
+    if difference.isnan().any():
+        return f"{int(difference.isnan().sum())} element(s) NaN in the output or the reference"
+    worst = float((difference / (tolerance + tolerance * reference.abs())).max())
+    return f"max abs error {float(difference.max()):.3g}, at worst {worst:.3g}x the difference allowed"
 
 
 def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
@@ -98,6 +109,7 @@ def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
         before = len(kernel.raised)
         judgements = judge_at(problem, kernel, device, TOLERANCES)
         shared[SHARED_RUN_KEY] = (judgements, kernel.raised[before:])
+    kernel.rejection = judgements[tolerance].why  # the verdict's why, where it rejects (judge_with)
     return judgements[tolerance]
 
 

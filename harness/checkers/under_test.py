@@ -155,6 +155,7 @@ class KernelCall:
         self.clock = clock or PhaseClock()
         self.raised: list[BaseException] = []
         self.poisoned = False  # a fault that poisons the CUDA context: the worker must end
+        self.rejection = ""  # why a built-in checker rejected the kernel, where it says (checkers.kernelbench)
         # What the checkers judging this same kernel leave each other (one dict for all their calls): a run of the
         # trials one built-in checker made that another's verdict can be read from (checkers.kernelbench).
         self.shared = shared
@@ -197,7 +198,7 @@ class RunOver:
     whose verdict a run another checker made of it holds (`shared`, as KernelCall.shared): running it raises."""
 
     def __init__(self, shared: dict):
-        self.shared, self.raised, self.poisoned = shared, [], False
+        self.shared, self.raised, self.poisoned, self.rejection = shared, [], False, ""
 
     def __call__(self, *inputs):
         raise RuntimeError("the kernel cannot run again: a fault in an earlier checker's run left the device unusable")
@@ -235,7 +236,7 @@ def judge_with(spec: str, checker, problem, call: KernelCall, device) -> Checker
     if short is not None:
         return CheckerVerdict(None, f"not judged: the device's memory ran out as the kernel ran ({_first_line(short)})")
     why = f"the kernel raised {type(call.raised[-1]).__name__}: {_first_line(call.raised[-1])}" if call.raised else ""
-    return CheckerVerdict(False, why or "it returned False")
+    return CheckerVerdict(False, why or getattr(call, "rejection", "") or "it returned False")
 
 
 def _first_line(error: BaseException) -> str:
