@@ -158,7 +158,7 @@ def test_an_interrupted_campaigns_page_says_it_is_incomplete_and_what_is_missing
 
 def _checked_substrates() -> list:
     """The sample campaigns' records with two checkers: kernelbench accepting every other mutant, t0 rejecting every
-    one and the unmutated pad_const too (so it is unsound)."""
+    one and every unmutated substrate but pad_const (so it is unsound, and counted on pad_const alone)."""
     return [tests_view.SubstrateRecords(
         c.name, {o.mutant_id: o.status for o in c.outcomes},
         {o.mutant_id: {"checkers": {"kernelbench": {"accepted": i % 2 == 0}, "t0": {"accepted": False}}}
@@ -183,18 +183,21 @@ def test_the_test_view_lists_each_test_with_the_mutants_it_ran_and_killed():
     page = report_page(report_json(campaigns(), tests=view))
     rows = re.findall(r"<tr class='test( idle)?' data-test-id='([^']*)'><td>([^<]*?) ?(?:<span[^>]*>\(idle\)</span>)?</td>"
                       r"<td>([^<]*)</td><td>(\d+)</td><td>(?:0|<details><summary>(\d+)</summary><code>(.*?)</code>)", page)
-    shown = {test: (name, group, int(ran), (killed.split("<br>") if killed else []), bool(idle))
+    # The killed in the report's order of its mutants: compared as sets.
+    shown = {test: (name, group, int(ran), sorted(killed.split("<br>") if killed else []), bool(idle))
              for idle, test, name, group, ran, _n, killed in rows}
     expected = {}
     for test in ("checker:kernelbench", "checker:t0"):
         ran = sum(test in tests for by_mutant in view.covered.values() for tests in by_mutant.values())
-        killed = [m for by_mutant in view.killed.values() for m, tests in by_mutant.items() if test in tests]
+        killed = sorted(m for by_mutant in view.killed.values() for m, tests in by_mutant.items() if test in tests)
         expected[test] = (f"checker {test.split(':')[1]}", "checkers", ran, killed, ran > 0 and not killed)
     # The oracle that killed a value survivor is a test too (it ran only the survivors it is named on).
     by_racecheck = [o.mutant_id for c in campaigns() for o in c.outcomes if o.oracle == "racecheck"]
-    expected["racecheck"] = ("oracle racecheck", "oracles", len(by_racecheck), by_racecheck, False)
+    expected["racecheck"] = ("oracle racecheck", "oracles", len(by_racecheck), sorted(by_racecheck), False)
     assert shown == expected
     assert shown["checker:kernelbench"][3]  # kernelbench rejects some detected mutants: its kills are listed
+    # t0 rejects every mutant and every unmutated substrate but pad_const's: its kills are pad_const's alone.
+    assert shown["checker:t0"][3] and all(m.startswith("pad_const:") for m in shown["checker:t0"][3])
     # Without --matrix or --checker there are no tests, and no test view.
     assert "id='tests'" not in report_page(report_json(campaigns()))
 
