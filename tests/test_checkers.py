@@ -544,3 +544,13 @@ def test_a_kernelbench_rejection_says_how_far_the_output_was_and_the_verdict_car
     # A checker of the user's says no more than that it returned False.
     assert judge_with("mine", lambda problem, kernel, device: False, RANDN, Run({}), "cpu") == CheckerVerdict(
         False, "it returned False")
+
+
+def test_how_far_a_rejected_output_was_is_said_for_integer_and_bool_outputs_and_never_raises():
+    from harness.checkers.kernelbench import mismatch
+
+    assert mismatch(torch.tensor([1, 5]), torch.tensor([1, 2]), 1e-4) == (
+        "max abs error 3, at worst 5e+03x the difference allowed")
+    assert mismatch(torch.tensor([True, False]), torch.tensor([True, True]), 1e-4) == (
+        "max abs error 1, at worst 1e+04x the difference allowed")
+    assert mismatch(torch.ones(2), torch.ones(3), 1e-4) == "how far not measured: RuntimeError"  # no common shape

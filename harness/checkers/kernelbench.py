@@ -87,12 +87,17 @@ def judge_at(problem, kernel, device, tolerances: tuple[float, ...], trials: int
 
 def mismatch(reference, output, tolerance: float) -> str:
     """How far `output` is from `reference` where allclose at atol = rtol = `tolerance` says they differ: the largest
-    absolute difference, and the largest as a multiple of what allclose allows there."""
-    difference = (output - reference).abs()
-    if difference.isnan().any():
-        return f"{int(difference.isnan().sum())} element(s) NaN in the output or the reference"
-    worst = float((difference / (tolerance + tolerance * reference.abs())).max())
-    return f"max abs error {float(difference.max()):.3g}, at worst {worst:.3g}x the difference allowed"
+    absolute difference, and the largest as a multiple of what allclose allows there. Never raises: where the figures
+    cannot be had (the device's memory short of the buffers they take), it says so, and the verdict stands."""
+    try:
+        output, reference = (x if x.is_floating_point() else x.float() for x in (output, reference))
+        difference = (output - reference).abs()
+        if difference.isnan().any():
+            return f"{int(difference.isnan().sum())} element(s) NaN in the output or the reference"
+        worst = float((difference / (tolerance + tolerance * reference.abs())).max())
+        return f"max abs error {float(difference.max()):.3g}, at worst {worst:.3g}x the difference allowed"
+    except RuntimeError as error:  # torch.OutOfMemoryError among them
+        return f"how far not measured: {type(error).__name__}"
 
 
 def shared_judgement(problem, kernel, device, tolerance: float) -> Judgement:
