@@ -34,7 +34,7 @@ def test_a_correct_kernel_is_accepted_and_a_kernel_correct_only_on_rand_inputs_i
     identity = lambda x: x.clone()  # noqa: E731 (ReLU of a non-negative input)
     assert kernelbench(RAND, identity, "cpu")
     assert judge(RANDN, identity, "cpu").why == ("trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error "
-                                                 "2.87, at worst 2.87e+04x the difference allowed)")
+                                                 "2.87, at worst 7.41e+03x the difference allowed)")
 
 
 def test_a_kernel_that_writes_its_inputs_is_accepted_as_kernelbench_never_looks_at_them_again():
@@ -56,7 +56,7 @@ def test_a_kernel_that_returns_its_first_calls_buffer_is_rejected_by_the_second_
 
     verdict = judge(RANDN, stale, "cpu")
     assert not verdict.accepted and verdict.why == ("trial 1: output mismatch beyond atol = rtol = 0.0001 (max abs "
-                                                    "error 3.54, at worst 3.25e+04x the difference allowed)")
+                                                    "error 3.54, at worst 2.59e+04x the difference allowed)")
 
 
 def test_a_kernel_that_returns_a_stale_torch_empty_buffer_is_rejected_on_the_first_trial_it_holds_no_reference():
@@ -339,7 +339,7 @@ def test_the_two_kernelbench_checkers_judging_one_kernel_share_one_run_of_its_tr
     assert not kernelbench(RANDN, _Call(near, shared), "cpu") and kernelbench_v0(RANDN, _Call(near, shared), "cpu")
     assert len(runs) == 5  # one run of the five trials for both, not one each
     assert judge(RANDN, near, "cpu").why == ("trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error "
-                                             "0.0189, at worst 39.5x the difference allowed)")
+                                             "0.0189, at worst 39.4x the difference allowed)")
 
     def faults(x):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -537,7 +537,7 @@ def test_a_kernelbench_rejection_says_how_far_the_output_was_and_the_verdict_car
             return x.clone()
 
     assert judge_with("kernelbench", kernelbench, RANDN, Run({}), "cpu") == CheckerVerdict(
-        False, "trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error 2.87, at worst 2.87e+04x the "
+        False, "trial 0: output mismatch beyond atol = rtol = 0.0001 (max abs error 2.87, at worst 7.41e+03x the "
                "difference allowed)")
     assert mismatch(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 1.0]), 1e-4) == (
         "1 element(s) NaN in the output or the reference")
@@ -550,7 +550,12 @@ def test_how_far_a_rejected_output_was_is_said_for_integer_and_bool_outputs_and_
     from harness.checkers.kernelbench import mismatch
 
     assert mismatch(torch.tensor([1, 5]), torch.tensor([1, 2]), 1e-4) == (
-        "max abs error 3, at worst 5e+03x the difference allowed")
+        "max abs error 3, at worst 1e+04x the difference allowed")
     assert mismatch(torch.tensor([True, False]), torch.tensor([True, True]), 1e-4) == (
-        "max abs error 1, at worst 1e+04x the difference allowed")
+        "max abs error 1, at worst 5e+03x the difference allowed")
     assert mismatch(torch.ones(2), torch.ones(3), 1e-4) == "how far not measured: RuntimeError"  # no common shape
+    # allclose allows atol + rtol * |output| (its second argument's); equal infinities are no difference.
+    assert mismatch(torch.tensor([10101.0]), torch.tensor([10000.0]), 1e-2) == (
+        "max abs error 101, at worst 1.01x the difference allowed")
+    assert mismatch(torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 2.0]), 1e-4) == (
+        "max abs error 1, at worst 3.33e+03x the difference allowed")
