@@ -71,8 +71,8 @@ class RowDifference:
 
 @dataclass(frozen=True)
 class CheckerDifference:
-    """A checker's verdict on one mutant ("accepted", "rejected", "not judged"), or with no mutant_id its soundness
-    ("sound", "unsound"), where the two reports differ."""
+    """A checker's verdict on one mutant ("accepted", "rejected", "not judged", "not counted"), or with no mutant_id its
+    soundness ("sound", "unsound"), where the two reports differ."""
 
     checker: str
     mutant_id: str
@@ -222,8 +222,9 @@ CHECKER_VERDICTS = (("accepted", "accepted"), ("rejected", "rejected"), ("unjudg
 
 
 def checker_verdicts(report: dict) -> dict[str, tuple[bool, dict[str, str]]]:
-    """checker -> (whether it is sound, mutant id -> "accepted", "rejected" or "not judged"), for each --checker of
-    the report (its verdicts are on the mutants the suites detect)."""
+    """checker -> (whether it is sound, mutant id -> "accepted", "rejected", "not judged" or "not counted"), for each
+    --checker of the report (its verdicts are on the mutants the suites detect; "not counted" on those of a substrate
+    whose unmutated kernel it did not accept)."""
     found = {}
     for name, checker in (report[OWN_KEY].get("checkers") or {}).items():
         verdicts = {mutant: said for key, said in CHECKER_VERDICTS for mutant in checker.get(key, ())}

@@ -186,8 +186,8 @@ def test_a_user_checker_gets_the_problem_and_a_kernel_and_one_that_accepts_all_a
     lines = capsys.readouterr().out.splitlines()
     assert lines[-3:] == [
         f"checker {checks}:accepts_all: accepts 13 of the 13 mutants the suites detect",
-        f"checker {checks}:rejects_all: unsound (it rejects a correct substrate: {NAME} (it returned False)); its "
-        "verdicts are not counted",
+        f"checker {checks}:rejects_all: unsound (it does not accept a correct substrate: {NAME} (it returned False)); "
+        "its verdicts are not counted",
         f"checker {checks}:same_as_model: accepts 2 of the 13 mutants the suites detect"]
     checkers = json.loads((tmp_path / "report.json").read_text())["substrateHarness"]["checkers"]
     assert checkers[f"{checks}:same_as_model"]["accepted"] == matrix_run[0]["substrateHarness"]["checkers"][
@@ -204,8 +204,8 @@ def test_a_checker_that_raises_is_a_line_naming_it_and_a_bad_one_is_a_usage_erro
     assert _campaign(admitted, tmp_path, "--operator", "guard_deletion", "--checker", f"{checks}:divides") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-3:] == [
-        f"checker {checks}:divides: unsound (it rejects a correct substrate: {NAME} (checker {checks}:divides raised "
-        "ZeroDivisionError: division by zero)); its verdicts are not counted",
+        f"checker {checks}:divides: unsound (it does not accept a correct substrate: {NAME} (checker {checks}:divides "
+        "raised ZeroDivisionError: division by zero)); its verdicts are not counted",
         f"checker error: checker {checks}:divides raised ZeroDivisionError: division by zero, judging {NAME}'s "
         "unmutated kernel",
         f"checker error: checker {checks}:divides raised ZeroDivisionError: division by zero, judging "

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.checkers import CheckerError, checker_verdicts, resolve
+from harness.checkers import CheckerError, CheckerVerdicts, resolve
 from harness.checkers.kernelbench import judge, kernelbench, kernelbench_v0, trial_seeds
 from harness.problems import Problem
 
@@ -119,13 +119,20 @@ def test_a_checker_argument_naming_nothing_usable_says_what_is_wrong(tmp_path):
         assert str(raised.value) == message
 
 
-def test_a_checkers_verdicts_count_only_the_mutants_the_suites_detect():
-    accepts = {"m1": True, "m2": False, "m3": True, "m4": True}  # m4 survived the suites
-    verdicts = checker_verdicts("kernelbench", True, accepts, detected={"m1", "m2", "m3"})
-    assert (verdicts.accepted, verdicts.rejected) == (("m1", "m3"), ("m2",))
-    assert verdicts.headline() == "kernelbench: accepts 2 of the 3 mutants the suites detect"
-    unsound = checker_verdicts("strict", False, accepts, detected={"m1", "m2", "m3"})
-    assert unsound.headline() == "strict: unsound (it rejects a correct substrate); its verdicts are not counted"
+def test_a_checkers_headline_says_what_it_accepts_where_it_is_sound_and_why_it_is_not_elsewhere():
+    assert CheckerVerdicts("kernelbench", True, ("m1", "m3"), ("m2",)).headline() == (
+        "kernelbench: accepts 2 of the 3 mutants the suites detect")
+    assert CheckerVerdicts("strict", False, (), (), ("s (it returned False)",), uncounted=("s:1",)).headline() == (
+        "strict: unsound (it does not accept a correct substrate: s (it returned False)); its verdicts are not counted")
+    two = ("a (it returned False)", "b (not judged: the device's memory ran out (x))")
+    assert CheckerVerdicts("strict", False, ("c:1",), ("c:2",), two, ("c:3",), ("a:1", "b:1")).headline() == (
+        "strict: unsound (it does not accept 2 correct substrates: a (it returned False); b (not judged: the device's "
+        "memory ran out (x))); its verdicts on their 2 detected mutants are not counted; elsewhere it accepts 1 of the "
+        "2 mutants the suites detect (1 more not judged)")
+    # A substrate it is unsound on whose mutants the suites never detect; elsewhere only mutants it did not judge.
+    assert CheckerVerdicts("strict", False, (), (), ("a (it returned False)",), ("c:3",)).headline() == (
+        "strict: unsound (it does not accept a correct substrate: a (it returned False)); they have no detected "
+        "mutants; elsewhere it accepts 0 of the 0 mutants the suites detect (1 more not judged)")
 
 
 def _entry_with_t0(builder, trials=3):

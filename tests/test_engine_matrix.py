@@ -122,7 +122,7 @@ def test_a_checker_that_rejects_an_unmutated_kernel_is_unsound_and_kills_nothing
     view = judged([_records({"s:killed": False, "s:fault": False}, False)], False, ("mine",))
     (verdicts,) = view.checkers
     assert not verdicts.sound and verdicts.unsound_on == ("s (it returned False)",)
-    assert verdicts.headline() == ("mine: unsound (it rejects a correct substrate: s (it returned False)); its "
+    assert verdicts.headline() == ("mine: unsound (it does not accept a correct substrate: s (it returned False)); its "
                                    "verdicts are not counted")
     assert view.columns == {"mine": {"s": "unsound"}} and view.view.killed["s"] == {}
     assert view.view.own["checkers"]["mine"]["sound"] is False and "matrix" not in view.view.own
@@ -144,7 +144,7 @@ def test_a_checker_unsound_on_one_substrate_is_counted_on_the_others_and_kills_o
     assert (verdicts.accepted, verdicts.rejected, verdicts.uncounted) == (("a:killed",), ("a:fault",),
                                                                           ("b:fault", "b:killed"))
     assert verdicts.headline() == (
-        "mine: unsound (it rejects a correct substrate: b (it returned False)); its verdicts on those substrates' 2 "
+        "mine: unsound (it does not accept a correct substrate: b (it returned False)); its verdicts on their 2 "
         "detected mutants are not counted; elsewhere it accepts 1 of the 2 mutants the suites detect")
     assert view.columns == {"mine": {"a": "1/2", "b": "unsound"}}
     assert view.view.killed["a"] == {"a:fault": ["checker:mine"]} and view.view.killed["b"] == {}

@@ -71,35 +71,29 @@ def _module_named(spec: str, name: str):
 class CheckerVerdicts:
     """One checker over one campaign's mutants: whether it is sound, and what it accepts of what the suites detect.
 
-    Where it rejects a substrate's unmutated kernel, its verdicts on that substrate's mutants say nothing of them: they
-    are `uncounted`, and `accepted`, `rejected` and `unjudged` hold the other substrates' detected mutants."""
+    Where it rejects a substrate's unmutated kernel (or gives no verdict on it), its verdicts on that substrate's
+    mutants say nothing of them: they are `uncounted`, and `accepted`, `rejected` and `unjudged` hold the other
+    substrates' detected mutants."""
 
     name: str
-    sound: bool  # it accepts every unmutated substrate: otherwise its rejections there say nothing of the mutants
+    sound: bool  # it accepts every unmutated substrate
     accepted: tuple[str, ...]  # mutant ids the suites detect that it accepts, in id order
     rejected: tuple[str, ...]
-    unsound_on: tuple[str, ...] = ()  # "<substrate> (why)" for each substrate whose unmutated kernel it rejects
+    unsound_on: tuple[str, ...] = ()  # "<substrate> (why)" for each substrate whose unmutated kernel it did not accept
     unjudged: tuple[str, ...] = ()  # detected mutants it gave no verdict on (its error, or the mutant ended a worker)
     uncounted: tuple[str, ...] = ()  # the detected mutants of the substrates it is unsound on
 
     def headline(self) -> str:
         detected = len(self.accepted) + len(self.rejected)
         unjudged = f" ({len(self.unjudged)} more not judged)" if self.unjudged else ""
+        counted = f"accepts {len(self.accepted)} of the {detected} mutants the suites detect{unjudged}"
         if self.sound:
-            return f"{self.name}: accepts {len(self.accepted)} of the {detected} mutants the suites detect{unjudged}"
-        which = f": {'; '.join(self.unsound_on)}" if self.unsound_on else ""
-        if not detected:
-            return f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts are not counted"
-        return (f"{self.name}: unsound (it rejects a correct substrate{which}); its verdicts on those substrates' "
-                f"{len(self.uncounted)} detected mutants are not counted; elsewhere it accepts {len(self.accepted)} "
-                f"of the {detected} mutants the suites detect{unjudged}")
-
-
-def checker_verdicts(name: str, sound: bool, accepts: dict[str, bool], detected: set[str]) -> CheckerVerdicts:
-    """Sort a checker's verdicts (`accepts`: mutant id to True where it accepted) over one substrate's detected
-    mutants; where it is not `sound` there, none is counted."""
-    judged = sorted(mutant for mutant in accepts if mutant in detected)
-    if not sound:
-        return CheckerVerdicts(name, False, (), (), uncounted=tuple(judged))
-    return CheckerVerdicts(name, True, tuple(m for m in judged if accepts[m]),
-                           tuple(m for m in judged if not accepts[m]))
+            return f"{self.name}: {counted}"
+        # A substrate's unmutated kernel it rejected, or gave no verdict on (each one's why in parentheses).
+        which = (f"{len(self.unsound_on)} correct substrates" if len(self.unsound_on) > 1 else "a correct substrate")
+        which += f": {'; '.join(self.unsound_on)}" if self.unsound_on else ""
+        if not detected and not self.unjudged:
+            return f"{self.name}: unsound (it does not accept {which}); its verdicts are not counted"
+        there = (f"its verdicts on their {len(self.uncounted)} detected mutants are not counted" if self.uncounted
+                 else "they have no detected mutants")
+        return f"{self.name}: unsound (it does not accept {which}); {there}; elsewhere it {counted}"
