@@ -403,6 +403,43 @@ def test_a_fault_foreseen_in_a_checkers_run_makes_the_worker_forget_its_trial_or
     assert orders[1] and orders[2] == {}
 
 
+def test_a_fault_in_kernelbenchs_run_that_takes_the_device_leaves_kernelbench_v0_the_verdict_of_that_run(
+        admitted, monkeypatch):
+    # kernelbench and kernelbench-v0 read one run of the trials: where that run's fault ends the worker, kernelbench-v0's
+    # verdict is read from it; t0, which would run the kernel again, is not judged, and the worker ends.
+    import dataclasses
+
+    from harness.backends import KernelFault
+    from harness.checkers import under_test
+    from harness.engine import worker as campaign_worker
+    from tests.test_campaign import _Messages, _template_job
+
+    fault = "kernel run: CUDA error 715 CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal instruction was encountered"
+    job = dataclasses.replace(_template_job(admitted, "arithmetic_swap", 2),
+                              checkers=("kernelbench", "kernelbench-v0", "t0"))
+    faulting, never_reached = job.mutant_ids
+    conn = _Messages()
+    current = lambda: [m[1] for m in conn.sent if m[0] == "mutant"][-1]  # noqa: E731
+    monkeypatch.setattr(campaign_worker, "first_failure", lambda run, expected, entry: "")  # every trial passes
+    real_call = under_test.KernelCall.__call__
+
+    def call(self, *inputs):
+        if current() == faulting:
+            self.raised.append(KernelFault(fault, poisons_context=True))
+            self.poisoned = True
+            raise self.raised[-1]
+        return real_call(self, *inputs)
+
+    monkeypatch.setattr(under_test.KernelCall, "__call__", call)
+    campaign_worker.run_campaign_job(job, conn)
+    results = {m[1]["mutant_id"]: m[1] for m in conn.sent if m[0] == "result"}
+    rejected = {"accepted": False, "why": f"the kernel raised KernelFault: {fault}"}
+    assert results[faulting]["checkers"] == {
+        "kernelbench": rejected, "kernelbench-v0": rejected,
+        "t0": {"accepted": None, "why": "not judged: the kernel's fault under checker kernelbench ended the worker"}}
+    assert never_reached not in results  # the worker ended with the device
+
+
 def test_a_matrix_over_several_workers_judges_a_substrate_in_shards_and_finds_duplicates_across_them(tmp_path, capsys):
     # masked_fill_b1's ternary swap at L9C29 compiles to the code of the negation at L9C22. In batches of two the
     # first batch holds L8C11 and L9C22, the second L9C29 alone: with three workers the batches run at once, in
