@@ -83,7 +83,8 @@ def judge_at(problem, kernel, device, tolerances: tuple[float, ...], trials: int
                     # Its figures for the first failure alone, the one a rejection says (they take buffers the size
                     # of the output).
                     how = "" if failures[tolerance] else f" ({mismatch(reference, output, tolerance)})"
-                    failures[tolerance].append(f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}{how}")
+                    failures[tolerance].append(
+                        f"trial {trial}: output mismatch beyond atol = rtol = {tolerance:g}{how}")
     return {tolerance: Judgement(not said, said[0] if said else "") for tolerance, said in failures.items()}
 
 

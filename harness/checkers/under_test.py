@@ -198,7 +198,7 @@ class RunOver:
     whose verdict a run another checker made of it holds (`shared`, as KernelCall.shared): running it raises."""
 
     def __init__(self, shared: dict):
-        self.shared, self.raised, self.poisoned, self.rejection = shared, [], False, ""
+        self.shared, self.raised, self.rejection = shared, [], ""
 
     def __call__(self, *inputs):
         raise RuntimeError("the kernel cannot run again: a fault in an earlier checker's run left the device unusable")

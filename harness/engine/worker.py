@@ -933,7 +933,8 @@ class _SubstrateRun:
         that poisoned the context, or a kernel whose runs changed the worker's trials); and whether a fault the
         address check foresaw stopped one of the kernel's runs (the GPU would have ended the worker). `clock` times
         the checkers' parts (the mutants' by default)."""
-        from harness.checkers.under_test import BuiltProblem, CheckerVerdict, KernelCall, judge_with, judged_from_shared_run
+        from harness.checkers.under_test import (BuiltProblem, CheckerVerdict, KernelCall, judge_with,
+                                                 judged_from_shared_run)
 
         clock = clock or self.mutant_parts
         self.trials.evict()  # a parked trial's copy: the checkers' own trials and outputs need the room
@@ -953,7 +954,7 @@ class _SubstrateRun:
             foreseen = foreseen or any(getattr(error, "foreseen", False) for error in call.raised)
             if call.poisoned:  # the device is gone: the checkers after it cannot run, but may read the run it made
                 lost = CheckerVerdict(None, f"not judged: the kernel's fault under checker {spec} ended the worker")
-                for rest in (rest for rest in self.checkers if rest not in verdicts):
+                for rest in [name for name in self.checkers if name not in verdicts]:
                     read = judged_from_shared_run(rest, self.checkers[rest], problem, shared, self.backend.device)
                     verdicts[rest] = (read or lost).to_json()
                 return verdicts, True, foreseen
